@@ -1,0 +1,1 @@
+"""Data: pretraining instances and records, input pipelines, GLUE, SQuAD."""

@@ -1,0 +1,1 @@
+"""Tasks: a model with its heads, its loss and its metrics (pretraining, classification, SQuAD)."""

@@ -1,0 +1,1 @@
+"""Tokenization: Google-exact pure-Python tokenizer, in-graph tokenizer, vocabularies."""

@@ -1,0 +1,462 @@
+"""Google's BERT tokenizer, giving exactly the ids of `tokenization.py`.
+
+`FullTokenizer` = `BasicTokenizer` (cleaning, CJK splitting, optional
+lower-casing and accent stripping, punctuation splitting) followed by
+`WordpieceTokenizer` (greedy longest-match-first WordPiece). The rules are
+Google's to the character; only the way they are executed differs:
+
+* Every rule after whitespace splitting depends on one whitespace-separated
+  word alone, so the whole basic + WordPiece result is cached per word. Real
+  text repeats its words (Zipf), so most words cost one dict lookup.
+* Character classes (control characters, whitespace, punctuation, combining
+  marks, CJK ideographs) are tables built once from `unicodedata` by sweeping
+  every code point, and applied with `str.translate` and compiled regular
+  expressions instead of Python loops over characters.
+* Pure-ASCII text, the common case, never needs the Unicode tables.
+
+Character classes, as in Google's code (Python's `unicodedata` semantics):
+
+* whitespace: " ", "\\t", "\\n", "\\r" and category Zs; mapped to " ".
+* control: categories Cc and Cf, except "\\t", "\\n", "\\r"; dropped, as are
+  U+0000 and U+FFFD.
+* CJK ideographs (Unified Ideographs and extensions A-E, compatibility
+  ideographs): surrounded by spaces. Hangul and kana are not.
+* punctuation: ASCII 33-47, 58-64, 91-96, 123-126, and every category P*.
+* Words are then split with Python's `str.split()`, which (as in Google's
+  code) also splits at U+2028 and U+2029, the only Python whitespace
+  characters that survive cleaning.
+"""
+
+import collections
+import re
+import unicodedata
+
+# CJK ideograph blocks, as in Google's `_is_chinese_char` (inclusive ranges).
+_CJK_RANGES = (
+    (0x4E00, 0x9FFF),    # CJK Unified Ideographs
+    (0x3400, 0x4DBF),    # Extension A
+    (0x20000, 0x2A6DF),  # Extension B
+    (0x2A700, 0x2B73F),  # Extension C
+    (0x2B740, 0x2B81F),  # Extension D
+    (0x2B820, 0x2CEAF),  # Extension E
+    (0xF900, 0xFAFF),    # CJK Compatibility Ideographs
+    (0x2F800, 0x2FA1F),  # CJK Compatibility Ideographs Supplement
+)
+
+# ASCII characters Google counts as punctuation although Unicode calls some
+# of them symbols ("$", "^", "`", ...): everything that is not a letter,
+# digit, space or control character.
+_ASCII_PUNCTUATION_RANGES = ((33, 47), (58, 64), (91, 96), (123, 126))
+
+# ASCII control characters other than tab, newline and carriage return
+# (category Cc); cleaning drops them, together with NUL.
+_ASCII_CONTROL_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+# In ASCII every punctuation character is its own token.
+_ASCII_PUNCTUATION_SPLIT_RE = re.compile(
+    "([%s])" % "".join(
+        re.escape(chr(cp))
+        for first, last in _ASCII_PUNCTUATION_RANGES
+        for cp in range(first, last + 1)))
+
+# Beyond this many distinct words a cache is emptied and starts again, so
+# tokenizing an endless stream of new words cannot exhaust memory.
+_MAX_CACHED_WORDS = 1 << 20
+
+
+class UnknownVocabularyEntryError(KeyError):
+    """A token that is not in the vocabulary, or an id outside it."""
+
+    def __str__(self):
+        # KeyError's own `str` shows the repr of its argument; show the text.
+        return str(self.args[0]) if self.args else ""
+
+
+def _char_class_pattern(code_points):
+    """A regex character class matching exactly `code_points` (sorted ints)."""
+    ranges = []
+    for cp in code_points:
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    parts = []
+    for first, last in ranges:
+        if first == last:
+            parts.append("\\U%08x" % first)
+        else:
+            parts.append("\\U%08x-\\U%08x" % (first, last))
+    return "[" + "".join(parts) + "]"
+
+
+class _UnicodeTables:
+    """Google's character classes over all of Unicode, built once on demand.
+
+    Built by asking `unicodedata` about every code point (about 0.2 s), so
+    the classes are exactly what Google's per-character checks decide on the
+    running Python, whatever its Unicode version.
+    """
+
+    _instance = None
+
+    @classmethod
+    def get(cls):
+        if cls._instance is None:
+            cls._instance = cls()
+        return cls._instance
+
+    def __init__(self):
+        clean = {}           # code point -> None (drop) or " " (whitespace)
+        punctuation = []
+        combining_marks = {}  # category Mn -> None, for accent stripping
+        category = unicodedata.category
+        for cp in range(0x110000):
+            cat = category(chr(cp))
+            if cat == "Zs":
+                clean[cp] = " "
+            elif cat == "Cc" or cat == "Cf":
+                clean[cp] = None
+            elif cat == "Mn":
+                combining_marks[cp] = None
+            if cat[0] == "P":
+                punctuation.append(cp)
+        for cp in (ord("\t"), ord("\n"), ord("\r")):
+            clean[cp] = " "  # Category Cc, but Google treats them as spaces.
+        clean[0] = None
+        clean[0xFFFD] = None  # The replacement character.
+        for first, last in _ASCII_PUNCTUATION_RANGES:
+            punctuation.extend(range(first, last + 1))
+
+        self.clean_table = clean
+        self.strip_marks_table = combining_marks
+        self.punctuation_split_re = re.compile(
+            "(%s)" % _char_class_pattern(sorted(set(punctuation))))
+        self.cjk_re = re.compile(
+            "[%s]" % "".join("\\U%08x-\\U%08x" % r for r in _CJK_RANGES))
+
+
+def convert_to_unicode(text):
+    """Returns `text` as `str`; bytes are UTF-8 with invalid bytes dropped."""
+    if isinstance(text, str):
+        return text
+    if isinstance(text, bytes):
+        return text.decode("utf-8", "ignore")
+    raise ValueError("Unsupported string type: %s" % (type(text),))
+
+
+def printable_text(text):
+    """Returns `text` as a `str` suitable for printing or logging."""
+    return convert_to_unicode(text)
+
+
+def _read_bytes(path):
+    """Reads a whole file; remote paths (gs://...) go through tf.io.gfile."""
+    path = str(path)
+    if "://" in path:
+        import tensorflow as tf  # Only for remote files: importing TF is slow.
+        if not tf.io.gfile.exists(path):
+            raise FileNotFoundError(f"vocab file {path} does not exist")
+        with tf.io.gfile.GFile(path, "rb") as reader:
+            return reader.read()
+    try:
+        with open(path, "rb") as reader:
+            return reader.read()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"vocab file {path} does not exist") from None
+    except OSError as error:
+        raise OSError(
+            f"cannot read vocab file {path}: {error.strerror or error}"
+        ) from error
+
+
+def load_vocab(vocab_file):
+    """Loads a vocabulary file: one token per line, id = line number.
+
+    As Google's: lines are split at "\\n" only, each is stripped of
+    surrounding whitespace, and a token that appears twice keeps its first
+    position in the dict but the id of its last line.
+
+    Args:
+      vocab_file: path of the `vocab.txt`.
+
+    Returns:
+      An `OrderedDict` mapping token -> id.
+
+    Raises:
+      FileNotFoundError: the file does not exist (the message names it).
+      ValueError: the file is empty or a line is not valid UTF-8.
+    """
+    data = _read_bytes(vocab_file)
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # Text after the last newline, if any, is a last line.
+    vocab = collections.OrderedDict()
+    for index, line in enumerate(lines):
+        try:
+            token = line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(
+                f"vocab file {vocab_file}, line {index + 1}: not valid UTF-8 "
+                f"({error.reason} at byte {error.start})") from None
+        vocab[token.strip()] = index
+    if not vocab:
+        raise ValueError(f"vocab file {vocab_file} is empty")
+    return vocab
+
+
+def convert_by_vocab(vocab, items, what="token"):
+    """Maps each item through `vocab`; an unknown item is a clear error."""
+    try:
+        return [vocab[item] for item in items]
+    except KeyError:
+        for item in items:
+            if item not in vocab:
+                raise UnknownVocabularyEntryError(
+                    f"{what} {item!r} is not in the vocabulary "
+                    f"({len(vocab)} entries)") from None
+        raise
+
+
+def convert_tokens_to_ids(vocab, tokens):
+    return convert_by_vocab(vocab, tokens, what="token")
+
+
+def convert_ids_to_tokens(inv_vocab, ids):
+    return convert_by_vocab(inv_vocab, ids, what="token id")
+
+
+def whitespace_tokenize(text):
+    """Strips `text` and splits it at (Python) whitespace."""
+    return text.split()
+
+
+def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
+    """Raises if `do_lower_case` contradicts a released checkpoint's name.
+
+    Google's check: the casing is not stored with a checkpoint, so the name
+    of a released model's directory (`uncased_L-12_H-768_A-12/...`) is the
+    only hint. Checkpoints with other names are not checked.
+
+    Raises:
+      ValueError: the flag and the checkpoint's casing disagree.
+    """
+    if not init_checkpoint:
+        return
+    match = re.match("^.*?([A-Za-z0-9_-]+)/bert_model.ckpt", init_checkpoint)
+    if match is None:
+        return
+    model_name = match.group(1)
+    lower_cased_models = (
+        "uncased_L-24_H-1024_A-16", "uncased_L-12_H-768_A-12",
+        "multilingual_L-12_H-768_A-12", "chinese_L-12_H-768_A-12")
+    cased_models = (
+        "cased_L-12_H-768_A-12", "cased_L-24_H-1024_A-16",
+        "multi_cased_L-12_H-768_A-12")
+    if model_name in lower_cased_models and not do_lower_case:
+        flag, casing, right_flag = "False", "lowercased", "True"
+    elif model_name in cased_models and do_lower_case:
+        flag, casing, right_flag = "True", "cased", "False"
+    else:
+        return
+    raise ValueError(
+        f"You passed in `--do_lower_case={flag}` with "
+        f"`--init_checkpoint={init_checkpoint}`. However, `{model_name}` "
+        f"seems to be a {casing} model, so you should pass in "
+        f"`--do_lower_case={right_flag}` so that the fine-tuning matches how "
+        f"the model was pre-trained.")
+
+
+class BasicTokenizer:
+    """Cleaning, CJK splitting, lower-casing/accent stripping, punctuation."""
+
+    def __init__(self, do_lower_case=True):
+        """Args:
+          do_lower_case: lower-case and strip accents (NFD, then drop
+            category Mn). Cased models need False.
+        """
+        self.do_lower_case = do_lower_case
+        self._word_cache = {}
+
+    def tokenize(self, text):
+        """Splits `text` (str or UTF-8 bytes) into basic tokens."""
+        tokens = []
+        for word in self.split_words(text):
+            tokens.extend(self.tokenize_word(word))
+        return tokens
+
+    def split_words(self, text):
+        """Cleans `text`, spaces out CJK ideographs, splits at whitespace.
+
+        Returns:
+          The whitespace-separated words on which `tokenize_word` works.
+        """
+        text = convert_to_unicode(text)
+        if text.isascii():
+            if _ASCII_CONTROL_RE.search(text):
+                text = _ASCII_CONTROL_RE.sub("", text)
+            return text.split()
+        tables = _UnicodeTables.get()
+        text = text.translate(tables.clean_table)
+        text = tables.cjk_re.sub(r" \g<0> ", text)
+        return text.split()
+
+    def tokenize_word(self, word):
+        """Basic tokens of one word from `split_words` (a cached tuple)."""
+        tokens = self._word_cache.get(word)
+        if tokens is None:
+            if len(self._word_cache) >= _MAX_CACHED_WORDS:
+                self._word_cache.clear()
+            tokens = self._word_cache[word] = tuple(self._tokenize_word(word))
+        return tokens
+
+    def _tokenize_word(self, word):
+        if self.do_lower_case:
+            word = word.lower()
+            if not word.isascii():
+                # Accent stripping: decompose, then drop the combining marks.
+                word = unicodedata.normalize("NFD", word)
+                word = word.translate(_UnicodeTables.get().strip_marks_table)
+        if word.isascii():
+            pieces = _ASCII_PUNCTUATION_SPLIT_RE.split(word)
+        else:
+            pieces = _UnicodeTables.get().punctuation_split_re.split(word)
+        # Google joins the pieces with spaces and splits again: empty pieces
+        # (between adjacent punctuation, or a word that was all accents)
+        # disappear.
+        return " ".join(pieces).split()
+
+
+class WordpieceTokenizer:
+    """Greedy longest-match-first WordPiece over a vocabulary."""
+
+    def __init__(self, vocab, unk_token="[UNK]", max_input_chars_per_word=200):
+        """Args:
+          vocab: dict token -> id (or any container of tokens).
+          unk_token: what a word that cannot be split becomes.
+          max_input_chars_per_word: longer words become `unk_token` whole.
+        """
+        self.vocab = vocab
+        self.unk_token = unk_token
+        self.max_input_chars_per_word = max_input_chars_per_word
+        # No vocabulary entry is longer; longer candidates need no lookup.
+        self._longest_entry = max((len(token) for token in vocab), default=0)
+        self._token_cache = {}
+
+    def tokenize(self, text):
+        """WordPiece tokens of whitespace-separated basic tokens.
+
+        For example "unaffable" -> ["un", "##aff", "##able"].
+
+        Args:
+          text: basic tokens (from `BasicTokenizer`), separated by spaces.
+
+        Returns:
+          A list of word pieces; a token that cannot be covered by
+          vocabulary entries, or has more than `max_input_chars_per_word`
+          characters, is a single `unk_token`.
+        """
+        output = []
+        for token in convert_to_unicode(text).split():
+            output.extend(self.tokenize_token(token))
+        return output
+
+    def tokenize_token(self, token):
+        """Word pieces of one basic token (a cached tuple)."""
+        pieces = self._token_cache.get(token)
+        if pieces is None:
+            if len(self._token_cache) >= _MAX_CACHED_WORDS:
+                self._token_cache.clear()
+            pieces = self._token_cache[token] = self.split_token(token)
+        return pieces
+
+    def split_token(self, token):
+        """Uncached WordPiece split of one basic token, as a tuple."""
+        length = len(token)
+        if length > self.max_input_chars_per_word:
+            return (self.unk_token,)
+        vocab = self.vocab
+        pieces = []
+        start = 0
+        while start < length:
+            end = min(length, start + self._longest_entry)
+            while end > start:
+                piece = token[start:end]
+                if start > 0:
+                    piece = "##" + piece
+                if piece in vocab:
+                    break
+                end -= 1
+            else:
+                return (self.unk_token,)  # No piece matches: whole word.
+            pieces.append(piece)
+            start = end
+        return tuple(pieces)
+
+
+class FullTokenizer:
+    """Google's end-to-end tokenizer: basic tokens, then word pieces."""
+
+    def __init__(self, vocab_file, do_lower_case=True):
+        """Args:
+          vocab_file: the model's `vocab.txt`.
+          do_lower_case: True for uncased models, False for cased ones.
+
+        Raises:
+          FileNotFoundError, ValueError: see `load_vocab`.
+        """
+        self.vocab_file = str(vocab_file)
+        self.vocab = load_vocab(vocab_file)
+        self.inv_vocab = {index: token for token, index in self.vocab.items()}
+        self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
+        self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
+        self._word_cache = {}
+
+    @property
+    def do_lower_case(self):
+        return self.basic_tokenizer.do_lower_case
+
+    def tokenize(self, text):
+        """Word pieces of `text` (str, or bytes read as UTF-8)."""
+        words = self.basic_tokenizer.split_words(text)
+        cache = self._word_cache
+        try:
+            return [piece for word in words for piece in cache[word]]
+        except KeyError:
+            pass  # Some words are new: split them, then look up again.
+        if len(cache) + len(words) > _MAX_CACHED_WORDS:
+            cache.clear()
+        basic_tokenize = self.basic_tokenizer._tokenize_word
+        split_token = self.wordpiece_tokenizer.split_token
+        for word in words:
+            if word not in cache:
+                cache[word] = tuple(
+                    piece
+                    for token in basic_tokenize(word)
+                    for piece in split_token(token))
+        return [piece for word in words for piece in cache[word]]
+
+    def convert_tokens_to_ids(self, tokens):
+        """Ids of `tokens`; an unknown token raises naming it and the vocab."""
+        try:
+            return [self.vocab[token] for token in tokens]
+        except KeyError:
+            for token in tokens:
+                if token not in self.vocab:
+                    raise UnknownVocabularyEntryError(
+                        f"token {token!r} is not in the vocabulary "
+                        f"{self.vocab_file} ({len(self.vocab)} entries)"
+                    ) from None
+            raise
+
+    def convert_ids_to_tokens(self, ids):
+        """Tokens of `ids`; an unknown id raises naming it and the vocab."""
+        try:
+            return [self.inv_vocab[index] for index in ids]
+        except (KeyError, TypeError):
+            for index in ids:
+                if index not in self.inv_vocab:
+                    raise UnknownVocabularyEntryError(
+                        f"token id {index!r} is not in the vocabulary "
+                        f"{self.vocab_file} (ids 0..{len(self.vocab) - 1})"
+                    ) from None
+            raise

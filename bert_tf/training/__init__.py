@@ -1,0 +1,1 @@
+"""Training: optimizers, schedules, distribution strategies, the train loop."""

@@ -1,0 +1,38 @@
+"""bert_tf: Google's BERT rebuilt on TensorFlow 2 and Keras 3."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="bert_tf",
+    version="0.1.0",
+    description=(
+        "Google's BERT in TensorFlow 2 / Keras 3: Google's checkpoints, data "
+        "files and command lines, unchanged."
+    ),
+    python_requires=">=3.11,<3.12",
+    packages=find_packages(include=["bert_tf", "bert_tf.*"]),
+    py_modules=[
+        "create_pretraining_data",
+        "extract_features",
+        "run_classifier",
+        "run_pretraining",
+        "run_squad",
+    ],
+    install_requires=[
+        "tensorflow==2.20.0",
+        "tensorflow-text==2.20.1",
+        "tf-keras==2.20.1",
+        "tf-models-official==2.20.0",
+        "keras==3.15.1",
+        "absl-py==1.4.0",
+        "numpy==2.4.6",
+        "safetensors==0.8.0",
+    ],
+    extras_require={
+        "test": [
+            "pytest==9.0.3",
+            "scipy==1.17.1",
+            "scikit-learn==1.9.1",
+        ],
+    },
+)

@@ -1,0 +1,52 @@
+"""Shared fixtures: paths to Google's golden outputs, tiny configs."""
+
+import os
+import pathlib
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import pytest  # noqa: E402
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+GOLDEN_DIR = REPO_ROOT.parent / "shared" / "golden"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true", default=False,
+                     help="also run tests marked slow or real_data")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--runslow"):
+        return
+    skip = pytest.mark.skip(reason="slow; run with --runslow")
+    for item in items:
+        if "slow" in item.keywords or "real_data" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def golden_dir():
+    if not GOLDEN_DIR.is_dir():
+        raise FileNotFoundError(
+            f"Google's golden outputs are expected at {GOLDEN_DIR}")
+    return GOLDEN_DIR
+
+
+@pytest.fixture(scope="session")
+def cased_tiny_dir(golden_dir):
+    return golden_dir / "models" / "cased_tiny"
+
+
+@pytest.fixture(scope="session")
+def uncased_vocab_file(golden_dir):
+    return golden_dir / "models" / "uncased_vocab.txt"
+
+
+@pytest.fixture
+def tiny_config():
+    from bert_tf.config import BertConfig
+    return BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                      num_attention_heads=2, intermediate_size=64,
+                      max_position_embeddings=64, type_vocab_size=2)
