@@ -68,7 +68,8 @@ def google_learning_rate(step, init_lr, num_train_steps, num_warmup_steps):
     # polynomial_decay(power=1, end=0, cycle=False): the step is capped at
     # num_train_steps, so the rate stays 0 beyond the end of training.
     train_steps_float = tf.constant(num_train_steps, dtype=tf.float32)
-    fraction_done = tf.minimum(step_float, train_steps_float) / train_steps_float
+    fraction_done = (tf.minimum(step_float, train_steps_float)
+                     / train_steps_float)
     decayed_lr = init_lr * (1.0 - fraction_done)
     if not num_warmup_steps:
         return decayed_lr
@@ -82,7 +83,8 @@ def google_learning_rate(step, init_lr, num_train_steps, num_warmup_steps):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class GoogleLearningRateSchedule(keras.optimizers.schedules.LearningRateSchedule):
+class GoogleLearningRateSchedule(
+        keras.optimizers.schedules.LearningRateSchedule):
     """`google_learning_rate` as a Keras schedule for an optimizer.
 
     A Keras optimizer calls its schedule with `optimizer.iterations` before

@@ -1,0 +1,308 @@
+"""Google's `AdamWeightDecayOptimizer` as a Keras 3 optimizer.
+
+One update of Google's optimizer (`optimization.py` in google-research/bert),
+for a gradient `g` of parameter `w` and learning rate `lr`:
+
+    m  <- beta_1 * m + (1 - beta_1) * g
+    v  <- beta_2 * v + (1 - beta_2) * g**2
+    u  =  m / (sqrt(v) + epsilon)
+    u  += weight_decay_rate * w        (unless w's name matches an exclusion)
+    w  <- w - lr * u
+
+with NO bias correction of `m` and `v` (unlike Adam), and weight decay added
+to the update *before* the learning rate multiplies it (so it is scaled by
+the schedule, unlike Keras' `AdamW`). Before any of this, the gradients of all
+variables are clipped together to global norm `clip_norm` (Google's
+`tf.clip_by_global_norm(grads, clip_norm=1.0)` in `create_optimizer`).
+
+Checkpoint compatibility: the moments are the `<variable>/adam_m` and
+`<variable>/adam_v` tensors of Google's checkpoints and `iterations` is
+`global_step`; `optimizer_slot_variables` (in `optimization.py`) maps those
+names to this optimizer's variables.
+"""
+
+import re
+
+import keras
+import tensorflow as tf
+
+# Google's `exclude_from_weight_decay` in `create_optimizer`.
+GOOGLE_WEIGHT_DECAY_EXCLUSIONS = ("LayerNorm", "layer_norm", "bias")
+
+# Keras' own mechanisms that would duplicate or contradict ours, with the
+# argument that replaces each.
+_REPLACED_KERAS_ARGUMENTS = {
+    "weight_decay": "weight_decay_rate (Google's decay, added to the update)",
+    "clipnorm": "clip_norm (Google's clipping by global norm)",
+    "global_clipnorm": "clip_norm (applied after the cross-replica sum)",
+    "clipvalue": "clip_norm (Google's clipping by global norm)",
+    "gradient_accumulation_steps": (
+        "bert_tf.training.optimization.GradientAccumulator"),
+}
+
+
+def google_variable_name(variable):
+    """The checkpoint name of `variable`, as Google's optimizer sees it.
+
+    Keras variables of bert_tf carry Google's name in `.path`; a plain
+    `tf.Variable` has it in `.name` with the `:0` output suffix, which Google's
+    `_get_variable_name` strips.
+
+    Args:
+      variable: a `keras.Variable` or `tf.Variable`.
+
+    Returns:
+      The name as a string, e.g. `bert/encoder/layer_0/output/dense/kernel`.
+    """
+    path = getattr(variable, "path", None)
+    if path:
+        return path
+    return re.sub(r":\d+$", "", variable.name)
+
+
+def _check_probability(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            0.0 <= value < 1.0):
+        raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class AdamWeightDecay(keras.optimizers.Optimizer):
+    """Google's AdamWeightDecayOptimizer: Adam without bias correction,
+    decoupled weight decay scaled by the learning rate, global-norm clipping.
+
+    Use in a custom `tf.distribute` loop: create and `build` the optimizer
+    inside `strategy.scope()`, then call `apply_gradients` inside
+    `strategy.run` with each replica's gradients of its share of the loss
+    (the per-replica mean loss divided by `num_replicas_in_sync`, so that the
+    cross-replica SUM is the gradient of the global-batch mean loss). The
+    gradients are summed across replicas *first* and then clipped by their
+    global norm, so N replicas give the same update as one device with the
+    same global batch, and the clipping sees the gradient of the whole batch
+    as in Google's single-device (CPU/GPU) run.
+
+    Note: Google's TPU path differs: there `CrossShardOptimizer` sums the
+    gradients across cores *after* `tf.clip_by_global_norm` clipped each
+    core's gradient of its own mean loss, so the applied gradient is the sum
+    of 8 separately clipped gradients. We follow the single-device semantics
+    on every strategy (including TPUStrategy), which keeps results
+    independent of the number of replicas.
+
+    The step: Keras evaluates the learning-rate schedule at `iterations`
+    *before* incrementing it, so update `t` (from 0) uses `lr(t)`, as
+    Google's graph, which reads `global_step` for the rate and increments it
+    (`global_step.assign(global_step + 1)`, grouped with the update) in the
+    same step. With warmup, `lr(0) = 0`: Google's first step only fills the
+    moments and leaves the weights unchanged, and so does this optimizer.
+    """
+
+    def __init__(self, learning_rate, weight_decay_rate=0.0, beta_1=0.9,
+                 beta_2=0.999, epsilon=1e-6,
+                 exclude_from_weight_decay=GOOGLE_WEIGHT_DECAY_EXCLUSIONS,
+                 clip_norm=1.0, name="AdamWeightDecay", **kwargs):
+        """Creates the optimizer (inside the strategy's scope, if any).
+
+        Args:
+          learning_rate: a float or a `LearningRateSchedule` (called with
+            `iterations`), e.g. `GoogleLearningRateSchedule`.
+          weight_decay_rate: the decay coefficient added to the update
+            (Google's run_pretraining.py/run_classifier.py use 0.01).
+          beta_1: decay of the first moment.
+          beta_2: decay of the second moment.
+          epsilon: added to `sqrt(v)` (Google's 1e-6, not Adam's 1e-7/1e-8).
+          exclude_from_weight_decay: regular expressions; a variable whose
+            checkpoint name `re.search`-matches any of them gets no decay.
+          clip_norm: the global norm the summed gradients are clipped to, as
+            `tf.clip_by_global_norm`; `None` or 0 disables clipping.
+          name: the optimizer's name (a prefix of its variables' paths).
+          **kwargs: other `keras.optimizers.Optimizer` arguments
+            (e.g. `loss_scale_factor`); Keras' weight decay, clipping and
+            gradient accumulation are rejected because they would apply a
+            second, different mechanism.
+
+        Raises:
+          ValueError: an out-of-range hyperparameter, or a rejected Keras
+            argument (the message names the replacement).
+        """
+        for keras_name, replacement in _REPLACED_KERAS_ARGUMENTS.items():
+            if kwargs.get(keras_name) is not None:
+                raise ValueError(
+                    f"{type(self).__name__} does not take Keras' "
+                    f"`{keras_name}`; use {replacement}")
+            kwargs.pop(keras_name, None)
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        _check_probability("beta_1", beta_1)
+        _check_probability("beta_2", beta_2)
+        if isinstance(epsilon, bool) or not isinstance(
+                epsilon, (int, float)) or epsilon < 0:
+            raise ValueError(
+                f"epsilon must be a non-negative number, got {epsilon!r}")
+        if isinstance(weight_decay_rate, bool) or not isinstance(
+                weight_decay_rate, (int, float)) or weight_decay_rate < 0:
+            raise ValueError("weight_decay_rate must be a non-negative "
+                             f"number, got {weight_decay_rate!r}")
+        if clip_norm is not None and (
+                isinstance(clip_norm, bool)
+                or not isinstance(clip_norm, (int, float)) or clip_norm < 0):
+            raise ValueError("clip_norm must be None or a non-negative "
+                             f"number, got {clip_norm!r}")
+        if isinstance(exclude_from_weight_decay, str):
+            raise ValueError(
+                "exclude_from_weight_decay must be a list of regular "
+                f"expressions, got the string {exclude_from_weight_decay!r}")
+        self.weight_decay_rate = float(weight_decay_rate)
+        self.beta_1 = float(beta_1)
+        self.beta_2 = float(beta_2)
+        self.epsilon = float(epsilon)
+        self.exclude_from_weight_decay = tuple(exclude_from_weight_decay or ())
+        self.clip_norm = float(clip_norm) if clip_norm else None
+
+    # -- variables ---------------------------------------------------------
+
+    def build(self, var_list):
+        """Creates the float32 moments `m` and `v` of every variable.
+
+        Must run inside the strategy's scope (the moments are mirrored like
+        the variables). Idempotent.
+
+        Args:
+          var_list: the trainable variables the optimizer will update.
+        """
+        if self.built:
+            return
+        super().build(var_list)
+        self._first_moments = []
+        self._second_moments = []
+        self._variable_names = []
+        self._uses_weight_decay = []
+        for variable in var_list:
+            variable_name = google_variable_name(variable)
+            self._variable_names.append(variable_name)
+            self._uses_weight_decay.append(
+                self._do_use_weight_decay(variable_name))
+            self._first_moments.append(
+                self._add_moment(variable, variable_name, "adam_m"))
+            self._second_moments.append(
+                self._add_moment(variable, variable_name, "adam_v"))
+
+    def _add_moment(self, variable, variable_name, slot_name):
+        """A zero float32 slot shaped like `variable`, placed with it.
+
+        Google's slots are float32 whatever the training precision, so they
+        are created float32 here rather than in the variable's dtype.
+        """
+        colocate_with = (variable.value if isinstance(variable, keras.Variable)
+                         else variable)
+        with self._distribution_strategy.extended.colocate_vars_with(
+                colocate_with):
+            # Keras forbids "/" in variable names; the Google name of the slot
+            # is given by `optimizer_slot_variables`, not by this name.
+            return self.add_variable(
+                shape=variable.shape, initializer="zeros", dtype="float32",
+                name=f"{variable_name.replace('/', '_')}_{slot_name}")
+
+    def _do_use_weight_decay(self, variable_name):
+        """Google's rule: decay unless the rate is 0 or the name matches."""
+        if not self.weight_decay_rate:
+            return False
+        return not any(re.search(pattern, variable_name) is not None
+                       for pattern in self.exclude_from_weight_decay)
+
+    def slot_variables(self):
+        """`(google_name, m, v)` for every variable the optimizer updates.
+
+        Returns:
+          A list of triples, in the order of `build`'s `var_list`.
+
+        Raises:
+          ValueError: the optimizer has not been built.
+        """
+        if not self.built:
+            raise ValueError(
+                f"optimizer {self.name} has no slot variables yet: call "
+                "optimizer.build(model.trainable_variables) (inside "
+                "strategy.scope()) first")
+        return list(zip(self._variable_names, self._first_moments,
+                        self._second_moments))
+
+    # -- the update --------------------------------------------------------
+
+    def _backend_update_step(self, grads, trainable_variables, learning_rate):
+        """Sums the gradients across replicas, clips them, then updates.
+
+        Keras' TF backend clips (`global_clipnorm`) each replica's gradients
+        before it sums them; Google clips the gradient of the whole batch.
+        So the sum comes first here and `tf.clip_by_global_norm` (Google's
+        op, exactly) sees the summed gradients. Outside a replica context
+        (cross-replica `apply`), the gradients are taken as already summed.
+        """
+        tf_variables = [
+            variable.value if isinstance(variable, keras.Variable)
+            else variable for variable in trainable_variables]
+        grads_and_vars = self._all_reduce_sum_gradients(
+            list(zip(grads, tf_variables)))
+        grads = [grad for grad, _ in grads_and_vars]
+        if self.clip_norm:
+            grads, _ = tf.clip_by_global_norm(grads, self.clip_norm)
+        tf.__internal__.distribute.interim.maybe_merge_call(
+            self._distributed_tf_update_step, self._distribution_strategy,
+            list(zip(grads, tf_variables)), learning_rate)
+
+    def _adam_moments(self, gradient, index):
+        """Updates and returns Google's (bias-uncorrected) moments.
+
+        Returns:
+          `(m, v)`: the new first and second moments, float32 tensors.
+        """
+        # Google casts nothing: its gradients and slots are float32. A
+        # mixed-precision or IndexedSlices gradient is made a dense float32
+        # tensor (Google's `tf.multiply` densifies IndexedSlices too).
+        gradient = tf.cast(tf.convert_to_tensor(gradient), tf.float32)
+        first_moment = self._first_moments[index]
+        second_moment = self._second_moments[index]
+        # `1 - beta` is computed in Python (double) and then rounded to
+        # float32, as Google's `tf.multiply(1.0 - self.beta_1, grad)`.
+        next_m = (tf.multiply(self.beta_1, first_moment)
+                  + tf.multiply(1.0 - self.beta_1, gradient))
+        next_v = (tf.multiply(self.beta_2, second_moment)
+                  + tf.multiply(1.0 - self.beta_2, tf.square(gradient)))
+        self.assign(first_moment, next_m)
+        self.assign(second_moment, next_v)
+        return next_m, next_v
+
+    def _decayed_update(self, update, param, index):
+        """Adds `weight_decay_rate * param` unless the variable is excluded."""
+        if self._uses_weight_decay[index]:
+            update += self.weight_decay_rate * param
+        return update
+
+    def update_step(self, gradient, variable, learning_rate):
+        """One Google AdamWeightDecay update of `variable`.
+
+        Args:
+          gradient: the (summed, clipped) gradient of `variable`.
+          variable: the variable (a replica's component under a strategy).
+          learning_rate: the rate at the current `iterations`.
+        """
+        index = self._get_variable_index(variable)
+        next_m, next_v = self._adam_moments(gradient, index)
+        param = tf.cast(tf.convert_to_tensor(variable), tf.float32)
+        update = next_m / (tf.sqrt(next_v) + self.epsilon)
+        update = self._decayed_update(update, param, index)
+        update_with_lr = tf.cast(learning_rate, tf.float32) * update
+        self.assign(variable, param - update_with_lr)
+
+    def get_config(self):
+        """The constructor arguments, for Keras serialization."""
+        config = super().get_config()
+        for keras_name in _REPLACED_KERAS_ARGUMENTS:
+            config.pop(keras_name, None)
+        config.update({
+            "weight_decay_rate": self.weight_decay_rate,
+            "beta_1": self.beta_1,
+            "beta_2": self.beta_2,
+            "epsilon": self.epsilon,
+            "exclude_from_weight_decay": list(self.exclude_from_weight_decay),
+            "clip_norm": self.clip_norm,
+        })
+        return config
