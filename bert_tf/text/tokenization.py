@@ -172,9 +172,11 @@ def _read_bytes(path):
 def load_vocab(vocab_file):
     """Loads a vocabulary file: one token per line, id = line number.
 
-    As Google's: lines are split at "\\n" only, each is stripped of
-    surrounding whitespace, and a token that appears twice keeps its first
-    position in the dict but the id of its last line.
+    As Google's (which reads with `tf.io.gfile.GFile`): lines are split at
+    "\\n" only, every "\\r" in a line is dropped (TensorFlow's line reader
+    does that), each line is stripped of surrounding whitespace, and a token
+    that appears twice keeps its first position in the dict but the id of
+    its last line.
 
     Args:
       vocab_file: path of the `vocab.txt`.
@@ -186,10 +188,12 @@ def load_vocab(vocab_file):
       FileNotFoundError: the file does not exist (the message names it).
       ValueError: the file is empty or a line is not valid UTF-8.
     """
-    data = _read_bytes(vocab_file)
-    lines = data.split(b"\n")
+    lines = [line.replace(b"\r", b"")
+             for line in _read_bytes(vocab_file).split(b"\n")]
     if lines[-1] == b"":
-        lines.pop()  # Text after the last newline, if any, is a last line.
+        # Nothing (or only "\r") after the last newline: the reader is at
+        # its end, not on an empty line.
+        lines.pop()
     vocab = collections.OrderedDict()
     for index, line in enumerate(lines):
         try:
@@ -292,7 +296,9 @@ class BasicTokenizer:
         """
         text = convert_to_unicode(text)
         if text.isascii():
-            if _ASCII_CONTROL_RE.search(text):
+            # `isprintable` is False for any control character (tab and
+            # newline too), so clean text skips the regular expression.
+            if not text.isprintable():
                 text = _ASCII_CONTROL_RE.sub("", text)
             return text.split()
         tables = _UnicodeTables.get()
@@ -334,12 +340,22 @@ class WordpieceTokenizer:
           vocab: dict token -> id (or any container of tokens).
           unk_token: what a word that cannot be split becomes.
           max_input_chars_per_word: longer words become `unk_token` whole.
+
+        The vocabulary is indexed here; changing it afterwards needs a new
+        tokenizer.
         """
         self.vocab = vocab
         self.unk_token = unk_token
         self.max_input_chars_per_word = max_input_chars_per_word
-        # No vocabulary entry is longer; longer candidates need no lookup.
-        self._longest_entry = max((len(token) for token in vocab), default=0)
+        # "##" + piece is in the vocabulary iff piece is in `_continuations`;
+        # looking that up saves building the "##" string for each candidate.
+        self._continuations = frozenset(
+            token[2:] for token in vocab if token.startswith("##"))
+        # No entry is longer, so longer candidates need no lookup.
+        self._longest_word_start = max(
+            (len(token) for token in vocab), default=0)
+        self._longest_continuation = max(
+            (len(piece) for piece in self._continuations), default=0)
         self._token_cache = {}
 
     def tokenize(self, text):
@@ -374,21 +390,24 @@ class WordpieceTokenizer:
         length = len(token)
         if length > self.max_input_chars_per_word:
             return (self.unk_token,)
+        # The first piece: the longest vocabulary entry that starts the token.
         vocab = self.vocab
-        pieces = []
-        start = 0
+        end = min(length, self._longest_word_start)
+        while end > 0 and token[:end] not in vocab:
+            end -= 1
+        if end == 0:
+            return (self.unk_token,)  # No piece matches: the whole token.
+        pieces = [token[:end]]
+        # Each further piece: the longest "##" entry that continues it.
+        continuations = self._continuations
+        start = end
         while start < length:
-            end = min(length, start + self._longest_entry)
-            while end > start:
-                piece = token[start:end]
-                if start > 0:
-                    piece = "##" + piece
-                if piece in vocab:
-                    break
+            end = min(length, start + self._longest_continuation)
+            while end > start and token[start:end] not in continuations:
                 end -= 1
-            else:
-                return (self.unk_token,)  # No piece matches: whole word.
-            pieces.append(piece)
+            if end == start:
+                return (self.unk_token,)
+            pieces.append("##" + token[start:end])
             start = end
         return tuple(pieces)
 
@@ -426,13 +445,13 @@ class FullTokenizer:
         if len(cache) + len(words) > _MAX_CACHED_WORDS:
             cache.clear()
         basic_tokenize = self.basic_tokenizer._tokenize_word
-        split_token = self.wordpiece_tokenizer.split_token
+        tokenize_token = self.wordpiece_tokenizer.tokenize_token
         for word in words:
             if word not in cache:
                 cache[word] = tuple(
                     piece
                     for token in basic_tokenize(word)
-                    for piece in split_token(token))
+                    for piece in tokenize_token(token))
         return [piece for word in words for piece in cache[word]]
 
     def convert_tokens_to_ids(self, tokens):
@@ -452,7 +471,7 @@ class FullTokenizer:
         """Tokens of `ids`; an unknown id raises naming it and the vocab."""
         try:
             return [self.inv_vocab[index] for index in ids]
-        except (KeyError, TypeError):
+        except KeyError:
             for index in ids:
                 if index not in self.inv_vocab:
                     raise UnknownVocabularyEntryError(

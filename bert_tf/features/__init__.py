@@ -1,0 +1,31 @@
+"""Feature extraction: contextual token vectors from a pre-trained BERT."""
+
+from bert_tf.features.extraction import FeatureExtractionError
+from bert_tf.features.extraction import FeatureExtractor
+from bert_tf.features.extraction import InputExample
+from bert_tf.features.extraction import InputFeatures
+from bert_tf.features.extraction import check_layer_indexes
+from bert_tf.features.extraction import convert_example_to_features
+from bert_tf.features.extraction import convert_examples_to_features
+from bert_tf.features.extraction import extract_features
+from bert_tf.features.extraction import feature_json
+from bert_tf.features.extraction import parse_example
+from bert_tf.features.extraction import parse_layer_indexes
+from bert_tf.features.extraction import read_examples
+from bert_tf.features.extraction import truncate_seq_pair
+
+__all__ = [
+    "FeatureExtractionError",
+    "FeatureExtractor",
+    "InputExample",
+    "InputFeatures",
+    "check_layer_indexes",
+    "convert_example_to_features",
+    "convert_examples_to_features",
+    "extract_features",
+    "feature_json",
+    "parse_example",
+    "parse_layer_indexes",
+    "read_examples",
+    "truncate_seq_pair",
+]

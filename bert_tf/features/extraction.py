@@ -1,0 +1,454 @@
+"""Contextual token features from a pre-trained BERT, as Google's script.
+
+Google's `extract_features.py`, step for step:
+
+1. `read_examples`: each line of the input file is one example; a line
+   `text_a ||| text_b` is a sentence pair.
+2. `convert_examples_to_features`: WordPiece tokens framed as
+   `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, truncated as the original
+   (a pair loses tokens from its longer side; a single text is cut), padded
+   to `max_seq_length`.
+3. `FeatureExtractor`: runs the encoder and returns the chosen layers'
+   outputs for every real (not padding) token.
+4. `feature_json`: one JSON object per example,
+   `{"linex_index": i, "features": [{"token": ..., "layers": [{"index": -1,
+   "values": [...]}, ...]}, ...]}`, values rounded to 6 decimals.
+
+`extract_features` wires the steps and writes the JSON lines file under a
+temporary name, renamed when complete.
+"""
+
+import collections
+import dataclasses
+import json
+import os
+import re
+import uuid
+
+from absl import logging
+import numpy as np
+
+from bert_tf.text import tokenization
+
+# "text_a ||| text_b"; the first group is greedy, so with several
+# separators the line splits at the last one, as in Google's code.
+_PAIR_RE = re.compile(r"^(.*) \|\|\| (.*)$")
+
+
+class FeatureExtractionError(ValueError):
+    """Input that feature extraction cannot work with (the message says why)."""
+
+
+@dataclasses.dataclass
+class InputExample:
+    """One line of input: a text or a text pair."""
+    unique_id: int
+    text_a: str
+    text_b: str = None
+
+
+@dataclasses.dataclass
+class InputFeatures:
+    """One example as model inputs, padded to `max_seq_length`.
+
+    `tokens` are the real tokens only ([CLS] ... [SEP]); the id lists are
+    padded with zeros.
+    """
+    unique_id: int
+    tokens: list
+    input_ids: list
+    input_mask: list
+    input_type_ids: list
+
+
+def _read_lines(input_file):
+    """The lines of a file as Google's `tf.gfile.GFile.readline` gives them.
+
+    Lines end at "\\n" only and TensorFlow's line reader drops every "\\r";
+    invalid UTF-8 bytes are dropped (Google's code would stop on them).
+    """
+    path = os.fspath(input_file)
+    if "://" in path:
+        import tensorflow as tf  # Remote files (gs://...) only.
+        if not tf.io.gfile.exists(path):
+            raise FileNotFoundError(f"input file {path} does not exist")
+        with tf.io.gfile.GFile(path, "rb") as reader:
+            data = reader.read()
+    else:
+        try:
+            with open(path, "rb") as reader:
+                data = reader.read()
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                f"input file {path} does not exist") from None
+        except IsADirectoryError:
+            raise FeatureExtractionError(
+                f"input file {path} is a directory") from None
+    lines = [line.replace(b"\r", b"") for line in data.split(b"\n")]
+    if lines[-1] == b"":
+        # Nothing (or only "\r") after the last newline: the reader is at
+        # its end, not on an empty line.
+        lines.pop()
+    return [tokenization.convert_to_unicode(line) for line in lines]
+
+
+def parse_example(line, unique_id):
+    """An `InputExample` from one input line (stripped; split at " ||| ")."""
+    line = line.strip()
+    match = _PAIR_RE.match(line)
+    if match is None:
+        return InputExample(unique_id=unique_id, text_a=line)
+    return InputExample(unique_id=unique_id, text_a=match.group(1),
+                        text_b=match.group(2))
+
+
+def read_examples(input_file):
+    """Reads one `InputExample` per line of `input_file`.
+
+    A blank line is an example too (it becomes `[CLS] [SEP]`), as in
+    Google's code, so output line i always belongs to input line i.
+
+    Raises:
+      FileNotFoundError: the file does not exist (the message names it).
+      FeatureExtractionError: the file has no lines at all.
+    """
+    lines = _read_lines(input_file)
+    if not lines:
+        raise FeatureExtractionError(
+            f"input file {os.fspath(input_file)} is empty: it needs one text "
+            f"(or 'text_a ||| text_b' pair) per line")
+    return [parse_example(line, index) for index, line in enumerate(lines)]
+
+
+def truncate_seq_pair(tokens_a, tokens_b, max_length):
+    """Truncates a pair in place to at most `max_length` tokens in total.
+
+    One token at a time from the end of the longer list (of `tokens_b` on a
+    tie), so a short text keeps all its tokens while the long one is cut.
+    """
+    while len(tokens_a) + len(tokens_b) > max_length:
+        if len(tokens_a) > len(tokens_b):
+            tokens_a.pop()
+        else:
+            tokens_b.pop()
+
+
+def convert_example_to_features(example, seq_length, tokenizer):
+    """Tokenizes, frames, truncates and pads one example.
+
+    Args:
+      example: an `InputExample`.
+      seq_length: length of the padded id lists (at least 3).
+      tokenizer: a `FullTokenizer`.
+
+    Returns:
+      An `InputFeatures`.
+    """
+    tokens_a = tokenizer.tokenize(example.text_a)
+    tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else []
+    if tokens_b:
+        # Room for [CLS], [SEP] and [SEP].
+        truncate_seq_pair(tokens_a, tokens_b, seq_length - 3)
+    else:
+        # Room for [CLS] and [SEP]. (A second text that has no tokens, e.g.
+        # only control characters, leaves a single-text example, as Google's.)
+        tokens_a = tokens_a[:seq_length - 2]
+
+    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
+    input_type_ids = [0] * len(tokens)
+    if tokens_b:
+        tokens += tokens_b + ["[SEP]"]
+        input_type_ids += [1] * (len(tokens_b) + 1)
+    input_ids = tokenizer.convert_tokens_to_ids(tokens)
+    input_mask = [1] * len(input_ids)
+
+    padding = [0] * (seq_length - len(input_ids))
+    return InputFeatures(
+        unique_id=example.unique_id,
+        tokens=tokens,
+        input_ids=input_ids + padding,
+        input_mask=input_mask + padding,
+        input_type_ids=input_type_ids + padding)
+
+
+def convert_examples_to_features(examples, seq_length, tokenizer):
+    """`convert_example_to_features` for each example; logs the first five."""
+    if seq_length < 3:
+        raise FeatureExtractionError(
+            f"max_seq_length is {seq_length}; it must be at least 3 "
+            f"([CLS] a [SEP] b [SEP] needs room for three special tokens)")
+    features = []
+    for example in examples:
+        feature = convert_example_to_features(example, seq_length, tokenizer)
+        if example.unique_id < 5:
+            logging.info("*** Example ***")
+            logging.info("unique_id: %s", feature.unique_id)
+            logging.info("tokens: %s", " ".join(feature.tokens))
+            logging.info("input_ids: %s", " ".join(map(str, feature.input_ids)))
+            logging.info("input_mask: %s",
+                         " ".join(map(str, feature.input_mask)))
+            logging.info("input_type_ids: %s",
+                         " ".join(map(str, feature.input_type_ids)))
+        features.append(feature)
+    return features
+
+
+def parse_layer_indexes(layers):
+    """Parses Google's `--layers` ("-1,-2,-3,-4") into a list of ints.
+
+    Raises:
+      FeatureExtractionError: an entry is not an integer, or none is given.
+    """
+    if isinstance(layers, str):
+        entries = layers.split(",")
+    else:
+        entries = list(layers)
+    indexes = []
+    for entry in entries:
+        try:
+            indexes.append(int(str(entry).strip()))
+        except ValueError:
+            raise FeatureExtractionError(
+                f"layers: {str(entry).strip()!r} in {layers!r} is not a layer "
+                f"index (expected comma-separated integers such as "
+                f"-1,-2,-3,-4)") from None
+    if not indexes:
+        raise FeatureExtractionError("layers: no layer index given")
+    return indexes
+
+
+def check_layer_indexes(layer_indexes, num_hidden_layers):
+    """Raises unless every index picks one of the encoder's layers.
+
+    As Python list indexes into the per-layer outputs: 0 is the first
+    Transformer layer's output, -1 the last one's.
+
+    Raises:
+      FeatureExtractionError: naming the index and the valid range.
+    """
+    for index in layer_indexes:
+        if not -num_hidden_layers <= index < num_hidden_layers:
+            raise FeatureExtractionError(
+                f"layers: layer index {index} is out of range for a model "
+                f"with {num_hidden_layers} layers (num_hidden_layers); valid "
+                f"indexes are {-num_hidden_layers}..{num_hidden_layers - 1}")
+
+
+class FeatureExtractor:
+    """Runs a `BertModel` on batches of features, keeping chosen layers.
+
+    The model runs as one `tf.function` over fixed-size batches (the last
+    batch is padded with empty rows, whose outputs are dropped), so it is
+    traced once and also works under a `tf.distribute` strategy (TPU
+    included), whose replicas each take a slice of every batch.
+    """
+
+    def __init__(self, model, layer_indexes, batch_size, strategy=None):
+        """Args:
+          model: a built `BertModel` (with its weights loaded), created in
+            `strategy`'s scope if a strategy is given.
+          layer_indexes: which entries of `encoder_outputs` to keep.
+          batch_size: examples per model call (global, over all replicas).
+          strategy: a `tf.distribute.Strategy`; default: the current one.
+
+        Raises:
+          FeatureExtractionError: a layer index is out of range, or the
+            batch does not split over the replicas.
+        """
+        import tensorflow as tf
+
+        check_layer_indexes(layer_indexes, model.config.num_hidden_layers)
+        if batch_size < 1:
+            raise FeatureExtractionError(
+                f"batch_size is {batch_size}; it must be positive")
+        self._strategy = strategy or tf.distribute.get_strategy()
+        replicas = self._strategy.num_replicas_in_sync
+        if batch_size % replicas:
+            raise FeatureExtractionError(
+                f"batch_size {batch_size} does not split over the "
+                f"{replicas} replicas; use a multiple of {replicas}")
+        self.model = model
+        self.layer_indexes = list(layer_indexes)
+        self.batch_size = batch_size
+
+        def replica_step(input_ids, input_mask, input_type_ids):
+            outputs = model(input_ids, input_mask=input_mask,
+                            token_type_ids=input_type_ids, training=False)
+            encoder_outputs = outputs["encoder_outputs"]
+            # [batch_size, num_chosen_layers, seq_length, hidden_size]
+            return tf.stack(
+                [tf.cast(encoder_outputs[index], tf.float32)
+                 for index in self.layer_indexes], axis=1)
+
+        @tf.function
+        def step(batch):
+            per_replica = self._strategy.run(replica_step, args=batch)
+            return self._strategy.experimental_local_results(per_replica)
+
+        self._step = step
+
+    def run(self, features):
+        """Yields `(feature, layer_outputs)` for each feature, in order.
+
+        `layer_outputs` is a float32 array [num_chosen_layers, num_tokens,
+        hidden_size] over the feature's real tokens.
+        """
+        import tensorflow as tf
+
+        if not features:
+            return
+        # Whole batches only: pad with empty rows (mask all zero) whose
+        # outputs are never read.
+        num_rows = -(-len(features) // self.batch_size) * self.batch_size
+        columns = []
+        for name in ("input_ids", "input_mask", "input_type_ids"):
+            column = np.zeros((num_rows, len(features[0].input_ids)), np.int32)
+            column[:len(features)] = [getattr(f, name) for f in features]
+            columns.append(column)
+        dataset = tf.data.Dataset.from_tensor_slices(tuple(columns)).batch(
+            self.batch_size, drop_remainder=True)
+        batches = self._strategy.experimental_distribute_dataset(dataset)
+        for start, inputs in zip(range(0, num_rows, self.batch_size), batches):
+            # Replica results in replica order: consecutive slices of the batch.
+            outputs = np.concatenate([r.numpy() for r in self._step(inputs)])
+            for row, feature in enumerate(features[start:start + self.batch_size]):
+                yield feature, outputs[row, :, :len(feature.tokens), :]
+
+
+def feature_json(feature, layer_outputs, layer_indexes):
+    """Google's JSON object for one example.
+
+    Args:
+      feature: its `InputFeatures`.
+      layer_outputs: [len(layer_indexes), num_tokens, hidden_size].
+      layer_indexes: the `--layers` indexes, in the order given.
+
+    Returns:
+      An `OrderedDict` `{"linex_index": ..., "features": [...]}` whose values
+      are `round(x, 6)` of each float32 output.
+    """
+    per_layer_values = [
+        [[round(x, 6) for x in token_values] for token_values in layer]
+        for layer in np.asarray(layer_outputs).tolist()]
+    token_features = []
+    for position, token in enumerate(feature.tokens):
+        layers = []
+        for layer_number, layer_index in enumerate(layer_indexes):
+            layers.append(collections.OrderedDict([
+                ("index", layer_index),
+                ("values", per_layer_values[layer_number][position]),
+            ]))
+        token_features.append(collections.OrderedDict([
+            ("token", token), ("layers", layers)]))
+    return collections.OrderedDict([
+        ("linex_index", feature.unique_id), ("features", token_features)])
+
+
+class _AtomicTextFile:
+    """A text file written under a temporary name and renamed on success.
+
+    A crash or an error leaves any earlier file at `path` untouched and no
+    partial output under its name.
+    """
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        directory, name = os.path.split(self.path)
+        self._tmp_path = os.path.join(
+            directory, f".{name}.tmp-{uuid.uuid4().hex[:8]}")
+        self._remote = "://" in self.path
+
+    def __enter__(self):
+        if self._remote:
+            import tensorflow as tf
+            self._file = tf.io.gfile.GFile(self._tmp_path, "w")
+        else:
+            directory = os.path.dirname(self.path)
+            if directory and not os.path.isdir(directory):
+                raise FileNotFoundError(
+                    f"cannot write output file {self.path}: directory "
+                    f"{directory} does not exist")
+            self._file = open(self._tmp_path, "w", encoding="utf-8")
+        return self._file
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        self._file.close()
+        if self._remote:
+            import tensorflow as tf
+            if exc_type is None:
+                tf.io.gfile.rename(self._tmp_path, self.path, overwrite=True)
+            else:
+                tf.io.gfile.remove(self._tmp_path)
+        elif exc_type is None:
+            os.replace(self._tmp_path, self.path)
+        else:
+            os.remove(self._tmp_path)
+        return False
+
+
+def extract_features(input_file, output_file, bert_config_file,
+                     init_checkpoint, vocab_file, layers="-1,-2,-3,-4",
+                     max_seq_length=128, do_lower_case=True, batch_size=32,
+                     strategy=None):
+    """Google's `extract_features.py` as a function.
+
+    Args:
+      input_file: text file, one example per line ("a" or "a ||| b").
+      output_file: where the JSON lines go (written atomically).
+      bert_config_file: the model's `bert_config.json`.
+      init_checkpoint: the model's checkpoint (prefix or directory).
+      vocab_file: the model's `vocab.txt`.
+      layers: comma-separated layer indexes (or a list of ints); -1 is the
+        last layer.
+      max_seq_length: tokens per example after WordPiece, including [CLS]
+        and [SEP]; longer examples are truncated.
+      do_lower_case: True for uncased models.
+      batch_size: examples per model call.
+      strategy: a `tf.distribute.Strategy`; default: the current one.
+
+    Returns:
+      The number of examples written.
+
+    Raises:
+      FileNotFoundError, FeatureExtractionError, BertConfigError,
+      CheckpointError: naming the file, flag or variable at fault.
+    """
+    import tensorflow as tf
+
+    from bert_tf.checkpoints import load_checkpoint
+    from bert_tf.config import BertConfig
+    from bert_tf.modeling import BertModel
+
+    layer_indexes = parse_layer_indexes(layers)
+    bert_config = BertConfig.from_json_file(bert_config_file)
+    check_layer_indexes(layer_indexes, bert_config.num_hidden_layers)
+    if max_seq_length > bert_config.max_position_embeddings:
+        raise FeatureExtractionError(
+            f"max_seq_length {max_seq_length} is longer than the model's "
+            f"max_position_embeddings {bert_config.max_position_embeddings} "
+            f"({bert_config_file})")
+    tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case)
+    if len(tokenizer.vocab) > bert_config.vocab_size:
+        raise FeatureExtractionError(
+            f"vocab file {vocab_file} has {len(tokenizer.vocab)} entries but "
+            f"the model ({bert_config_file}) has vocab_size "
+            f"{bert_config.vocab_size}: they belong to different models")
+
+    examples = read_examples(input_file)
+    features = convert_examples_to_features(examples, max_seq_length,
+                                            tokenizer)
+
+    strategy = strategy or tf.distribute.get_strategy()
+    with strategy.scope():
+        model = BertModel(bert_config)
+        model.build()
+        load_checkpoint(model, init_checkpoint)
+    extractor = FeatureExtractor(model, layer_indexes, batch_size, strategy)
+
+    with _AtomicTextFile(output_file) as writer:
+        for feature, layer_outputs in extractor.run(features):
+            writer.write(json.dumps(
+                feature_json(feature, layer_outputs, layer_indexes)) + "\n")
+    logging.info("Wrote features of %d examples to %s", len(features),
+                 output_file)
+    return len(features)
