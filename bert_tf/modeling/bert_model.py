@@ -1,0 +1,149 @@
+"""`BertModel`: Google's BERT encoder as a Keras 3 model."""
+
+import keras
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+from bert_tf.modeling.attention_mask import attention_bias_from_mask
+from bert_tf.modeling.checkpoint_scope import checkpoint_scope
+from bert_tf.modeling.embeddings import BertEmbeddings
+from bert_tf.modeling.encoder import TransformerEncoder
+from bert_tf.modeling.pooler import Pooler
+
+
+def _as_bert_config(config):
+    if isinstance(config, BertConfig):
+        config.validate()  # in case a field was changed after construction
+        return config
+    if isinstance(config, dict):
+        return BertConfig.from_dict(config)
+    raise TypeError(
+        f"config must be a BertConfig (or a dict of its fields), got "
+        f"{type(config).__name__}")
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertModel(keras.Model):
+    """BERT: embeddings, a stack of Transformer layers, and the pooler.
+
+    Its variables are named exactly as in Google's checkpoints
+    (`bert/embeddings/word_embeddings`,
+    `bert/encoder/layer_0/attention/self/query/kernel`, ...,
+    `bert/pooler/dense/bias`) wherever the model is nested, so a released
+    checkpoint loads by name.
+
+    Example:
+      model = BertModel(BertConfig.from_json_file("bert_config.json"))
+      outputs = model(input_ids, input_mask, token_type_ids)
+      outputs["pooled_output"]  # [batch_size, hidden_size]
+    """
+
+    def __init__(self, config, name="bert", **kwargs):
+        """Creates the layers (`build` or the first call makes the variables).
+
+        Args:
+          config: a `BertConfig` (or a dict of Google's config keys).
+          name: the checkpoint scope of every variable; Google's is "bert".
+          **kwargs: Keras layer arguments such as `dtype` (a dtype policy,
+            e.g. "mixed_float16") and `trainable`.
+
+        Raises:
+          TypeError: `config` is not a BertConfig or dict.
+          BertConfigError: the config cannot describe a working model.
+        """
+        super().__init__(name=name, **kwargs)
+        self.config = _as_bert_config(config)
+        self.embeddings = BertEmbeddings(
+            self.config, name="embeddings", dtype=self.dtype_policy)
+        self.encoder = TransformerEncoder(
+            self.config, name="encoder", dtype=self.dtype_policy)
+        self.pooler = Pooler(self.config, name="pooler",
+                             dtype=self.dtype_policy)
+
+    def build(self, input_ids_shape=None):
+        """Creates every variable; input shapes do not matter."""
+        if self.built:
+            # `embedding_table` may already have built the model.
+            return
+        hidden_states_shape = (None, None, self.config.hidden_size)
+        with checkpoint_scope(self.name):
+            self.embeddings.build((None, None))
+            self.encoder.build(hidden_states_shape)
+            self.pooler.build(hidden_states_shape)
+
+    @property
+    def embedding_table(self):
+        """The word-embedding variable [vocab_size, hidden_size].
+
+        Builds the model if needed, so an MLM head can be tied to it before
+        the first call.
+        """
+        if not self.built:
+            self.build()
+        return self.embeddings.word_embeddings
+
+    def call(self, input_ids, input_mask=None, token_type_ids=None,
+             training=False):
+        """Encodes a batch of token sequences.
+
+        Args:
+          input_ids: int tensor [batch_size, seq_length] of WordPiece ids.
+          input_mask: optional int tensor [batch_size, seq_length], 1 for
+            real tokens and 0 for padding (default: all ones).
+          token_type_ids: optional int tensor [batch_size, seq_length],
+            segment A = 0, B = 1 (default: all zeros).
+          training: whether to apply dropout.
+
+        Returns:
+          A dict of tensors in the compute dtype:
+            "sequence_output": [batch_size, seq_length, hidden_size], the
+              last layer's output;
+            "pooled_output": [batch_size, hidden_size];
+            "encoder_outputs": a list of num_hidden_layers tensors
+              [batch_size, seq_length, hidden_size], one per layer;
+            "embedding_output": [batch_size, seq_length, hidden_size].
+
+        Raises:
+          ValueError: an input is not [batch_size, seq_length], the shapes
+            differ, or the sequence is longer than max_position_embeddings.
+        """
+        input_ids = tf.convert_to_tensor(input_ids)
+        if input_ids.shape.rank != 2:
+            raise ValueError(
+                f"input_ids must be [batch_size, seq_length], got shape "
+                f"{input_ids.shape}")
+        input_mask = (tf.ones_like(input_ids) if input_mask is None
+                      else tf.convert_to_tensor(input_mask))
+        token_type_ids = (tf.zeros_like(input_ids) if token_type_ids is None
+                          else tf.convert_to_tensor(token_type_ids))
+        for arg_name, tensor in (("input_mask", input_mask),
+                                 ("token_type_ids", token_type_ids)):
+            if not tensor.shape.is_compatible_with(input_ids.shape):
+                raise ValueError(
+                    f"{arg_name} must have the shape of input_ids "
+                    f"{input_ids.shape}, got {tensor.shape}")
+
+        embedding_output = self.embeddings(
+            input_ids, token_type_ids, training=training)
+        # One mask for all layers: [batch, 1, 1, seq], float32.
+        attention_bias = attention_bias_from_mask(input_mask)
+        encoder_outputs = self.encoder(
+            embedding_output, attention_bias, training=training)
+        sequence_output = encoder_outputs[-1]
+        pooled_output = self.pooler(sequence_output)
+        return {
+            "sequence_output": sequence_output,
+            "pooled_output": pooled_output,
+            "encoder_outputs": encoder_outputs,
+            "embedding_output": embedding_output,
+        }
+
+    def get_config(self):
+        """Keras config: Google's config dict under "config", plus Keras'."""
+        return {**super().get_config(), "config": self.config.to_dict()}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        bert_config = BertConfig.from_dict(config.pop("config"))
+        return cls(bert_config, **config)

@@ -1,0 +1,88 @@
+"""BERT's input embeddings: word + token type + position, then LayerNorm."""
+
+import keras
+import tensorflow as tf
+
+from bert_tf.modeling.dropout import dropout
+from bert_tf.modeling.initializers import weight_initializer
+from bert_tf.modeling.layer_norm import LayerNorm
+
+
+class BertEmbeddings(keras.layers.Layer):
+    """Google's `embedding_lookup` + `embedding_postprocessor`.
+
+    embeddings = dropout(LayerNorm(word[input_ids] + token_type[token_type_ids]
+                                   + position[0:seq_length]))
+
+    Variables (under the enclosing "bert" scope): `embeddings/word_embeddings`
+    [vocab_size, hidden_size], `embeddings/token_type_embeddings`
+    [type_vocab_size, hidden_size], `embeddings/position_embeddings`
+    [max_position_embeddings, hidden_size] and
+    `embeddings/LayerNorm/{gamma,beta}`.
+    """
+
+    def __init__(self, config, name="embeddings", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.config = config
+        self.layer_norm = LayerNorm(name="LayerNorm", dtype=self.dtype_policy)
+
+    def build(self, input_ids_shape=None):
+        config = self.config
+        # The tables are read in float32 (autocast=False): a lookup needs only
+        # its rows, not a half-precision copy of the whole table.
+        self.word_embeddings = self.add_weight(
+            name="word_embeddings",
+            shape=(config.vocab_size, config.hidden_size),
+            initializer=weight_initializer(config.initializer_range),
+            autocast=False)
+        self.token_type_embeddings = self.add_weight(
+            name="token_type_embeddings",
+            shape=(config.type_vocab_size, config.hidden_size),
+            initializer=weight_initializer(config.initializer_range),
+            autocast=False)
+        self.position_embeddings = self.add_weight(
+            name="position_embeddings",
+            shape=(config.max_position_embeddings, config.hidden_size),
+            initializer=weight_initializer(config.initializer_range),
+            autocast=False)
+        self.layer_norm.build((None, None, config.hidden_size))
+
+    def call(self, input_ids, token_type_ids, training=False):
+        """Embeds a batch of token ids.
+
+        Args:
+          input_ids: int tensor [batch_size, seq_length].
+          token_type_ids: int tensor [batch_size, seq_length].
+          training: whether to apply dropout.
+
+        Returns:
+          Tensor [batch_size, seq_length, hidden_size] in the compute dtype.
+
+        Raises:
+          ValueError: seq_length is known and exceeds max_position_embeddings.
+        """
+        max_positions = self.config.max_position_embeddings
+        seq_length = input_ids.shape[1]
+        if seq_length is not None and seq_length > max_positions:
+            raise ValueError(
+                f"input_ids has sequence length {seq_length}, longer than "
+                f"the model's max_position_embeddings ({max_positions}); "
+                f"use a max_seq_length of at most {max_positions}")
+        if seq_length is None:
+            seq_length = tf.shape(input_ids)[1]
+            tf.debugging.assert_less_equal(
+                seq_length, max_positions,
+                message=(f"input_ids is longer than the model's "
+                         f"max_position_embeddings ({max_positions})"))
+
+        # Gathering from the variable reads only the looked-up rows.
+        # [batch, seq, hidden] each:
+        words = tf.gather(self.word_embeddings.value, input_ids)
+        token_types = tf.gather(
+            self.token_type_embeddings.value, token_type_ids)
+        # Positions 0..seq_length-1, broadcast over the batch:
+        # [1, seq, hidden].
+        positions = self.position_embeddings.value[:seq_length][tf.newaxis]
+        embeddings = words + token_types + positions
+        embeddings = self.layer_norm(embeddings)
+        return dropout(embeddings, self.config.hidden_dropout_prob, training)
