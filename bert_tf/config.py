@@ -20,7 +20,9 @@ _DEFAULTS = {
     "initializer_range": 0.02,
 }
 
-SUPPORTED_ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
+# "gelu" is Google's tanh approximation; "gelu_exact" (the erf form, Hugging
+# Face's "gelu") is bert_tf's addition for converted Hugging Face models.
+SUPPORTED_ACTIVATIONS = ("gelu", "relu", "tanh", "linear", "gelu_exact")
 
 _POSITIVE_INTS = (
     "vocab_size",

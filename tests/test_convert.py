@@ -450,15 +450,7 @@ def test_minilm_with_google_gelu(converted_minilm):
 
 def test_minilm_published_values_with_exact_gelu(tmp_path):
     """The published values within 1e-5 need Hugging Face's exact gelu."""
-    try:
-        huggingface.convert_hf_to_google(minilm_dir(), tmp_path,
-                                         exact_gelu=True)
-    except huggingface.ConversionError as error:
-        if "has no 'gelu_exact' activation" not in str(error):
-            raise
-        pytest.xfail("needs an exact (erf) gelu in bert_tf: 'gelu_exact' in "
-                     "config.SUPPORTED_ACTIVATIONS and "
-                     "modeling.get_activation")
+    huggingface.convert_hf_to_google(minilm_dir(), tmp_path, exact_gelu=True)
     assert BertConfig.from_json_file(
         tmp_path / "bert_config.json").hidden_act == "gelu_exact"
     last_hidden, pooler = minilm_outputs(tmp_path)

@@ -26,7 +26,6 @@ from absl import logging
 import numpy as np
 
 from bert_tf.checkpoints import tf1_checkpoint
-from bert_tf.config import SUPPORTED_ACTIVATIONS
 from bert_tf.config import BertConfig
 
 HF_WEIGHTS_NAME = "model.safetensors"
@@ -365,8 +364,7 @@ def hf_config_to_google(hf_config, *, source=HF_CONFIG_NAME,
 
     Raises:
       ConversionError: not a BERT config (`model_type`), relative position
-        embeddings, an activation Google's BERT does not have, or
-        `exact_gelu` while this bert_tf has no exact gelu.
+        embeddings, or an activation Google's BERT does not have.
     """
     if not isinstance(hf_config, dict):
         raise ConversionError(f"{source}: expected a JSON object")
@@ -389,11 +387,6 @@ def hf_config_to_google(hf_config, *, source=HF_CONFIG_NAME,
             f"Google's BERT (supported: {', '.join(sorted(_HF_ACTIVATIONS))})")
     values["hidden_act"] = _HF_ACTIVATIONS[hf_activation]
     if hf_activation == "gelu" and exact_gelu:
-        if EXACT_GELU not in SUPPORTED_ACTIVATIONS:
-            raise ConversionError(
-                f"{source}: exact gelu requested, but this version of "
-                f"bert_tf has no {EXACT_GELU!r} activation (supported: "
-                f"{', '.join(SUPPORTED_ACTIVATIONS)})")
         values["hidden_act"] = EXACT_GELU
     elif hf_activation == "gelu":
         logging.warning(

@@ -22,6 +22,23 @@ def gelu(x):
     return x * cdf
 
 
+def gelu_exact(x):
+    """Gaussian Error Linear Unit with the exact normal CDF (`"gelu_exact"`).
+
+    gelu(x) = x * 0.5 * (1 + erf(x / sqrt(2)))
+
+    Not in Google's code: Hugging Face's `"gelu"` is this form, so a model
+    converted from Hugging Face with `--exact_gelu` reproduces its outputs.
+
+    Args:
+      x: float tensor.
+
+    Returns:
+      `x` with the activation applied, same shape and dtype.
+    """
+    return tf.nn.gelu(x, approximate=False)
+
+
 def linear(x):
     """The identity: Google's `"linear"` (no activation)."""
     return x
@@ -32,6 +49,7 @@ _ACTIVATIONS = {
     "relu": tf.nn.relu,
     "tanh": tf.tanh,
     "linear": linear,
+    "gelu_exact": gelu_exact,
 }
 
 SUPPORTED_ACTIVATIONS = tuple(_ACTIVATIONS)
@@ -41,7 +59,7 @@ def get_activation(name):
     """Maps an activation name to its function, as Google's `get_activation`.
 
     Args:
-      name: "gelu", "relu", "tanh" or "linear" (any case). As in Google's
+      name: "gelu", "relu", "tanh", "linear" or "gelu_exact" (any case). As in Google's
         code, `None` or "" mean linear and a callable is returned unchanged.
 
     Returns:
