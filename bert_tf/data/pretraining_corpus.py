@@ -1,0 +1,392 @@
+"""Reading and tokenizing the raw text of `create_pretraining_data.py`.
+
+Google's input format: one sentence per line, an empty line between
+documents. Google's reader, reproduced here exactly:
+
+* input files are read in order, each split into lines at "\\n" only (as
+  `tf.gfile.GFile.readline` does); invalid UTF-8 bytes are dropped (as
+  `tokenization.convert_to_unicode` does) and reported in a warning naming
+  the file and line;
+* each line is stripped (`str.strip`); an empty line starts a new document,
+  and the current document carries over from one file to the next;
+* a non-empty line is tokenized with `FullTokenizer`; it becomes a sentence
+  of the current document if it yields at least one token (a line of control
+  characters neither adds a sentence nor ends the document);
+* documents without sentences are dropped.
+
+What is fast about it: `FullTokenizer` splits a line into whitespace-
+separated words (`BasicTokenizer.split_words`) and tokenizes each word on its
+own, so the ids of a line are the concatenation of the ids of its words;
+each distinct word is tokenized once and its ids cached. Blocks of lines are
+cut into chunks that `num_workers` processes tokenize in parallel, each with
+its own cache (the rare words that make most of a vocabulary mostly occur in
+one chunk only, so little work is repeated); chunks come back in order as
+arrays of ids. The ids are those of `FullTokenizer.tokenize` on each line,
+whatever `num_workers` is.
+
+What is held: the token ids of the whole corpus in one `array('i')` (4 bytes
+a token), sentence boundaries and document boundaries (8 bytes each), and the
+word cache (bounded: emptied beyond `_MAX_CACHED_WORDS` distinct words). The
+text itself is read in blocks of `_BLOCK_BYTES` and dropped once tokenized.
+"""
+
+import glob
+import multiprocessing
+import os
+from array import array
+
+from absl import logging
+
+from bert_tf.text import tokenization
+
+_BLOCK_BYTES = 1 << 24
+# Fewer lines than this per worker are tokenized in-process: shipping them
+# to worker processes would cost more than it saves.
+_MIN_LINES_PER_WORKER = 2000
+_MAX_CACHED_WORDS = 1 << 22
+# How many invalid-UTF-8 lines of one file are named one by one.
+_MAX_ENCODING_WARNINGS = 5
+
+
+class PretrainingDataError(ValueError):
+    """Input that cannot make pretraining data; the message says which."""
+
+
+def _is_remote(path):
+    return "://" in path
+
+
+def expand_input_patterns(input_patterns):
+    """The input files named by comma-separated paths or glob patterns.
+
+    Like Google's script, files come in the order of the patterns, and within
+    a pattern in the order the file system lists them (TensorFlow's glob does
+    not sort either; remote patterns such as `gs://...` go through
+    `tf.io.gfile.glob`).
+
+    Args:
+      input_patterns: a comma-separated string, or a list of patterns.
+
+    Returns:
+      A list of file paths.
+
+    Raises:
+      PretrainingDataError: no pattern given, or a pattern matches no file
+        (the message names it).
+    """
+    if isinstance(input_patterns, str):
+        input_patterns = input_patterns.split(",")
+    patterns = [str(pattern) for pattern in input_patterns if str(pattern)]
+    if not patterns:
+        raise PretrainingDataError("no input file given")
+    files = []
+    for pattern in patterns:
+        if _is_remote(pattern):
+            import tensorflow as tf  # Only for remote files: slow to import.
+            matches = tf.io.gfile.glob(pattern)
+        else:
+            # TensorFlow's glob also matches names that start with a dot.
+            matches = [path for path in glob.glob(pattern, include_hidden=True)
+                       if not os.path.isdir(path)]
+        if not matches:
+            raise PretrainingDataError(
+                f"input file pattern {pattern!r} matches no file")
+        files.extend(matches)
+    return files
+
+
+def load_tokenizer(vocab_file, do_lower_case):
+    """Google's `FullTokenizer`, with vocabulary problems as clear errors.
+
+    Raises:
+      PretrainingDataError: the vocab file is missing or unreadable.
+    """
+    try:
+        return tokenization.FullTokenizer(vocab_file=vocab_file,
+                                          do_lower_case=do_lower_case)
+    except (OSError, ValueError) as error:
+        raise PretrainingDataError(str(error)) from error
+
+
+class TokenizedCorpus:
+    """Token ids of every sentence of every document, in reading order.
+
+    Attributes:
+      token_ids: `array('i')`, the ids of all sentences, concatenated.
+      sentence_starts: `array('q')`; sentence s is
+        `token_ids[sentence_starts[s]:sentence_starts[s + 1]]`.
+      document_starts: `array('q')`; document d is sentences
+        `document_starts[d]` to `document_starts[d + 1] - 1`.
+      input_files: the files read, for messages.
+    """
+
+    def __init__(self, token_ids, sentence_starts, document_starts,
+                 input_files):
+        self.token_ids = token_ids
+        self.sentence_starts = sentence_starts
+        self.document_starts = document_starts
+        self.input_files = list(input_files)
+
+    @property
+    def num_documents(self):
+        return len(self.document_starts) - 1
+
+    @property
+    def num_sentences(self):
+        return len(self.sentence_starts) - 1
+
+    @property
+    def num_tokens(self):
+        return len(self.token_ids)
+
+    def document(self, index):
+        """Document `index` as a list of sentences (lists of ids)."""
+        starts = self.sentence_starts
+        return [self.token_ids[starts[s]:starts[s + 1]].tolist()
+                for s in range(self.document_starts[index],
+                               self.document_starts[index + 1])]
+
+
+class _LineTokenizer:
+    """Token ids of lines, through a word -> ids cache.
+
+    `FullTokenizer` splits a line into whitespace-separated words
+    (`BasicTokenizer.split_words`) and tokenizes each word on its own, so
+    the ids of a line are the concatenation of the ids of its words; each
+    distinct word is tokenized once.
+    """
+
+    def __init__(self, tokenizer):
+        self._tokenizer = tokenizer
+        self._split_words = tokenizer.basic_tokenizer.split_words
+        self._cache = {}
+
+    def _word_ids(self, word):
+        if len(self._cache) >= _MAX_CACHED_WORDS:
+            self._cache.clear()
+        vocab = self._tokenizer.vocab
+        pieces = self._tokenizer.tokenize(word)
+        try:
+            ids = self._cache[word] = tuple([vocab[piece] for piece in pieces])
+        except KeyError as error:
+            # Only "[UNK]" can be missing: every other piece comes from the
+            # vocabulary.
+            raise PretrainingDataError(
+                f"vocab file {self._tokenizer.vocab_file} has no "
+                f"{error.args[0]!r} token, which the word {word!r} needs"
+            ) from None
+        return ids
+
+    def tokenize_lines(self, lines):
+        """Ids of each line, stripped, for `tokenize_corpus`.
+
+        Args:
+          lines: `str` lines.
+
+        Returns:
+          (ids, lengths): `array('i')` of the ids of all lines
+          concatenated, and `array('i')` with each line's number of ids, or
+          -1 for a line that is empty once stripped (a document break).
+        """
+        ids = array("i")
+        lengths = array("i")
+        extend = ids.extend
+        append_length = lengths.append
+        split_words = self._split_words
+        cache_get = self._cache.get
+        word_ids = self._word_ids
+        for line in lines:
+            line = line.strip()
+            if not line:
+                append_length(-1)
+                continue
+            line_ids = []
+            for word in split_words(line):
+                pieces = cache_get(word)
+                if pieces is None:
+                    pieces = word_ids(word)
+                line_ids += pieces
+            extend(line_ids)
+            append_length(len(line_ids))
+        return ids, lengths
+
+
+# The line tokenizer of a worker process, set by `_init_worker`.
+_worker_line_tokenizer = None
+
+
+def _init_worker(vocab_file, do_lower_case):
+    global _worker_line_tokenizer
+    _worker_line_tokenizer = _LineTokenizer(tokenization.FullTokenizer(
+        vocab_file=vocab_file, do_lower_case=do_lower_case))
+
+
+def _tokenize_lines_in_worker(lines):
+    ids, lengths = _worker_line_tokenizer.tokenize_lines(lines)
+    # Arrays travel back as bytes: far cheaper to pickle than lists.
+    return ids.tobytes(), lengths.tobytes()
+
+
+def _decode_block(block, path, first_line_number, warnings_left):
+    """UTF-8 text of a block of whole lines; invalid bytes are dropped.
+
+    Returns:
+      (text, warnings_left): each line with invalid bytes is reported (up to
+      `warnings_left` of them by line number).
+    """
+    try:
+        return block.decode("utf-8"), warnings_left
+    except UnicodeDecodeError:
+        pass
+    lines = block.split(b"\n")
+    for offset, line in enumerate(lines):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            if warnings_left > 0:
+                logging.warning(
+                    "%s:%d: invalid UTF-8 (%s at byte %d of the line); the "
+                    "invalid bytes are dropped, as Google's script does",
+                    path, first_line_number + offset, error.reason,
+                    error.start)
+            elif warnings_left == 0:
+                logging.warning(
+                    "%s: more lines with invalid UTF-8; their invalid bytes "
+                    "are dropped too", path)
+            warnings_left -= 1
+    return block.decode("utf-8", "ignore"), warnings_left
+
+
+def _line_blocks(path):
+    """Yields lists of the lines of `path` (split at b"\\n"), block by block.
+
+    Text after the last newline is a last line; a final newline does not
+    start an empty one (as `readline` reads it).
+    """
+    if _is_remote(path):
+        import tensorflow as tf  # Only for remote files.
+        reader = tf.io.gfile.GFile(path, "rb")
+    else:
+        try:
+            reader = open(path, "rb")
+        except OSError as error:
+            raise PretrainingDataError(
+                f"cannot read input file {path}: "
+                f"{error.strerror or error}") from error
+    line_number = 1
+    warnings_left = _MAX_ENCODING_WARNINGS
+    with reader:
+        pending = b""
+        while True:
+            data = reader.read(_BLOCK_BYTES)
+            if not data:
+                break
+            data = pending + data
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                pending = data
+                continue
+            block, pending = data[:cut], data[cut + 1:]
+            text, warnings_left = _decode_block(
+                block, path, line_number, warnings_left)
+            lines = text.split("\n")
+            line_number += block.count(b"\n") + 1
+            yield lines
+        if pending:
+            text, warnings_left = _decode_block(
+                pending, path, line_number, warnings_left)
+            yield [text]
+
+
+class _ParallelLineTokenizer:
+    """`_LineTokenizer.tokenize_lines` over chunks of lines, in processes.
+
+    Each worker process has its own word cache; a word that only one chunk
+    contains (most distinct words of real text) is tokenized once, and the
+    ids of a line do not depend on which process made them.
+    """
+
+    def __init__(self, tokenizer, num_workers):
+        self._tokenizer = tokenizer
+        self._local = _LineTokenizer(tokenizer)
+        self._num_workers = max(1, num_workers)
+        self._pool = None
+
+    def tokenize_lines(self, lines):
+        """(ids, lengths) of `lines`, as `_LineTokenizer.tokenize_lines`."""
+        workers = self._num_workers
+        if workers == 1 or len(lines) < workers * _MIN_LINES_PER_WORKER:
+            return self._local.tokenize_lines(lines)
+        if self._pool is None:
+            self._pool = multiprocessing.get_context().Pool(
+                workers, initializer=_init_worker,
+                initargs=(self._tokenizer.vocab_file,
+                          self._tokenizer.do_lower_case))
+        # A few chunks per worker balance the load; `imap` keeps the order.
+        chunk = max(_MIN_LINES_PER_WORKER, -(-len(lines) // (workers * 4)))
+        chunks = (lines[i:i + chunk] for i in range(0, len(lines), chunk))
+        ids, lengths = array("i"), array("i")
+        for chunk_ids, chunk_lengths in self._pool.imap(
+                _tokenize_lines_in_worker, chunks):
+            ids.frombytes(chunk_ids)
+            lengths.frombytes(chunk_lengths)
+        return ids, lengths
+
+    def close(self, abort=False):
+        """Stops the worker processes (at once if `abort`)."""
+        if self._pool is not None:
+            if abort:
+                self._pool.terminate()
+            else:
+                self._pool.close()
+            self._pool.join()
+            self._pool = None
+
+
+def tokenize_corpus(input_files, tokenizer, num_workers=1):
+    """Reads and tokenizes the input files into documents of sentences.
+
+    Args:
+      input_files: paths, in reading order (see `expand_input_patterns`).
+      tokenizer: a `FullTokenizer` (its `vocab_file` and `do_lower_case`
+        configure the worker processes' own tokenizers).
+      num_workers: processes that tokenize new words (1: in this process).
+        The result does not depend on it.
+
+    Returns:
+      A `TokenizedCorpus`, documents in reading order (not shuffled).
+
+    Raises:
+      PretrainingDataError: a file cannot be read, or no line of any file
+        yields a token (the message names the files).
+    """
+    token_ids = array("i")
+    sentence_starts = array("q", [0])
+    document_starts = array("q", [0])
+    line_tokenizer = _ParallelLineTokenizer(tokenizer, num_workers)
+    completed = False
+    try:
+        for path in input_files:
+            for lines in _line_blocks(path):
+                ids, lengths = line_tokenizer.tokenize_lines(lines)
+                token_ids.extend(ids)
+                end = sentence_starts[-1]
+                for length in lengths:
+                    if length > 0:
+                        end += length
+                        sentence_starts.append(end)
+                    elif length < 0 and (len(sentence_starts) - 1
+                                         > document_starts[-1]):
+                        # An empty line ends the current document, if any.
+                        document_starts.append(len(sentence_starts) - 1)
+        completed = True
+    finally:
+        line_tokenizer.close(abort=not completed)
+    if len(sentence_starts) - 1 > document_starts[-1]:
+        document_starts.append(len(sentence_starts) - 1)
+    if len(document_starts) == 1:
+        raise PretrainingDataError(
+            "no text to make pretraining data from: no line of the input "
+            f"files ({', '.join(map(str, input_files))}) yields a token")
+    return TokenizedCorpus(token_ids, sentence_starts, document_starts,
+                           input_files)

@@ -1,0 +1,731 @@
+"""Pretraining instances, exactly as Google's `create_pretraining_data.py`.
+
+For the same corpus, vocabulary, flags and seed this makes the same instances,
+in the same order, with the same masks as Google's script: it makes the same
+calls, in the same order, on one `random.Random(random_seed)`:
+
+1. `rng.shuffle(documents)`.
+2. `dupe_factor` times, for each document in (shuffled) order, the instances
+   of that document (`_append_all_instances`, Google's
+   `create_instances_from_document`): a target length (`short_seq_prob` of
+   the time a random one), chunks of whole sentences, a random split into
+   A and B, half of the time (always for a one-sentence chunk) a random next
+   B from another document with the unused sentences put back, the pair
+   truncated at random ends, then masked.
+3. `rng.shuffle(instances)`.
+
+Masking (Google's `create_masked_lm_predictions`): every position but
+[CLS]/[SEP] is a candidate (with whole-word masking a "##" piece joins the
+previous candidate's group), the candidates are shuffled and taken in order
+until `min(max_predictions_per_seq, max(1, round(len * masked_lm_prob)))`
+positions are masked; each is [MASK] 80% of the time, kept 10%, a random
+vocabulary word 10%.
+
+What is held, and why it is small: the corpus is one array of token ids
+(`TokenizedCorpus`), and A and B are always runs of consecutive sentences, so
+an instance is just where its A and B start in that array, their lengths
+after truncation, the next-sentence label, and its masked positions with the
+id each gets (or "keep"). `InstanceStore` keeps these numbers in flat
+`array`s: 56 + 8 * (masked positions) bytes an instance, plus 8 for its
+place in the write order (about 230 bytes with max_predictions_per_seq=20),
+where Google's script holds every instance's tokens as lists of Python
+strings (kilobytes an instance), `dupe_factor` times over. The final shuffle
+permutes an array of instance indices of the same length as Google's list
+of instances: the same call on the RNG, the same permutation. Records are
+then built in batches, in that order, as they are written.
+"""
+
+import multiprocessing
+import os
+import random
+from array import array
+
+from absl import logging
+import numpy as np
+
+from bert_tf.data import pretraining_corpus
+from bert_tf.data import pretraining_records
+from bert_tf.data.pretraining_corpus import PretrainingDataError
+
+CLS_TOKEN = "[CLS]"
+SEP_TOKEN = "[SEP]"
+MASK_TOKEN = "[MASK]"
+
+# Stands for "the original token" among the replacement ids of masked
+# positions (the 10% of positions that keep their token).
+KEEP_ORIGINAL = -1
+
+# Values stored per instance in `InstanceStore.fields`.
+_FIELDS_PER_INSTANCE = 6
+
+
+class PretrainingVocab:
+    """What instance creation needs from a vocabulary.
+
+    Attributes:
+      words: the vocabulary's tokens in file order (Google's `vocab_words`,
+        from which random replacements are drawn).
+      word_ids: the id of each of `words`.
+      cls_id, sep_id, mask_id: ids of [CLS], [SEP], [MASK].
+      id_to_token: id -> token, for logging.
+      is_continuation: `bytearray`, 1 at the id of each "##" piece.
+    """
+
+    def __init__(self, vocab, vocab_file="the vocabulary"):
+        """Args:
+          vocab: an ordered token -> id mapping (`FullTokenizer.vocab`).
+          vocab_file: its file, for messages.
+
+        Raises:
+          PretrainingDataError: [CLS], [SEP] or [MASK] is missing (all
+            missing ones are named, with the file).
+        """
+        missing = [token for token in (CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
+                   if token not in vocab]
+        if missing:
+            raise PretrainingDataError(
+                f"vocab file {vocab_file} lacks {', '.join(missing)}, which "
+                f"pretraining instances need")
+        self.words = list(vocab.keys())
+        self.word_ids = [vocab[word] for word in self.words]
+        self.cls_id = vocab[CLS_TOKEN]
+        self.sep_id = vocab[SEP_TOKEN]
+        self.mask_id = vocab[MASK_TOKEN]
+        self.id_to_token = {index: token for token, index in vocab.items()}
+        self.is_continuation = bytearray(max(vocab.values()) + 1)
+        for token, index in vocab.items():
+            if token.startswith("##"):
+                self.is_continuation[index] = 1
+
+
+class InstanceStore:
+    """Instances as flat arrays of numbers (see the module docstring).
+
+    Instance k is `fields[6k:6k+6]` = (A's start in the corpus token array,
+    A's length, B's start, B's length, next-sentence label, number of masked
+    positions n), and `masks[o:o+2n]` with o = `mask_offsets[k]`: the n
+    masked positions in the order they were drawn, then the id each gets
+    (`KEEP_ORIGINAL` for none).
+    """
+
+    def __init__(self):
+        self.fields = array("q")
+        self.masks = array("i")
+        self.mask_offsets = array("q", [0])
+
+    def __len__(self):
+        return len(self.mask_offsets) - 1
+
+
+def _stock_shuffle_steps(max_length):
+    """(i, i + 1, bit length of i + 1) for i = max_length - 1 down to 1."""
+    return [(i, i + 1, (i + 1).bit_length())
+            for i in range(max_length - 1, 0, -1)]
+
+
+def _inline_shuffle(rng, steps):
+    """`rng.shuffle` of CPython's `random.Random`, with `_randbelow` inlined.
+
+    The masking shuffle is most of the cost of making instances, and half of
+    it is the call to `_randbelow` per element. This is the same loop (for i
+    from len - 1 down to 1, j = _randbelow(i + 1) by rejection sampling on
+    `getrandbits(bit_length(i + 1))`, swap) without that call: the same
+    `getrandbits` calls, the same permutation. Lists longer than `steps`
+    allows go to `rng.shuffle`.
+    """
+    getrandbits = rng.getrandbits
+    max_length = len(steps) + 1
+
+    def shuffle(items):
+        length = len(items)
+        if length > max_length:
+            rng.shuffle(items)
+            return
+        for i, bound, bits in steps[max_length - length:]:
+            j = getrandbits(bits)
+            while j >= bound:
+                j = getrandbits(bits)
+            items[i], items[j] = items[j], items[i]
+
+    return shuffle
+
+
+_inline_shuffle_is_exact = None
+
+
+def _check_inline_shuffle():
+    """Whether `_inline_shuffle` equals this Python's `Random.shuffle`."""
+    global _inline_shuffle_is_exact
+    if _inline_shuffle_is_exact is None:
+        reference, candidate = random.Random(2024), random.Random(2024)
+        shuffle = _inline_shuffle(candidate, _stock_shuffle_steps(80))
+        exact = True
+        for length in list(range(80)) + [200]:
+            expected, actual = list(range(length)), list(range(length))
+            reference.shuffle(expected)
+            shuffle(actual)
+            exact = exact and expected == actual
+        exact = exact and reference.getstate() == candidate.getstate()
+        _inline_shuffle_is_exact = exact
+    return _inline_shuffle_is_exact
+
+
+def exact_fast_shuffle(rng, max_length):
+    """A function that does exactly `rng.shuffle(items)`, faster if it can.
+
+    The faster loop is used only for a plain `random.Random` (not a
+    subclass that could draw differently), and only if it was checked, on
+    this Python, to give the same permutation and the same generator state
+    as `Random.shuffle`.
+
+    Args:
+      rng: the `random.Random`.
+      max_length: the longest list the fast loop is prepared for.
+
+    Returns:
+      shuffle(items), in place.
+    """
+    if type(rng) is not random.Random or not _check_inline_shuffle():
+        return rng.shuffle
+    return _inline_shuffle(rng, _stock_shuffle_steps(max(2, max_length)))
+
+
+def _validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
+                        masked_lm_prob, max_predictions_per_seq):
+    if max_seq_length < 5:
+        raise PretrainingDataError(
+            f"max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP] with "
+            f"A and B of at least one token each; Google's algorithm also "
+            f"draws target lengths of at least 2 tokens), got "
+            f"{max_seq_length}")
+    if dupe_factor < 1:
+        raise PretrainingDataError(
+            f"dupe_factor must be at least 1, got {dupe_factor}")
+    if max_predictions_per_seq < 0:
+        raise PretrainingDataError(
+            f"max_predictions_per_seq must be >= 0, got "
+            f"{max_predictions_per_seq}")
+    for name, value in (("short_seq_prob", short_seq_prob),
+                        ("masked_lm_prob", masked_lm_prob)):
+        if not 0.0 <= value <= 1.0:
+            raise PretrainingDataError(
+                f"{name} must be a probability in [0, 1], got {value}")
+
+
+def create_training_instances(corpus, vocab, rng, max_seq_length,
+                              dupe_factor, short_seq_prob, masked_lm_prob,
+                              max_predictions_per_seq,
+                              do_whole_word_mask=False):
+    """All instances of `corpus`, and the order Google's script writes them.
+
+    Args:
+      corpus: a `TokenizedCorpus` (documents in reading order).
+      vocab: a `PretrainingVocab`.
+      rng: the `random.Random(random_seed)` that drives everything.
+      max_seq_length, dupe_factor, short_seq_prob, masked_lm_prob,
+        max_predictions_per_seq, do_whole_word_mask: Google's flags.
+
+    Returns:
+      (store, order): an `InstanceStore` with the instances in creation
+      order, and an `array` of their indices in the (shuffled) order to
+      write them.
+
+    Raises:
+      PretrainingDataError: an argument out of range.
+    """
+    _validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
+                        masked_lm_prob, max_predictions_per_seq)
+    num_documents = corpus.num_documents
+    if num_documents == 1:
+        logging.warning(
+            "The input (%s) holds a single document: random next sentences "
+            "then come from that same document, as in Google's script. "
+            "Separate documents with empty lines.",
+            ", ".join(map(str, corpus.input_files)))
+    # Google shuffles its list of documents; shuffling their indices is the
+    # same call on a list of the same length: the same permutation.
+    document_order = list(range(num_documents))
+    rng.shuffle(document_order)
+    document_starts = corpus.document_starts
+    first_sentence = [document_starts[d] for d in document_order]
+    num_sentences = [document_starts[d + 1] - document_starts[d]
+                     for d in document_order]
+    store = InstanceStore()
+    for _ in range(dupe_factor):
+        _append_all_instances(
+            store, corpus, vocab, rng, first_sentence, num_sentences,
+            max_seq_length, short_seq_prob, masked_lm_prob,
+            max_predictions_per_seq, do_whole_word_mask)
+    order = array("q", range(len(store)))
+    rng.shuffle(order)
+    return store, order
+
+
+def _append_all_instances(store, corpus, vocab, rng, first_sentence,
+                          num_sentences, max_seq_length, short_seq_prob,
+                          masked_lm_prob, max_predictions_per_seq,
+                          do_whole_word_mask):
+    """One pass of Google's `create_instances_from_document` over all docs.
+
+    Sentences of a document are consecutive in the corpus token array, so a
+    chunk, its A and its B are (start, length) pairs into that array.
+    """
+    # Bound methods and locals: this loop runs once per sentence, and its
+    # cost is mostly the RNG calls Google's algorithm makes.
+    uniform = rng.random
+    # `rng.randint(a, b)` is exactly `a + rng._randbelow(b - a + 1)` (that
+    # is how `randrange` computes it), minus two layers of argument checks.
+    randbelow = rng._randbelow
+    shuffle = exact_fast_shuffle(rng, max_seq_length)
+    sentence_starts = corpus.sentence_starts
+    tokens = corpus.token_ids
+    num_documents = len(first_sentence)
+    max_num_tokens = max_seq_length - 3
+    num_words = len(vocab.word_ids)
+    word_ids = vocab.word_ids
+    mask_id = vocab.mask_id
+    # Google's num_to_predict for every possible sequence length.
+    num_to_predict_for_length = [
+        min(max_predictions_per_seq,
+            max(1, int(round(length * masked_lm_prob))))
+        for length in range(max_seq_length + 1)]
+    fields_extend = store.fields.extend
+    masks_extend = store.masks.extend
+    mask_offsets_append = store.mask_offsets.append
+    masks = store.masks
+    is_continuation = vocab.is_continuation
+
+    for document_index in range(num_documents):
+        first = first_sentence[document_index]
+        count = num_sentences[document_index]
+        target_seq_length = max_num_tokens
+        if uniform() < short_seq_prob:
+            target_seq_length = 2 + randbelow(max_num_tokens - 1)
+        chunk_first = 0  # The chunk's first sentence (within the document).
+        chunk_start = sentence_starts[first]  # Its first token.
+        i = 0
+        while i < count:
+            chunk_end = sentence_starts[first + i + 1]
+            if i == count - 1 or chunk_end - chunk_start >= target_seq_length:
+                chunk_size = i - chunk_first + 1
+                a_end = 1
+                if chunk_size >= 2:
+                    a_end = 1 + randbelow(chunk_size - 1)
+                a_start = chunk_start
+                a_length = (sentence_starts[first + chunk_first + a_end]
+                            - a_start)
+                if chunk_size == 1 or uniform() < 0.5:
+                    is_random_next = 1
+                    target_b_length = target_seq_length - a_length
+                    # Up to 10 tries for another document; after 10 the last
+                    # draw is used even if it is this one (as Google's).
+                    for _ in range(10):
+                        random_document = randbelow(num_documents)
+                        if random_document != document_index:
+                            break
+                    random_first = first_sentence[random_document]
+                    random_end = random_first + num_sentences[random_document]
+                    sentence = random_first + randbelow(
+                        num_sentences[random_document])
+                    b_start = sentence_starts[sentence]
+                    sentence += 1
+                    b_end = sentence_starts[sentence]
+                    while (b_end - b_start < target_b_length
+                           and sentence < random_end):
+                        sentence += 1
+                        b_end = sentence_starts[sentence]
+                    b_length = b_end - b_start
+                    # The chunk's sentences after A go back to the document.
+                    i -= chunk_size - a_end
+                else:
+                    is_random_next = 0
+                    b_start = a_start + a_length
+                    b_length = chunk_end - b_start
+
+                # Google's truncate_seq_pair: cut the longer side (B on a
+                # tie) at its front or back until the pair fits.
+                while a_length + b_length > max_num_tokens:
+                    if a_length > b_length:
+                        if uniform() < 0.5:
+                            a_start += 1
+                        a_length -= 1
+                    else:
+                        if uniform() < 0.5:
+                            b_start += 1
+                        b_length -= 1
+
+                # Masking. Candidates: A at positions 1..a_length, B after
+                # the first [SEP].
+                b_offset = a_length + 2
+                num_to_predict = num_to_predict_for_length[
+                    a_length + b_length + 3]
+                candidates = list(range(1, a_length + 1))
+                candidates.extend(range(b_offset, b_offset + b_length))
+                if do_whole_word_mask:
+                    positions = _whole_word_positions(
+                        candidates, tokens, a_start, b_start, b_offset,
+                        is_continuation, shuffle, num_to_predict)
+                else:
+                    shuffle(candidates)
+                    positions = candidates[:num_to_predict]
+                replacements = []
+                append = replacements.append
+                for _ in positions:
+                    if uniform() < 0.8:
+                        append(mask_id)
+                    elif uniform() < 0.5:
+                        append(KEEP_ORIGINAL)
+                    else:
+                        append(word_ids[randbelow(num_words)])
+                fields_extend((a_start, a_length, b_start, b_length,
+                               is_random_next, len(positions)))
+                masks_extend(positions)
+                masks_extend(replacements)
+                mask_offsets_append(len(masks))
+
+                chunk_first = i + 1
+                chunk_start = sentence_starts[first + chunk_first]
+            i += 1
+
+
+def _whole_word_positions(candidates, tokens, a_start, b_start, b_offset,
+                          is_continuation, shuffle, num_to_predict):
+    """Positions to mask with whole-word masking, in Google's draw order.
+
+    A "##" piece joins the group of the candidate before it (even across
+    the [SEP] between A and B, as in Google's code); the groups are
+    shuffled and taken whole, skipping any that would exceed
+    `num_to_predict`.
+    """
+    groups = []
+    for position in candidates:
+        if position < b_offset:
+            token = tokens[a_start + position - 1]
+        else:
+            token = tokens[b_start + position - b_offset]
+        if groups and is_continuation[token]:
+            groups[-1].append(position)
+        else:
+            groups.append([position])
+    shuffle(groups)
+    positions = []
+    for group in groups:
+        if len(positions) >= num_to_predict:
+            break
+        if len(positions) + len(group) > num_to_predict:
+            continue
+        positions.extend(group)
+    return positions
+
+
+def _instance_ids(store, index, tokens, cls_id, sep_id):
+    """Ids of instance `index`: (input_ids, a_length, b_length,
+    masked_lm_positions, masked_lm_ids, next_sentence_label), unpadded, the
+    positions sorted."""
+    base = _FIELDS_PER_INSTANCE * index
+    (a_start, a_length, b_start, b_length, is_random_next,
+     count) = store.fields[base:base + _FIELDS_PER_INSTANCE]
+    input_ids = [cls_id]
+    input_ids += tokens[a_start:a_start + a_length]
+    input_ids.append(sep_id)
+    input_ids += tokens[b_start:b_start + b_length]
+    input_ids.append(sep_id)
+    offset = store.mask_offsets[index]
+    masks = store.masks[offset:offset + 2 * count]
+    pairs = sorted(zip(masks[:count], masks[count:]))
+    masked_lm_positions = [position for position, _ in pairs]
+    masked_lm_ids = [input_ids[position] for position in masked_lm_positions]
+    for position, replacement in pairs:
+        if replacement != KEEP_ORIGINAL:
+            input_ids[position] = replacement
+    return (input_ids, a_length, b_length, masked_lm_positions, masked_lm_ids,
+            is_random_next)
+
+
+def instance_features(store, index, corpus, vocab):
+    """The unpadded features of instance `index`, as Google writes them.
+
+    Returns:
+      (input_ids, segment_ids, masked_lm_positions, masked_lm_ids,
+      next_sentence_label): lists of ints (masked positions sorted, with the
+      original ids), and the label.
+    """
+    (input_ids, a_length, b_length, masked_lm_positions, masked_lm_ids,
+     label) = _instance_ids(store, index, corpus.token_ids, vocab.cls_id,
+                            vocab.sep_id)
+    segment_ids = [0] * (a_length + 2) + [1] * (b_length + 1)
+    return (input_ids, segment_ids, masked_lm_positions, masked_lm_ids,
+            label)
+
+
+# Records built together by `_BatchRecordEncoder` (a few MB of arrays).
+_RECORDS_PER_BATCH = 4096
+
+
+class _BatchRecordEncoder:
+    """Builds the records of many instances at once with numpy.
+
+    The same features as `instance_features` (input ids gathered from the
+    corpus around [CLS]/[SEP], masked positions sorted, replacements
+    applied), computed for a batch of instances as matrices; the varints of
+    all records' payloads are made in one vectorized pass
+    (`pretraining_records.pack_int64_rows`), leaving one `encode_padded`
+    call per record.
+    """
+
+    def __init__(self, store, corpus, vocab, encoder):
+        self._encoder = encoder
+        self._fields = np.frombuffer(store.fields, dtype=np.int64).reshape(
+            -1, _FIELDS_PER_INSTANCE)
+        self._masks = np.frombuffer(store.masks, dtype=np.int32)
+        self._mask_offsets = np.frombuffer(store.mask_offsets, dtype=np.int64)
+        self._tokens = np.frombuffer(corpus.token_ids, dtype=np.int32)
+        self._cls_id = vocab.cls_id
+        self._sep_id = vocab.sep_id
+        self._positions = np.arange(encoder.max_seq_length)
+
+    def encode(self, indices):
+        """Record bytes of instances `indices`, in that order."""
+        indices = np.asarray(indices, dtype=np.int64)
+        batch = len(indices)
+        rows = np.arange(batch)
+        fields = self._fields[indices]
+        a_start, a_length, b_start, b_length, labels, counts = fields.T
+        length = a_length + b_length + 3
+        b_first = a_length + 2
+        positions = self._positions
+
+        # [CLS] A [SEP] B [SEP] and padding, one row per instance.
+        input_ids = np.zeros((batch, len(positions)), dtype=np.int64)
+        input_ids[:, 0] = self._cls_id
+        in_a = (positions >= 1) & (positions <= a_length[:, None])
+        input_ids[in_a] = self._tokens[
+            (a_start[:, None] - 1 + positions)[in_a]]
+        in_b = (positions >= b_first[:, None]) & (
+            positions < (b_first + b_length)[:, None])
+        input_ids[in_b] = self._tokens[
+            ((b_start - b_first)[:, None] + positions)[in_b]]
+        input_ids[rows, a_length + 1] = self._sep_id
+        input_ids[rows, length - 1] = self._sep_id
+        segment_ids = in_b.copy()
+        segment_ids[rows, length - 1] = True
+
+        # Masked positions (sorted within each instance) and replacements.
+        mask_rows = np.repeat(rows, counts)
+        row_starts = np.repeat(np.cumsum(counts) - counts, counts)
+        slot = np.arange(len(mask_rows)) - row_starts
+        stored = np.repeat(self._mask_offsets[indices], counts) + slot
+        masked_positions = self._masks[stored]
+        replacements = self._masks[stored + np.repeat(counts, counts)]
+        # Rows are already grouped; sort by position within each row.
+        by_position = np.lexsort((masked_positions, mask_rows))
+        masked_positions = masked_positions[by_position]
+        replacements = replacements[by_position]
+        masked_ids = input_ids[mask_rows, masked_positions]
+        input_ids[mask_rows, masked_positions] = np.where(
+            replacements == KEEP_ORIGINAL, masked_ids, replacements)
+        max_predictions = self._encoder.max_predictions_per_seq
+        position_matrix = np.zeros((batch, max_predictions), dtype=np.int64)
+        position_matrix[mask_rows, slot] = masked_positions
+        masked_id_matrix = np.zeros((batch, max_predictions), dtype=np.int64)
+        masked_id_matrix[mask_rows, slot] = masked_ids
+
+        pack = pretraining_records.pack_int64_rows
+        ids_data, ids_offsets = pack(input_ids)
+        positions_data, positions_offsets = pack(position_matrix)
+        masked_data, masked_offsets = pack(masked_id_matrix)
+        segment_data = segment_ids.astype(np.uint8).tobytes()
+        width = len(positions)
+        encode_padded = self._encoder.encode_padded
+        ids_offsets = ids_offsets.tolist()
+        positions_offsets = positions_offsets.tolist()
+        masked_offsets = masked_offsets.tolist()
+        return [
+            encode_padded(
+                ids_data[ids_offsets[r]:ids_offsets[r + 1]], length_r,
+                segment_data[r * width:(r + 1) * width],
+                positions_data[positions_offsets[r]:positions_offsets[r + 1]],
+                masked_data[masked_offsets[r]:masked_offsets[r + 1]],
+                count_r, label_r)
+            for r, (length_r, count_r, label_r) in enumerate(zip(
+                length.tolist(), counts.tolist(), labels.tolist()))]
+
+
+# What forked workers of `_FramedSpans` need; set before the fork.
+_fork_framer_state = None
+
+
+def _framed_span(state, span):
+    batch_encoder, order, num_files = state
+    start, stop = span
+    return pretraining_records.frame_round_robin(
+        batch_encoder.encode(order[start:stop]), num_files)
+
+
+def _framed_span_in_worker(span):
+    return _framed_span(_fork_framer_state, span)
+
+
+class _FramedSpans:
+    """Framed records of spans of `order`, in order, maybe in processes.
+
+    Building and framing records is pure computation on the instances and
+    the corpus, which forked processes share with this one without copying;
+    only the framed bytes come back.
+    """
+
+    def __init__(self, batch_encoder, order, num_files, num_workers):
+        self._state = (batch_encoder, order, num_files)
+        self._pool = None
+        if (num_workers > 1 and "fork" in
+                multiprocessing.get_all_start_methods()):
+            global _fork_framer_state
+            _fork_framer_state = self._state
+            try:
+                self._pool = multiprocessing.get_context("fork").Pool(
+                    num_workers)
+            finally:
+                _fork_framer_state = None
+
+    def map(self, spans):
+        """Yields the framed bytes (one per file) of each span, in order."""
+        if self._pool is None:
+            return (_framed_span(self._state, span) for span in spans)
+        return self._pool.imap(_framed_span_in_worker, spans)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        if self._pool is not None:
+            if exc_info[0] is None:
+                self._pool.close()
+            else:
+                self._pool.terminate()
+            self._pool.join()
+        return False
+
+
+def _log_example(vocab, features, max_seq_length, max_predictions_per_seq):
+    """Logs one instance as Google's script does (tokens, then features)."""
+    input_ids, segment_ids, positions, masked_ids, label = features
+    sequence_padding = [0] * (max_seq_length - len(input_ids))
+    prediction_padding = [0] * (max_predictions_per_seq - len(positions))
+    logging.info("*** Example ***")
+    logging.info("tokens: %s", " ".join(
+        vocab.id_to_token.get(token_id, "[UNK]") for token_id in input_ids))
+    values = (
+        (pretraining_records.INPUT_IDS, input_ids + sequence_padding),
+        (pretraining_records.INPUT_MASK,
+         [1] * len(input_ids) + sequence_padding),
+        (pretraining_records.SEGMENT_IDS, segment_ids + sequence_padding),
+        (pretraining_records.MASKED_LM_POSITIONS,
+         positions + prediction_padding),
+        (pretraining_records.MASKED_LM_IDS, masked_ids + prediction_padding),
+        (pretraining_records.MASKED_LM_WEIGHTS,
+         [1.0] * len(positions) + [0.0] * len(prediction_padding)),
+        (pretraining_records.NEXT_SENTENCE_LABELS, [label]),
+    )
+    for name, feature in values:
+        logging.info("%s: %s", name, " ".join(str(x) for x in feature))
+
+
+def write_instances_to_example_files(store, order, corpus, vocab,
+                                     max_seq_length, max_predictions_per_seq,
+                                     output_files, num_logged_examples=20,
+                                     num_workers=1):
+    """Writes the instances as `tf.train.Example` TFRecords, round-robin.
+
+    Record i (in `order`) goes to `output_files[i % len(output_files)]`, as
+    in Google's script, which also logs the first 20 instances and the
+    total. The files appear only when all are complete.
+
+    Args:
+      store, order: from `create_training_instances`.
+      corpus: the `TokenizedCorpus` the instances point into.
+      vocab: the `PretrainingVocab`.
+      max_seq_length, max_predictions_per_seq: padded feature lengths.
+      output_files: paths of the TFRecord files.
+      num_logged_examples: how many instances to log in full.
+      num_workers: processes that build and frame the records (forked, so
+        they share the instances and the corpus with this process). Where
+        fork is not available they are built here. The bytes do not depend
+        on it.
+
+    Returns:
+      The number of records written.
+    """
+    encoder = pretraining_records.PretrainingExampleEncoder(
+        max_seq_length, max_predictions_per_seq)
+    batch_encoder = _BatchRecordEncoder(store, corpus, vocab, encoder)
+    spans = [(start, min(start + _RECORDS_PER_BATCH, len(order)))
+             for start in range(0, len(order), _RECORDS_PER_BATCH)]
+    with pretraining_records.RoundRobinRecordWriter(output_files) as writer:
+        with _FramedSpans(batch_encoder, order, len(output_files),
+                          num_workers if len(spans) > 1 else 1) as framer:
+            for (start, stop), framed in zip(spans, framer.map(spans)):
+                writer.write_framed_batch(framed, stop - start)
+        for index in order[:num_logged_examples]:
+            _log_example(vocab, instance_features(store, index, corpus, vocab),
+                         max_seq_length, max_predictions_per_seq)
+    total = writer.records_written
+    logging.info("Wrote %d total instances", total)
+    return total
+
+
+def _check_output_files(output_files):
+    """Fails before hours of work if an output file cannot be written."""
+    if not output_files or any(not str(path) for path in output_files):
+        raise PretrainingDataError(
+            f"output files must be non-empty paths, got {list(output_files)}")
+    for path in map(str, output_files):
+        if "://" in path:
+            continue  # Remote: checked by the writer.
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise PretrainingDataError(
+                f"cannot write output file {path}: directory {directory} "
+                f"does not exist")
+
+
+def create_pretraining_data(input_files, output_files, tokenizer,
+                            max_seq_length=128, max_predictions_per_seq=20,
+                            random_seed=12345, dupe_factor=10,
+                            masked_lm_prob=0.15, short_seq_prob=0.1,
+                            do_whole_word_mask=False, num_workers=1,
+                            num_logged_examples=20):
+    """Google's `create_pretraining_data.py`, from files to files.
+
+    Args:
+      input_files: text files, in reading order.
+      output_files: TFRecord files, written round-robin.
+      tokenizer: a `FullTokenizer`.
+      max_seq_length .. do_whole_word_mask: Google's flags and defaults.
+      num_workers: processes that tokenize the input and build the
+        records; the output does not depend on it.
+      num_logged_examples: instances logged in full (Google: 20).
+
+    Returns:
+      The number of records written.
+
+    Raises:
+      PretrainingDataError: bad input (empty corpus, vocabulary without
+        [CLS]/[SEP]/[MASK], out-of-range flags); the message names it.
+    """
+    vocab = PretrainingVocab(
+        tokenizer.vocab, getattr(tokenizer, "vocab_file", "the vocabulary"))
+    _validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
+                        masked_lm_prob, max_predictions_per_seq)
+    _check_output_files(output_files)
+    corpus = pretraining_corpus.tokenize_corpus(
+        input_files, tokenizer, num_workers=num_workers)
+    rng = random.Random(random_seed)
+    store, order = create_training_instances(
+        corpus, vocab, rng, max_seq_length, dupe_factor, short_seq_prob,
+        masked_lm_prob, max_predictions_per_seq, do_whole_word_mask)
+    logging.info("*** Writing to output files ***")
+    for output_file in output_files:
+        logging.info("  %s", output_file)
+    return write_instances_to_example_files(
+        store, order, corpus, vocab, max_seq_length, max_predictions_per_seq,
+        output_files, num_logged_examples, num_workers)

@@ -1,0 +1,104 @@
+"""Creates masked-LM / next-sentence pretraining data, as Google's script.
+
+Same flags, defaults and output as Google's `create_pretraining_data.py`:
+for the same input files, vocabulary and flags it writes the same instances
+in the same order with the same masks. It tokenizes in parallel
+(`--num_workers`, which never changes the output), holds instances compactly
+and serializes records directly, so it is many times faster and leaner.
+
+Usage:
+  python create_pretraining_data.py --input_file=corpus.txt \\
+      --output_file=out.tfrecord --vocab_file=vocab.txt
+"""
+
+import os
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from bert_tf.data import pretraining_corpus
+from bert_tf.data import pretraining_instances
+
+
+def _available_cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # Not on Linux.
+        return os.cpu_count() or 1
+
+
+flags.DEFINE_string(
+    "input_file", None,
+    "Input raw text file (or comma-separated list of files; glob patterns "
+    "allowed). One sentence per line, an empty line between documents.")
+flags.DEFINE_string(
+    "output_file", None,
+    "Output TFRecord file (or comma-separated list of files; instances are "
+    "written round-robin).")
+flags.DEFINE_string(
+    "vocab_file", None, "The vocabulary file the BERT model was trained on.")
+flags.DEFINE_bool(
+    "do_lower_case", True,
+    "Whether to lower case the input text. Should be True for uncased "
+    "models and False for cased models.")
+flags.DEFINE_bool(
+    "do_whole_word_mask", False,
+    "Whether to use whole word masking rather than per-WordPiece masking.")
+flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
+flags.DEFINE_integer(
+    "max_predictions_per_seq", 20,
+    "Maximum number of masked LM predictions per sequence.")
+flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
+flags.DEFINE_integer(
+    "dupe_factor", 10,
+    "Number of times to duplicate the input data (with different masks).")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
+flags.DEFINE_float(
+    "short_seq_prob", 0.1,
+    "Probability of creating sequences which are shorter than the maximum "
+    "length.")
+flags.DEFINE_integer(
+    "num_workers", _available_cores(),
+    "Processes that tokenize the input and build the records (default: all "
+    "cores). The output is the same for every value.", lower_bound=1)
+
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(
+            "unexpected arguments: " + " ".join(argv[1:]))
+    logging.set_verbosity(logging.INFO)
+    try:
+        tokenizer = pretraining_corpus.load_tokenizer(
+            FLAGS.vocab_file, FLAGS.do_lower_case)
+        input_files = pretraining_corpus.expand_input_patterns(
+            FLAGS.input_file)
+        logging.info("*** Reading from input files ***")
+        for input_file in input_files:
+            logging.info("  %s", input_file)
+        pretraining_instances.create_pretraining_data(
+            input_files=input_files,
+            output_files=FLAGS.output_file.split(","),
+            tokenizer=tokenizer,
+            max_seq_length=FLAGS.max_seq_length,
+            max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+            random_seed=FLAGS.random_seed,
+            dupe_factor=FLAGS.dupe_factor,
+            masked_lm_prob=FLAGS.masked_lm_prob,
+            short_seq_prob=FLAGS.short_seq_prob,
+            do_whole_word_mask=FLAGS.do_whole_word_mask,
+            num_workers=FLAGS.num_workers)
+    except (pretraining_corpus.PretrainingDataError, OSError) as error:
+        # Bad input: say what is wrong, without a traceback.
+        sys.exit(f"create_pretraining_data.py: error: {error}")
+
+
+if __name__ == "__main__":
+    flags.mark_flag_as_required("input_file")
+    flags.mark_flag_as_required("output_file")
+    flags.mark_flag_as_required("vocab_file")
+    app.run(main)
