@@ -18,6 +18,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from bert_tf import file_io
 from bert_tf.data import pretraining_corpus
 from bert_tf.data import pretraining_instances
 
@@ -75,8 +76,7 @@ def main(argv):
     try:
         tokenizer = pretraining_corpus.load_tokenizer(
             FLAGS.vocab_file, FLAGS.do_lower_case)
-        input_files = pretraining_corpus.expand_input_patterns(
-            FLAGS.input_file)
+        input_files = file_io.expand_input_patterns(FLAGS.input_file)
         logging.info("*** Reading from input files ***")
         for input_file in input_files:
             logging.info("  %s", input_file)

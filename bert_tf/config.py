@@ -2,8 +2,8 @@
 
 import copy
 import json
-import os
-import tempfile
+
+from bert_tf import file_io
 
 # Google's `modeling.BertConfig` fields and defaults, in its argument order.
 _DEFAULTS = {
@@ -166,17 +166,8 @@ class BertConfig:
 
     def to_json_file(self, json_file):
         """Writes the config atomically (temporary name, then rename)."""
-        directory = os.path.dirname(os.path.abspath(json_file))
-        fd, tmp_path = tempfile.mkstemp(
-            dir=directory, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as writer:
-                writer.write(self.to_json_string())
-            os.replace(tmp_path, json_file)
-        except BaseException:
-            if os.path.exists(tmp_path):
-                os.remove(tmp_path)
-            raise
+        with file_io.atomic_write(json_file) as writer:
+            writer.write(self.to_json_string())
 
     def replace(self, **changes):
         """A copy with some fields changed (validated)."""

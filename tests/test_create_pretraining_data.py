@@ -17,6 +17,7 @@ import sys
 import numpy as np
 import pytest
 
+from bert_tf import file_io
 from bert_tf.data import pretraining_corpus
 from bert_tf.data import pretraining_instances
 from bert_tf.data import pretraining_records
@@ -729,11 +730,10 @@ def test_output_in_a_missing_directory_is_an_error_before_work(
 def test_pattern_matching_nothing_is_an_error(tmp_path):
     (tmp_path / "a.txt").write_text("x\n")
     pattern = str(tmp_path / "*.text")
-    with pytest.raises(PretrainingDataError) as error:
-        pretraining_corpus.expand_input_patterns(
-            f"{tmp_path / 'a.txt'},{pattern}")
+    with pytest.raises(file_io.InputFileError) as error:
+        file_io.expand_input_patterns(f"{tmp_path / 'a.txt'},{pattern}")
     assert pattern in str(error.value)
-    assert pretraining_corpus.expand_input_patterns(
+    assert file_io.expand_input_patterns(
         f"{tmp_path / '*.txt'}") == [str(tmp_path / "a.txt")]
 
 

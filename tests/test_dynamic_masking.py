@@ -516,7 +516,7 @@ def _chunk_size(lengths, start, target):
 
 
 def test_pattern_matching_nothing_is_named(uncased_vocab_file, tmp_path):
-    with pytest.raises(ValueError, match=r"no files match input pattern "
+    with pytest.raises(ValueError, match=r"no file matches input pattern "
                        r"'.*missing-\*\.txt'"):
         dynamic_masking_dataset(str(tmp_path / "missing-*.txt"),
                                 uncased_vocab_file, True, 2, SEQ, PRED, True)

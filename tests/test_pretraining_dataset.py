@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data.pretraining_dataset import check_pretraining_records
-from bert_tf.data.pretraining_dataset import list_input_files
+from bert_tf.file_io import expand_input_patterns
 from bert_tf.data.pretraining_dataset import pretraining_dataset
 
 SEQ = 8
@@ -133,8 +133,8 @@ def test_training_shuffles_repeats_and_is_seeded(tmp_path):
 def test_comma_separated_and_list_patterns(tmp_path):
     paths = _write_shards(tmp_path, num_files=3, per_file=1)
     as_string = f"{paths[2]}, {tmp_path / 'data-0000[01]*'}"
-    assert list_input_files(as_string) == [paths[2], paths[0], paths[1]]
-    assert list_input_files([paths[1], paths[0] + "," + paths[1]]) == [
+    assert expand_input_patterns(as_string, sort=True) == [paths[2], paths[0], paths[1]]
+    assert expand_input_patterns([paths[1], paths[0] + "," + paths[1]], sort=True) == [
         paths[1], paths[0]]
 
 
@@ -221,12 +221,12 @@ def test_batch_feeds_the_pretraining_heads(tmp_path, tiny_config):
 def test_pattern_matching_nothing_is_named(tmp_path):
     _write_shards(tmp_path, num_files=1, per_file=1)
     missing = str(tmp_path / "nothing-*.tfrecord")
-    with pytest.raises(ValueError, match=r"no files match input pattern "
+    with pytest.raises(ValueError, match=r"no file matches input pattern "
                        r"'.*nothing-\*\.tfrecord'"):
         pretraining_dataset(f"{tmp_path / 'data-*'},{missing}", 1, SEQ, PRED,
                             True)
-    with pytest.raises(ValueError, match="no input file pattern"):
-        list_input_files(" , ")
+    with pytest.raises(ValueError, match="no input file given"):
+        expand_input_patterns(" , ")
 
 
 def test_wrong_max_seq_length_names_feature_and_lengths(tmp_path):

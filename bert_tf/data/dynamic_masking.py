@@ -51,7 +51,7 @@ reads back.
 
 import tensorflow as tf
 
-from bert_tf.data import pretraining_dataset as static_pipeline
+from bert_tf import file_io
 from bert_tf.data import pretraining_records as records
 from bert_tf.text.graph_tokenizer import GraphFullTokenizer
 from bert_tf.text.graph_tokenizer import python_whitespace_class
@@ -532,7 +532,7 @@ def dynamic_masking_dataset(text_patterns, vocab_file, do_lower_case,
     """
     _validate(batch_size, max_seq_length, max_predictions_per_seq,
               masked_lm_prob, short_seq_prob)
-    files = static_pipeline.list_input_files(text_patterns)
+    files = file_io.expand_input_patterns(text_patterns, sort=True)
     pipeline = _DynamicMaskingPipeline(
         vocab_file, do_lower_case, max_seq_length, max_predictions_per_seq,
         masked_lm_prob, short_seq_prob)

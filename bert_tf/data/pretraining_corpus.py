@@ -30,13 +30,12 @@ word cache (bounded: emptied beyond `_MAX_CACHED_WORDS` distinct words). The
 text itself is read in blocks of `_BLOCK_BYTES` and dropped once tokenized.
 """
 
-import glob
 import multiprocessing
-import os
 from array import array
 
 from absl import logging
 
+from bert_tf import file_io
 from bert_tf.text import tokenization
 
 _BLOCK_BYTES = 1 << 24
@@ -50,49 +49,6 @@ _MAX_ENCODING_WARNINGS = 5
 
 class PretrainingDataError(ValueError):
     """Input that cannot make pretraining data; the message says which."""
-
-
-def _is_remote(path):
-    return "://" in path
-
-
-def expand_input_patterns(input_patterns):
-    """The input files named by comma-separated paths or glob patterns.
-
-    Like Google's script, files come in the order of the patterns, and within
-    a pattern in the order the file system lists them (TensorFlow's glob does
-    not sort either; remote patterns such as `gs://...` go through
-    `tf.io.gfile.glob`).
-
-    Args:
-      input_patterns: a comma-separated string, or a list of patterns.
-
-    Returns:
-      A list of file paths.
-
-    Raises:
-      PretrainingDataError: no pattern given, or a pattern matches no file
-        (the message names it).
-    """
-    if isinstance(input_patterns, str):
-        input_patterns = input_patterns.split(",")
-    patterns = [str(pattern) for pattern in input_patterns if str(pattern)]
-    if not patterns:
-        raise PretrainingDataError("no input file given")
-    files = []
-    for pattern in patterns:
-        if _is_remote(pattern):
-            import tensorflow as tf  # Only for remote files: slow to import.
-            matches = tf.io.gfile.glob(pattern)
-        else:
-            # TensorFlow's glob also matches names that start with a dot.
-            matches = [path for path in glob.glob(pattern, include_hidden=True)
-                       if not os.path.isdir(path)]
-        if not matches:
-            raise PretrainingDataError(
-                f"input file pattern {pattern!r} matches no file")
-        files.extend(matches)
-    return files
 
 
 def load_tokenizer(vocab_file, do_lower_case):
@@ -263,7 +219,7 @@ def _line_blocks(path):
     Text after the last newline is a last line; a final newline does not
     start an empty one (as `readline` reads it).
     """
-    if _is_remote(path):
+    if file_io.is_remote(path):
         import tensorflow as tf  # Only for remote files.
         reader = tf.io.gfile.GFile(path, "rb")
     else:
@@ -347,7 +303,7 @@ def tokenize_corpus(input_files, tokenizer, num_workers=1):
     """Reads and tokenizes the input files into documents of sentences.
 
     Args:
-      input_files: paths, in reading order (see `expand_input_patterns`).
+      input_files: paths, in reading order (see `file_io.expand_input_patterns`).
       tokenizer: a `FullTokenizer` (its `vocab_file` and `do_lower_case`
         configure the worker processes' own tokenizers).
       num_workers: processes that tokenize new words (1: in this process).

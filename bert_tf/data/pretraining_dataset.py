@@ -19,47 +19,12 @@ as a length-1 list; both are converted here, once, on the input side.
 
 import tensorflow as tf
 
+from bert_tf import file_io
 from bert_tf.data import pretraining_records as records
 
 # Parallel reads per input pipeline; more rarely helps on local disks and
 # costs memory (one read buffer per open file).
 _DEFAULT_CYCLE_LENGTH = 8
-
-
-def list_input_files(input_patterns):
-    """The files matching comma-separated glob patterns.
-
-    Args:
-      input_patterns: a comma-separated string of globs (Google's
-        `--input_file`), or a list of globs (each may again hold commas).
-
-    Returns:
-      The matching paths: each pattern's matches sorted (so every worker and
-      every run sees the same list), in pattern order, without duplicates.
-
-    Raises:
-      ValueError: no pattern given, or a pattern matches no file (the
-        message names the pattern).
-    """
-    if isinstance(input_patterns, (str, bytes)):
-        input_patterns = [input_patterns]
-    patterns = []
-    for item in input_patterns:
-        if isinstance(item, bytes):
-            item = item.decode("utf-8")
-        patterns.extend(p.strip() for p in str(item).split(",") if p.strip())
-    if not patterns:
-        raise ValueError("no input file pattern given")
-    files, seen = [], set()
-    for pattern in patterns:
-        matches = sorted(tf.io.gfile.glob(pattern))
-        if not matches:
-            raise ValueError(f"no files match input pattern {pattern!r}")
-        for path in matches:
-            if path not in seen:
-                seen.add(path)
-                files.append(path)
-    return files
 
 
 def _feature_values(feature):
@@ -221,7 +186,7 @@ def pretraining_dataset(input_patterns, batch_size, max_seq_length,
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
-    files = list_input_files(input_patterns)
+    files = file_io.expand_input_patterns(input_patterns, sort=True)
     _check_some_file(files, max_seq_length, max_predictions_per_seq)
     spec = records.pretraining_feature_spec(
         max_seq_length, max_predictions_per_seq)

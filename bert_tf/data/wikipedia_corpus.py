@@ -43,8 +43,9 @@ import html
 import importlib.util
 import os
 import re
-import tempfile
 import xml.etree.ElementTree as ElementTree
+
+from bert_tf import file_io
 
 GENSIM_PACKAGE = "gensim"
 GENSIM_WIKI_DUMP = os.path.join(
@@ -559,41 +560,25 @@ def write_corpus(dump_file, output_file, max_documents=None,
     if min_document_sentences < 1:
         raise ValueError(f"min_document_sentences must be at least 1, got "
                          f"{min_document_sentences}")
-    output_file = os.fspath(output_file)
-    directory = os.path.dirname(os.path.abspath(output_file))
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(
-            f"cannot write {output_file}: directory {directory} does not "
-            f"exist")
     articles_read = documents = sentences = 0
-    descriptor, temporary = tempfile.mkstemp(
-        dir=directory, prefix=os.path.basename(output_file) + ".",
-        suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8",
-                       newline="\n") as writer:
-            for _, wikitext in iter_articles(dump_file):
-                articles_read += 1
-                kept = article_sentences(wikitext, min_sentence_words)
-                if len(kept) < min_document_sentences:
-                    continue
-                if documents:
-                    writer.write("\n")  # The empty line between documents.
-                writer.write("\n".join(kept))
-                writer.write("\n")
-                documents += 1
-                sentences += len(kept)
-                if max_documents is not None and documents >= max_documents:
-                    break
+    with file_io.atomic_write(output_file, newline="\n") as writer:
+        for _, wikitext in iter_articles(dump_file):
+            articles_read += 1
+            kept = article_sentences(wikitext, min_sentence_words)
+            if len(kept) < min_document_sentences:
+                continue
+            if documents:
+                writer.write("\n")  # The empty line between documents.
+            writer.write("\n".join(kept))
+            writer.write("\n")
+            documents += 1
+            sentences += len(kept)
+            if max_documents is not None and documents >= max_documents:
+                break
         if not documents:
             raise ValueError(
                 f"no document in {dump_file}: {articles_read} articles read, "
                 f"none with {min_document_sentences} or more sentences of "
                 f"{min_sentence_words} or more words")
-        os.chmod(temporary, 0o644)  # mkstemp makes it private (0600).
-        os.replace(temporary, output_file)
-    except BaseException:
-        os.unlink(temporary)
-        raise
     return CorpusStats(articles_read, documents, sentences,
                        os.path.getsize(output_file))

@@ -32,12 +32,10 @@ WordPiece, as any BERT vocabulary is.
 """
 
 import collections
-import glob
 import heapq
-import os
-import tempfile
 import time
 
+from bert_tf import file_io
 from bert_tf.text import tokenization
 
 PAD_TOKEN = "[PAD]"
@@ -72,41 +70,6 @@ def reserved_tokens(num_unused_tokens=DEFAULT_NUM_UNUSED_TOKENS):
     return ([PAD_TOKEN] + unused +
             [UNKNOWN_TOKEN, CLASSIFICATION_TOKEN, SEPARATOR_TOKEN,
              MASK_TOKEN])
-
-
-def expand_input_patterns(input_patterns):
-    """Files named by comma-separated paths or glob patterns, as Google's
-    `--input_file`.
-
-    Args:
-      input_patterns: a string "a.txt,dir/*.txt" or a list of such strings.
-
-    Returns:
-      The matching paths, each pattern's matches sorted, in pattern order.
-
-    Raises:
-      FileNotFoundError: a pattern matches no file (the message names it).
-    """
-    if isinstance(input_patterns, (str, os.PathLike)):
-        input_patterns = [input_patterns]
-    paths = []
-    for patterns in input_patterns:
-        for pattern in os.fspath(patterns).split(","):
-            pattern = pattern.strip()
-            if not pattern:
-                continue
-            if os.path.isfile(pattern):
-                matches = [pattern]  # A literal name, even with "[" in it.
-            else:
-                matches = sorted(path for path in glob.glob(pattern)
-                                 if os.path.isfile(path))
-            if not matches:
-                raise FileNotFoundError(
-                    f"input file {pattern} does not exist (no file matches)")
-            paths.extend(matches)
-    if not paths:
-        raise FileNotFoundError("no input file given")
-    return paths
 
 
 def count_words(lines, do_lower_case=True):
@@ -158,7 +121,7 @@ def count_words_in_files(input_files, do_lower_case=True):
     """Counts the basic tokens of text files (read as a stream).
 
     Args:
-      input_files: paths or patterns, see `expand_input_patterns`.
+      input_files: paths or patterns, see `file_io.expand_input_patterns`.
       do_lower_case: as `BasicTokenizer`'s.
 
     Returns:
@@ -169,7 +132,7 @@ def count_words_in_files(input_files, do_lower_case=True):
       ValueError: a line is not valid UTF-8, or the files hold no word; the
         message names the file (and line).
     """
-    paths = expand_input_patterns(input_files)
+    paths = file_io.expand_input_patterns(input_files, sort=True)
     counts = collections.Counter()
     for path in paths:
         counts.update(count_words(_read_lines(path), do_lower_case))
@@ -411,25 +374,8 @@ def write_vocab(vocab, output_file):
         if not token or token.strip() != token or len(token.split()) != 1:
             raise ValueError(f"vocabulary entry {index} ({token!r}) is empty "
                              f"or holds whitespace")
-    output_file = os.fspath(output_file)
-    directory = os.path.dirname(os.path.abspath(output_file))
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(
-            f"cannot write {output_file}: directory {directory} does not "
-            f"exist")
-    descriptor, temporary = tempfile.mkstemp(
-        dir=directory, prefix=os.path.basename(output_file) + ".",
-        suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8",
-                       newline="\n") as writer:
-            writer.write("".join(token + "\n" for token in vocab))
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, output_file)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    with file_io.atomic_write(output_file, newline="\n") as writer:
+        writer.write("".join(token + "\n" for token in vocab))
 
 
 VocabStats = collections.namedtuple(
@@ -456,7 +402,7 @@ def learn_vocab_from_files(input_files, output_file, vocab_size,
     """Learns a vocabulary from text files and writes `vocab.txt`.
 
     Args:
-      input_files: paths or patterns (see `expand_input_patterns`) of text
+      input_files: paths or patterns (see `file_io.expand_input_patterns`) of text
         files, e.g. in Google's pretraining format.
       output_file: the `vocab.txt` to write.
       vocab_size: entries in all; see `learn_vocab`.
