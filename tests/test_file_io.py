@@ -1,0 +1,53 @@
+"""Input patterns and atomic writes."""
+
+import os
+import re
+
+import pytest
+
+from bert_tf import file_io
+
+
+def test_patterns_keep_order_dedupe_and_sort_on_request(tmp_path):
+    for name in ("b.txt", "a.txt", ".hidden.txt", "c[1].txt"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "dir.txt").mkdir()
+    star = str(tmp_path / "*.txt")
+    files = file_io.expand_input_patterns(
+        f"{tmp_path / 'b.txt'}, {star}", sort=True)
+    assert files == [str(tmp_path / n) for n in
+                     ("b.txt", ".hidden.txt", "a.txt", "c[1].txt")]
+    # A literal name with glob characters names that file.
+    assert file_io.expand_input_patterns(
+        [tmp_path / "c[1].txt"]) == [str(tmp_path / "c[1].txt")]
+
+
+def test_pattern_matching_nothing_is_named(tmp_path):
+    pattern = str(tmp_path / "none-*.txt")
+    with pytest.raises(file_io.InputFileError,
+                       match=re.escape(f"no file matches input pattern '{pattern}'")):
+        file_io.expand_input_patterns(pattern)
+    with pytest.raises(ValueError, match="no input file given"):
+        file_io.expand_input_patterns(" , ")
+
+
+def test_atomic_write_replaces_only_on_success(tmp_path):
+    path = tmp_path / "out.txt"
+    path.write_text("old")
+    with pytest.raises(RuntimeError):
+        with file_io.atomic_write(path) as writer:
+            writer.write("half")
+            raise RuntimeError("crash")
+    assert path.read_text() == "old"
+    assert os.listdir(tmp_path) == ["out.txt"]
+    with file_io.atomic_write(path, "wb") as writer:
+        writer.write(b"new")
+    assert path.read_bytes() == b"new"
+    assert os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_atomic_write_names_a_missing_directory(tmp_path):
+    path = tmp_path / "missing" / "out.txt"
+    with pytest.raises(FileNotFoundError, match="directory .*missing does not exist"):
+        with file_io.atomic_write(path):
+            pass
