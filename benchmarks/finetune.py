@@ -1,0 +1,210 @@
+"""Fine-tuning throughput: bert_tf's classifier against Model Garden's.
+
+Both train a sequence classifier (2 labels) of the same shape — BERT-Base by
+default: 12 layers, hidden 768, 12 heads, intermediate 3072, vocabulary
+30522 — on the same records, sequence length 128, global batch 32, with
+Google's optimizer settings (AdamW with weight decay 0.01, gradients
+clipped to global norm 1.0), in one process:
+
+* bert_tf: what `run_classifier.py --do_train` runs, `ClassificationTask`
+  under the generic `Trainer` (its steps run `--steps` at a time inside one
+  `tf.function`);
+* Model Garden: `official.nlp.modeling.models.BertClassifier` on a
+  `BertEncoder` (tf_keras), with Model Garden's AdamWeightDecay
+  (`official.nlp.optimization.create_optimizer`), in a train loop written
+  the way Model Garden's own custom loop is (a `tf.function` running
+  `--steps` steps over a distributed-style iterator).
+
+Each side first runs `--warmup_steps` steps (tracing, XLA compilation,
+input pipeline start), then `--steps` timed steps; the script prints
+examples/s for each and the ratio. It asserts nothing about time.
+
+    python benchmarks/finetune.py                    # BERT-Base (use a GPU)
+    python benchmarks/finetune.py --num_layers=2 --steps=5   # a quick CPU run
+    python benchmarks/finetune.py --dtype=mixed_float16 --enable_xla
+
+The records are random token ids (their values do not change the work);
+each sequence is full length, as GLUE features padded to 128 cost the same.
+"""
+
+import argparse
+import os
+import pathlib
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from bert_tf.config import BertConfig  # noqa: E402
+from bert_tf.data import classifier_features  # noqa: E402
+
+NUM_LABELS = 2
+LEARNING_RATE = 2e-5
+
+
+def write_records(path, num_records, seq_length, vocab_size, seed=0):
+    """Random full-length features in Google's classifier record format."""
+    rng = np.random.default_rng(seed)
+    features = [
+        classifier_features.InputFeatures(
+            input_ids=rng.integers(1, vocab_size, seq_length).tolist(),
+            input_mask=[1] * seq_length,
+            segment_ids=[0] * (seq_length // 2)
+            + [1] * (seq_length - seq_length // 2),
+            label_id=int(rng.integers(0, NUM_LABELS)))
+        for _ in range(num_records)]
+    classifier_features.write_tfrecord(features, path)
+
+
+def bert_tf_examples_per_second(config, record_file, args, output_dir):
+    """Trains with run_classifier's task and trainer; returns examples/s."""
+    from bert_tf.tasks import classification
+    from bert_tf.training import optimization
+    from bert_tf.training import trainer as trainer_lib
+
+    total_steps = args.warmup_steps + args.steps
+    task = classification.ClassificationTask(
+        config, NUM_LABELS,
+        classification.ClassificationDataConfig(
+            train_file=record_file, max_seq_length=args.seq_length, seed=0))
+    trainer_config = trainer_lib.TrainerConfig(
+        output_dir=output_dir, train_batch_size=args.batch_size,
+        num_train_steps=args.warmup_steps, iterations_per_loop=args.steps,
+        save_checkpoints_steps=10 * total_steps, log_steps=args.steps,
+        keep_checkpoint_max=1, dtype=args.dtype, enable_xla=args.enable_xla)
+    trainer = trainer_lib.Trainer(
+        task, trainer_config,
+        optimizer_factory=lambda: optimization.create_optimizer(
+            "adamw", LEARNING_RATE, total_steps, 0))
+    # Warm-up run: tracing, compilation and the first checkpoint.
+    trainer.train()
+    # Timed run: exactly one logging window of `--steps` steps, in one
+    # loop call; the trainer measures it (the final checkpoint is written
+    # after the window closes, outside the measurement).
+    trainer.config.num_train_steps = total_steps
+    result = trainer.train()
+    return result["examples_per_second"]
+
+
+def model_garden_examples_per_second(config, record_file, args):
+    """Trains Model Garden's BertClassifier; returns examples/s."""
+    import tf_keras
+    from official.nlp import optimization as mg_optimization
+    from official.nlp.modeling import models, networks
+
+    if args.dtype != "float32":
+        tf_keras.mixed_precision.set_global_policy(args.dtype)
+    encoder = networks.BertEncoder(
+        vocab_size=config.vocab_size, hidden_size=config.hidden_size,
+        num_layers=config.num_hidden_layers,
+        num_attention_heads=config.num_attention_heads,
+        inner_dim=config.intermediate_size,
+        max_sequence_length=config.max_position_embeddings,
+        type_vocab_size=config.type_vocab_size,
+        dropout_rate=config.hidden_dropout_prob,
+        attention_dropout_rate=config.attention_probs_dropout_prob,
+        initializer=tf_keras.initializers.TruncatedNormal(
+            stddev=config.initializer_range))
+    model = models.BertClassifier(encoder, num_classes=NUM_LABELS,
+                                  dropout_rate=0.1)
+    total_steps = args.warmup_steps + args.steps
+    optimizer = mg_optimization.create_optimizer(
+        LEARNING_RATE, total_steps, 0, optimizer_type="adamw")
+    if args.dtype == "mixed_float16":
+        optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
+
+    dataset = classifier_features.batch_dataset(
+        classifier_features.read_tfrecord(record_file, args.seq_length),
+        args.batch_size, is_training=True, seed=0)
+    iterator = iter(dataset)
+    loss_function = tf_keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True)
+
+    def forward_backward(batch):
+        inputs = {"input_word_ids": batch["input_ids"],
+                  "input_mask": batch["input_mask"],
+                  "input_type_ids": batch["segment_ids"]}
+        with tf.GradientTape() as tape:
+            logits = tf.cast(model(inputs, training=True), tf.float32)
+            loss = loss_function(batch["label_ids"], logits)
+            scaled = (optimizer.get_scaled_loss(loss)
+                      if args.dtype == "mixed_float16" else loss)
+        grads = tape.gradient(scaled, model.trainable_variables)
+        if args.dtype == "mixed_float16":
+            grads = optimizer.get_unscaled_gradients(grads)
+        return loss, grads
+
+    if args.enable_xla:
+        forward_backward = tf.function(forward_backward, jit_compile=True)
+
+    @tf.function
+    def train_steps(num_steps):
+        loss = tf.constant(0.0)
+        for _ in tf.range(num_steps):
+            loss, grads = forward_backward(next(iterator))
+            grads, _ = tf.clip_by_global_norm(grads, 1.0)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    float(train_steps(tf.constant(args.warmup_steps)))
+    start = time.perf_counter()
+    float(train_steps(tf.constant(args.steps)))  # float() waits for the end
+    elapsed = time.perf_counter() - start
+    if args.dtype != "float32":
+        tf_keras.mixed_precision.set_global_policy("float32")
+    return args.steps * args.batch_size / elapsed
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--num_layers", type=int, default=12,
+                        help="Transformer layers (BERT-Base: 12)")
+    parser.add_argument("--hidden_size", type=int, default=768)
+    parser.add_argument("--num_attention_heads", type=int, default=12)
+    parser.add_argument("--intermediate_size", type=int, default=3072)
+    parser.add_argument("--seq_length", type=int, default=128)
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=50,
+                        help="timed training steps per side")
+    parser.add_argument("--warmup_steps", type=int, default=5,
+                        help="untimed steps first (tracing, compilation)")
+    parser.add_argument("--dtype", default="float32",
+                        choices=("float32", "mixed_float16",
+                                 "mixed_bfloat16"))
+    parser.add_argument("--enable_xla", action="store_true")
+    args = parser.parse_args()
+    if args.steps <= 0 or args.warmup_steps <= 0:
+        parser.error("--steps and --warmup_steps must be positive")
+
+    config = BertConfig(
+        vocab_size=30522, hidden_size=args.hidden_size,
+        num_hidden_layers=args.num_layers,
+        num_attention_heads=args.num_attention_heads,
+        intermediate_size=args.intermediate_size,
+        max_position_embeddings=max(512, args.seq_length), type_vocab_size=2)
+    devices = [d.device_type for d in tf.config.list_logical_devices()]
+    print(f"BERT {args.num_layers} layers, hidden {args.hidden_size}, "
+          f"seq {args.seq_length}, batch {args.batch_size}, {args.dtype}, "
+          f"XLA {'on' if args.enable_xla else 'off'}, devices {devices}",
+          flush=True)
+    with tempfile.TemporaryDirectory(prefix="finetune_benchmark_") as work:
+        record_file = os.path.join(work, "train.tf_record")
+        write_records(record_file, 4 * args.batch_size, args.seq_length,
+                      config.vocab_size)
+        ours = bert_tf_examples_per_second(
+            config, record_file, args, os.path.join(work, "bert_tf"))
+        print(f"bert_tf       {ours:10.1f} examples/s", flush=True)
+        theirs = model_garden_examples_per_second(config, record_file, args)
+        print(f"model garden  {theirs:10.1f} examples/s", flush=True)
+    print(f"ratio (bert_tf / model garden): {ours / theirs:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,338 @@
+"""Classifier features: Google's `convert_single_example`, records, tf.data.
+
+An `InputExample` becomes fixed-length `input_ids`, `input_mask`,
+`segment_ids` plus a label id, exactly as Google's `run_classifier.py`
+builds them:
+
+    [CLS] tokens_a [SEP]                  segment ids 0 ... 0
+    [CLS] tokens_a [SEP] tokens_b [SEP]   segment ids 0 ... 0 1 ... 1
+
+A pair is truncated one token at a time from the longer side (from
+`tokens_b` when both are equally long) until it fits `max_seq_length - 3`; a
+single text is cut to `max_seq_length - 2`. Everything is zero-padded.
+
+Evaluation and prediction sets may be padded to a multiple of the batch
+size with `PaddingInputExample`s (Google does so on TPUs, where every batch
+must be full); their features are all zeros with `is_real_example = 0`, and
+metrics and outputs skip them.
+
+The TFRecord format is Google's (`train.tf_record`, `eval.tf_record`,
+`predict.tf_record`): int64 features `input_ids`, `input_mask`,
+`segment_ids` of length `max_seq_length`, and `label_ids`,
+`is_real_example` of length 1. For regression (STS-B) `label_ids` is a
+float feature.
+"""
+
+import dataclasses
+import os
+import tempfile
+from typing import List, Union
+
+import numpy as np
+import tensorflow as tf
+
+INPUT_IDS = "input_ids"
+INPUT_MASK = "input_mask"
+SEGMENT_IDS = "segment_ids"
+LABEL_IDS = "label_ids"
+IS_REAL_EXAMPLE = "is_real_example"
+FEATURE_NAMES = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS, LABEL_IDS,
+                 IS_REAL_EXAMPLE)
+
+
+class PaddingInputExample:
+    """A fake example that pads a set to a multiple of the batch size.
+
+    A distinct class rather than `None`, so that a missing example can never
+    be mistaken for padding.
+    """
+
+
+@dataclasses.dataclass
+class InputFeatures:
+    """The model inputs of one example.
+
+    Attributes:
+      input_ids: `max_seq_length` WordPiece ids, zero-padded.
+      input_mask: 1 for real tokens, 0 for padding.
+      segment_ids: 0 for [CLS], text A and its [SEP]; 1 for text B and its
+        [SEP]; 0 for padding.
+      label_id: index of the label in the label list (an int), or the score
+        (a float) for regression.
+      is_real_example: False for `PaddingInputExample`s.
+    """
+
+    input_ids: List[int]
+    input_mask: List[int]
+    segment_ids: List[int]
+    label_id: Union[int, float]
+    is_real_example: bool = True
+
+
+def truncate_seq_pair(tokens_a, tokens_b, max_length):
+    """Truncates a pair in place until it has at most `max_length` tokens.
+
+    One token at a time from the end of the longer list (of `tokens_b` when
+    both are equally long): a short text loses nothing while a long one
+    still has tokens to spare, which keeps more information than cutting
+    both by the same fraction.
+
+    Args:
+      tokens_a: first token list (modified).
+      tokens_b: second token list (modified).
+      max_length: the most tokens the two may have together.
+    """
+    while len(tokens_a) + len(tokens_b) > max_length:
+        if len(tokens_a) > len(tokens_b):
+            tokens_a.pop()
+        else:
+            tokens_b.pop()
+
+
+def _label_id(example, label_map):
+    """The label id of an example: index, score, or 0 for unlabelled ones."""
+    if label_map is None:
+        # Regression: the label is the score itself.
+        return 0.0 if example.label is None else float(example.label)
+    if example.label is None:
+        # Test examples: Google gave them the first label as a dummy.
+        return 0
+    if example.label not in label_map:
+        raise ValueError(
+            f"example {example.guid}: label {example.label!r} is not one of "
+            f"{', '.join(repr(label) for label in label_map)}")
+    return label_map[example.label]
+
+
+def _padding_features(max_seq_length, is_regression):
+    zeros = [0] * max_seq_length
+    return InputFeatures(input_ids=list(zeros), input_mask=list(zeros),
+                         segment_ids=list(zeros),
+                         label_id=0.0 if is_regression else 0,
+                         is_real_example=False)
+
+
+def convert_single_example(example, label_list, max_seq_length, tokenizer):
+    """Turns one `InputExample` into `InputFeatures`, as Google does.
+
+    Args:
+      example: an `InputExample` or a `PaddingInputExample`.
+      label_list: the task's labels in id order, or None for regression.
+      max_seq_length: length of every output sequence.
+      tokenizer: has `tokenize(text)` and `convert_tokens_to_ids(tokens)`
+        (e.g. `bert_tf.text.tokenization.FullTokenizer`).
+
+    Returns:
+      `InputFeatures`.
+
+    Raises:
+      ValueError: the label is not in `label_list`, or `max_seq_length`
+        cannot hold [CLS] and the [SEP]s.
+    """
+    is_regression = label_list is None
+    if isinstance(example, PaddingInputExample):
+        return _padding_features(max_seq_length, is_regression)
+    label_map = (None if is_regression
+                 else {label: i for i, label in enumerate(label_list)})
+
+    tokens_a = tokenizer.tokenize(example.text_a)
+    # As in Google's code, a text_b that is empty or tokenizes to nothing
+    # gives the single-text layout (no second [SEP]).
+    tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
+    special_tokens = 3 if tokens_b else 2
+    if max_seq_length < special_tokens:
+        raise ValueError(
+            f"max_seq_length {max_seq_length} cannot hold the "
+            f"{special_tokens} special tokens of example {example.guid}")
+    if tokens_b:
+        truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+    else:
+        tokens_a = tokens_a[:max_seq_length - 2]
+
+    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
+    segment_ids = [0] * len(tokens)
+    if tokens_b:
+        tokens += tokens_b + ["[SEP]"]
+        segment_ids += [1] * (len(tokens_b) + 1)
+
+    input_ids = list(tokenizer.convert_tokens_to_ids(tokens))
+    input_mask = [1] * len(input_ids)
+    padding = [0] * (max_seq_length - len(input_ids))
+    return InputFeatures(
+        input_ids=input_ids + padding,
+        input_mask=input_mask + padding,
+        segment_ids=segment_ids + padding,
+        label_id=_label_id(example, label_map),
+        is_real_example=True)
+
+
+def convert_examples_to_features(examples, label_list, max_seq_length,
+                                 tokenizer):
+    """`convert_single_example` over a list; see there."""
+    return [convert_single_example(example, label_list, max_seq_length,
+                                   tokenizer)
+            for example in examples]
+
+
+def pad_to_batch_multiple(examples, batch_size):
+    """A copy of `examples` padded with `PaddingInputExample`s.
+
+    Args:
+      examples: a list of examples.
+      batch_size: the length of the result is a multiple of this.
+
+    Returns:
+      A new list: `examples` followed by as few padding examples as make
+      its length a multiple of `batch_size`.
+    """
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    padded = list(examples)
+    padded.extend(PaddingInputExample()
+                  for _ in range(-len(padded) % batch_size))
+    return padded
+
+
+def features_to_arrays(features, is_regression=False):
+    """Stacks `InputFeatures` into numpy arrays, one per feature name.
+
+    Returns:
+      A dict: `input_ids`, `input_mask`, `segment_ids` int32
+      [num_examples, max_seq_length]; `label_ids` [num_examples] (int32, or
+      float32 for regression); `is_real_example` int32 [num_examples].
+    """
+    label_dtype = np.float32 if is_regression else np.int32
+    return {
+        INPUT_IDS: np.array([f.input_ids for f in features], np.int32),
+        INPUT_MASK: np.array([f.input_mask for f in features], np.int32),
+        SEGMENT_IDS: np.array([f.segment_ids for f in features], np.int32),
+        LABEL_IDS: np.array([f.label_id for f in features], label_dtype),
+        IS_REAL_EXAMPLE: np.array(
+            [int(f.is_real_example) for f in features], np.int32),
+    }
+
+
+def _int64_feature(values):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+
+def _float_feature(values):
+    return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
+
+
+def serialize_features(feature, is_regression=False):
+    """One `InputFeatures` as a serialized `tf.train.Example` (Google's)."""
+    label = (_float_feature([feature.label_id]) if is_regression
+             else _int64_feature([feature.label_id]))
+    example = tf.train.Example(features=tf.train.Features(feature={
+        INPUT_IDS: _int64_feature(feature.input_ids),
+        INPUT_MASK: _int64_feature(feature.input_mask),
+        SEGMENT_IDS: _int64_feature(feature.segment_ids),
+        LABEL_IDS: label,
+        IS_REAL_EXAMPLE: _int64_feature([int(feature.is_real_example)]),
+    }))
+    return example.SerializeToString()
+
+
+def write_tfrecord(features, output_file, is_regression=False):
+    """Writes features to a TFRecord file in Google's format.
+
+    The file is written under a temporary name and renamed when complete, so
+    a crash never leaves a truncated file under the real name.
+
+    Args:
+      features: iterable of `InputFeatures`.
+      output_file: the record file to write.
+      is_regression: write `label_ids` as floats.
+
+    Returns:
+      The number of records written.
+    """
+    output_file = os.fspath(output_file)
+    directory = os.path.dirname(os.path.abspath(output_file))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp_path = tempfile.mkstemp(
+        dir=directory, prefix=".tmp-", suffix=".tf_record")
+    os.close(fd)
+    count = 0
+    try:
+        with tf.io.TFRecordWriter(tmp_path) as writer:
+            for feature in features:
+                writer.write(serialize_features(feature, is_regression))
+                count += 1
+        os.replace(tmp_path, output_file)
+    except BaseException:
+        if os.path.exists(tmp_path):
+            os.remove(tmp_path)
+        raise
+    return count
+
+
+def tfrecord_feature_spec(max_seq_length, is_regression=False):
+    """The `tf.io.parse_example` spec of Google's classifier records."""
+    return {
+        INPUT_IDS: tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        INPUT_MASK: tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        SEGMENT_IDS: tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        LABEL_IDS: tf.io.FixedLenFeature(
+            [], tf.float32 if is_regression else tf.int64),
+        IS_REAL_EXAMPLE: tf.io.FixedLenFeature([], tf.int64),
+    }
+
+
+def _decode_record(record, spec):
+    parsed = tf.io.parse_single_example(record, spec)
+    # Records store int64; accelerators (and the model) want int32.
+    return {name: tf.cast(value, tf.int32) if value.dtype == tf.int64
+            else value for name, value in parsed.items()}
+
+
+def read_tfrecord(input_file, max_seq_length, is_regression=False):
+    """An unbatched dataset of feature dicts from Google's record file.
+
+    Returns:
+      A `tf.data.Dataset` of dicts with `FEATURE_NAMES` keys: int32 tensors,
+      except a float32 `label_ids` for regression.
+    """
+    input_file = os.fspath(input_file)
+    if not tf.io.gfile.exists(input_file):
+        raise FileNotFoundError(f"record file not found: {input_file}")
+    spec = tfrecord_feature_spec(max_seq_length, is_regression)
+    return tf.data.TFRecordDataset(input_file).map(
+        lambda record: _decode_record(record, spec),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+def dataset_from_features(features, is_regression=False):
+    """An unbatched dataset of feature dicts from in-memory `InputFeatures`."""
+    return tf.data.Dataset.from_tensor_slices(
+        features_to_arrays(features, is_regression))
+
+
+def batch_dataset(dataset, batch_size, is_training, drop_remainder=None,
+                  shuffle_buffer_size=100, seed=None):
+    """Batches a dataset of feature dicts the way Google's input_fn does.
+
+    Training repeats forever, shuffles (Google's buffer of 100 records by
+    default) and drops the last partial batch; evaluation and prediction
+    keep the input order, once through.
+
+    Args:
+      dataset: unbatched dataset of feature dicts.
+      batch_size: global batch size.
+      is_training: repeat and shuffle.
+      drop_remainder: drop a last partial batch; defaults to `is_training`.
+        Set it for evaluation on TPUs after `pad_to_batch_multiple`.
+      shuffle_buffer_size: records in the shuffle buffer (training only).
+      seed: shuffle seed, for reproducible training order.
+
+    Returns:
+      A batched, prefetching `tf.data.Dataset`.
+    """
+    if drop_remainder is None:
+        drop_remainder = is_training
+    if is_training:
+        dataset = dataset.repeat()
+        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    return dataset.prefetch(tf.data.AUTOTUNE)

