@@ -29,6 +29,7 @@ import tensorflow as tf
 from bert_tf import checkpoints
 from bert_tf.data import classifier_features as features_lib
 from bert_tf.tasks import base
+from bert_tf.tasks import losses
 
 # The encoder's checkpoint scope: loaded strictly from --init_checkpoint.
 ENCODER_SCOPE = "bert/"
@@ -89,11 +90,7 @@ def classification_example_losses(logits, label_ids):
     Returns:
       float32 [batch].
     """
-    logits = tf.cast(logits, tf.float32)
-    log_probs = tf.nn.log_softmax(logits, axis=-1)
-    one_hot = tf.one_hot(tf.cast(label_ids, tf.int32),
-                         depth=tf.shape(logits)[-1], dtype=tf.float32)
-    return -tf.reduce_sum(one_hot * log_probs, axis=-1)
+    return losses.cross_entropy(logits, label_ids)
 
 
 def regression_example_losses(logits, scores):
@@ -249,8 +246,8 @@ class ClassificationTask(base.Task):
 
     def compute_loss(self, features, outputs, denominators):
         weights = tf.cast(features[features_lib.IS_REAL_EXAMPLE], tf.float32)
-        losses = self.example_losses(outputs, features)
-        loss_sum = tf.reduce_sum(weights * losses)
+        per_example = self.example_losses(outputs, features)
+        loss_sum = tf.reduce_sum(weights * per_example)
         # The mean over the global batch's real examples (see base.Task).
         loss = loss_sum / tf.maximum(denominators["num_examples"], 1.0)
         metrics = {"loss_sum": loss_sum,

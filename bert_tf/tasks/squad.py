@@ -28,6 +28,7 @@ from bert_tf import checkpoints
 from bert_tf.data import classifier_features
 from bert_tf.data import squad_features as features_lib
 from bert_tf.tasks import base
+from bert_tf.tasks import losses
 
 # The encoder's checkpoint scope: loaded strictly from --init_checkpoint.
 ENCODER_SCOPE = "bert/"
@@ -93,11 +94,7 @@ def position_cross_entropy(logits, positions):
     Returns:
       float32 [batch].
     """
-    logits = tf.cast(logits, tf.float32)
-    log_probs = tf.nn.log_softmax(logits, axis=-1)
-    one_hot = tf.one_hot(tf.cast(positions, tf.int32),
-                         depth=tf.shape(logits)[-1], dtype=tf.float32)
-    return -tf.reduce_sum(one_hot * log_probs, axis=-1)
+    return losses.cross_entropy(logits, positions)
 
 
 def span_example_losses(outputs, features):
@@ -222,8 +219,8 @@ class SquadTask(base.Task):
         return ("loss_sum", "start_correct", "end_correct", "num_examples")
 
     def compute_loss(self, features, outputs, denominators):
-        losses = span_example_losses(outputs, features)
-        loss_sum = tf.reduce_sum(losses)
+        per_example = span_example_losses(outputs, features)
+        loss_sum = tf.reduce_sum(per_example)
         # The mean over the global batch (see base.Task).
         loss = loss_sum / tf.maximum(denominators["num_examples"], 1.0)
 
@@ -239,7 +236,7 @@ class SquadTask(base.Task):
             "start_correct": correct(START_LOGITS,
                                      features_lib.START_POSITIONS),
             "end_correct": correct(END_LOGITS, features_lib.END_POSITIONS),
-            "num_examples": tf.cast(tf.shape(losses)[0], tf.float32),
+            "num_examples": tf.cast(tf.shape(per_example)[0], tf.float32),
         }
         return loss, metrics
 
