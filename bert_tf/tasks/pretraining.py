@@ -25,6 +25,7 @@ import tensorflow as tf
 from bert_tf import checkpoints
 from bert_tf.data import pretraining_records as records
 from bert_tf.tasks import base
+from bert_tf.tasks import losses
 
 # Google's epsilon in the masked-LM denominator.
 MASKED_LM_DENOMINATOR_EPSILON = 1e-5
@@ -44,11 +45,7 @@ def masked_lm_example_losses(logits, masked_lm_ids):
     Returns:
       float32 [batch, predictions].
     """
-    logits = tf.cast(logits, tf.float32)
-    log_probs = tf.nn.log_softmax(logits, axis=-1)
-    one_hot = tf.one_hot(tf.cast(masked_lm_ids, tf.int32),
-                         depth=tf.shape(logits)[-1], dtype=tf.float32)
-    return -tf.reduce_sum(log_probs * one_hot, axis=-1)
+    return losses.cross_entropy(logits, masked_lm_ids)
 
 
 def masked_lm_loss(logits, masked_lm_ids, masked_lm_weights):
@@ -58,8 +55,8 @@ def masked_lm_loss(logits, masked_lm_ids, masked_lm_weights):
       float32 scalar: `sum(w * loss) / (sum(w) + 1e-5)`.
     """
     weights = tf.cast(masked_lm_weights, tf.float32)
-    losses = masked_lm_example_losses(logits, masked_lm_ids)
-    return tf.reduce_sum(weights * losses) / (
+    per_prediction = masked_lm_example_losses(logits, masked_lm_ids)
+    return tf.reduce_sum(weights * per_prediction) / (
         tf.reduce_sum(weights) + MASKED_LM_DENOMINATOR_EPSILON)
 
 
@@ -73,11 +70,7 @@ def next_sentence_example_losses(logits, labels):
     Returns:
       float32 [batch].
     """
-    logits = tf.cast(logits, tf.float32)
-    labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
-    log_probs = tf.nn.log_softmax(logits, axis=-1)
-    one_hot = tf.one_hot(labels, depth=2, dtype=tf.float32)
-    return -tf.reduce_sum(one_hot * log_probs, axis=-1)
+    return losses.cross_entropy(logits, tf.reshape(labels, [-1]))
 
 
 def next_sentence_loss(logits, labels):
