@@ -113,7 +113,7 @@ def test_unknown_dtype_is_rejected_at_parse_time():
     (dict(bert_config_file="/no/such/bert_config.json"),
      "--bert_config_file: file /no/such/bert_config.json does not exist"),
     (dict(input_file="/no/such/dir/*.tfrecord"),
-     "--input_file: no file matches '/no/such/dir/*.tfrecord'"),
+     "--input_file: no file matches input pattern '/no/such/dir/*.tfrecord'"),
     (dict(max_seq_length="128"),
      "Cannot use sequence length 128 (--max_seq_length) because the BERT "
      "model was only trained up to sequence length 64"),
@@ -150,8 +150,8 @@ def test_main_reports_the_error_and_exits(data_dir, tmp_path):
     with pytest.raises(SystemExit) as raised:
         run_pretraining.main(["run_pretraining.py"], flag_values)
     assert str(raised.value) == (
-        "run_pretraining.py: error: --input_file: no file matches "
-        "'/no/such/file'")
+        "run_pretraining.py: error: --input_file: no file matches input "
+        "pattern '/no/such/file'")
 
 
 # -- init_checkpoint ---------------------------------------------------------

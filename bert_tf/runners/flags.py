@@ -28,6 +28,7 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
+from bert_tf import file_io
 from bert_tf.training import distribution
 from bert_tf.training import precision
 
@@ -213,19 +214,12 @@ def expand_file_patterns(flag_name, comma_separated):
     Raises:
       ValueError: naming the flag and the pattern that matched nothing.
     """
-    patterns = [p.strip() for p in (comma_separated or "").split(",")
-                if p.strip()]
-    if not patterns:
+    if not (comma_separated or "").strip(" ,"):
         raise ValueError(f"--{flag_name} is required")
-    files = []
-    for pattern in patterns:
-        matches = sorted(tf.io.gfile.glob(pattern))
-        matches = [m for m in matches if not tf.io.gfile.isdir(m)]
-        if not matches:
-            raise ValueError(
-                f"--{flag_name}: no file matches {pattern!r}")
-        files.extend(matches)
-    return files
+    try:
+        return file_io.expand_input_patterns(comma_separated, sort=True)
+    except file_io.InputFileError as error:
+        raise ValueError(f"--{flag_name}: {error}") from error
 
 
 # -- translation into library objects --------------------------------------
