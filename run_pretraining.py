@@ -87,7 +87,9 @@ def run(flag_values):
     from bert_tf.training.trainer import Trainer
 
     if not flag_values.do_train and not flag_values.do_eval:
-        raise ValueError("At least one of `do_train` or `do_eval` must be True.")
+        # Google's message, word for word.
+        raise ValueError(
+            "At least one of `do_train` or `do_eval` must be True.")
     runner_flags.require(flag_values, "bert_config_file", "output_dir",
                          "input_file")
     runner_flags.check_file("bert_config_file", flag_values.bert_config_file)

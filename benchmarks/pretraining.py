@@ -116,7 +116,7 @@ def best_seconds_interleaved(functions, rounds):
 
 
 def matmul_benchmark(size, repeats):
-    """A function running `repeats` float32 [size, size] matmuls, and its FLOPs."""
+    """A function running `repeats` [size, size] float32 matmuls; its FLOPs."""
     a = tf.random.normal([size, size])
     b = tf.random.normal([size, size])
 

@@ -10,6 +10,7 @@ import pathlib
 import shlex
 import subprocess
 import sys
+import time
 
 from absl import flags
 from absl import app
@@ -53,7 +54,7 @@ def in_tmp(tmp_path, monkeypatch):
     return tmp_path
 
 
-# -- flags and settings ----------------------------------------------------------
+# -- flags and settings -------------------------------------------------------
 
 def test_default_flags_give_the_default_settings():
     opts = options()
@@ -113,7 +114,7 @@ def test_settings_are_recorded_then_checked(tmp_path):
             f"{demo.QUICK.num_train_steps} now") in message
 
 
-# -- the step list -----------------------------------------------------------------
+# -- the step list ------------------------------------------------------------
 
 def test_step_list_and_commands(in_tmp):
     steps = demo.build_steps(in_tmp / "w", options())
@@ -130,13 +131,15 @@ def test_step_list_and_commands(in_tmp):
     assert not any("--max_documents" in p for p in step["corpus"].command)
     assert step["vocab"].command[1:3] == ["-m", "bert_tf.learn_vocab"]
     assert flag_value(step["vocab"].command, "vocab_size") == "8000"
-    assert step["pretrain_data"].command[1] == str(REPO_ROOT / "create_pretraining_data.py")
-    assert step["pretrain"].command[1] == str(REPO_ROOT / "run_pretraining.py")
-    assert step["classifier"].command[1] == str(REPO_ROOT / "run_classifier.py")
-    assert step["features"].command[1] == str(REPO_ROOT / "extract_features.py")
+    for name, script in (("pretrain_data", "create_pretraining_data.py"),
+                         ("pretrain", "run_pretraining.py"),
+                         ("classifier", "run_classifier.py"),
+                         ("features", "extract_features.py"),
+                         ("minilm_features", "extract_features.py")):
+        # Shown relative to the current directory, or absolute outside it.
+        assert step[name].command[1] == str(REPO_ROOT / script), name
     assert step["minilm"].command[1:4] == ["-m", "bert_tf.convert",
                                            "hf_to_google"]
-    assert step["minilm_features"].command[1] == str(REPO_ROOT / "extract_features.py")
 
     # Outputs feed the next steps, all under the work directory (shown
     # relative to the current directory).
@@ -230,8 +233,9 @@ def test_config_step_sizes_the_vocabulary_from_the_file(in_tmp, capsys):
     assert config["max_position_embeddings"] >= demo.DEFAULT.max_seq_length
     assert '"vocab_size": 123' in capsys.readouterr().out
     assert step.result().startswith(
-        f"{demo.DEFAULT.num_layers} layers, hidden {demo.DEFAULT.hidden_size}, "
-        f"{demo.DEFAULT.num_heads} heads, vocab 123")
+        f"{demo.DEFAULT.num_layers} layers, hidden "
+        f"{demo.DEFAULT.hidden_size}, {demo.DEFAULT.num_heads} heads, "
+        "vocab 123")
 
 
 def test_parameter_count_matches_keras_model():
@@ -255,7 +259,7 @@ def test_missing_minilm_package_stops_at_its_step(in_tmp, monkeypatch):
         demo.run_steps([minilm], in_tmp / "w")
 
 
-# -- running, skipping, printing ---------------------------------------------------
+# -- running, skipping, printing ----------------------------------------------
 
 def write_step(tmp_path, name, output, code="", exit_code=0):
     """A Step whose command writes `output` (and runs `code` first)."""
@@ -312,6 +316,21 @@ def test_done_steps_are_skipped_and_an_interrupted_job_continues(
     assert out.count("$ ") == 1
 
 
+def test_an_interrupt_stops_the_running_step(in_tmp, monkeypatch):
+    script = in_tmp / "slow.py"
+    script.write_text("import time\nprint('started', flush=True)\n"
+                      "time.sleep(600)\n")
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(demo, "print", interrupt, raising=False)
+    started = time.time()
+    with pytest.raises(KeyboardInterrupt):
+        demo.run_command([sys.executable, str(script)], in_tmp / "slow.log")
+    assert time.time() - started < 60  # The child was killed, not awaited.
+    assert "started" in (in_tmp / "slow.log").read_text()
+
+
 def test_step_that_writes_nothing_is_an_error(in_tmp):
     step = demo.Step(name="lazy", title="lazy", outputs=[in_tmp / "x"],
                      command=[sys.executable, "-c", "pass"])
@@ -352,7 +371,7 @@ def test_console_hides_noise_but_the_log_keeps_it():
     assert demo.console_line(autograph, verbose=True) is not None
 
 
-# -- results and the summary table -------------------------------------------------
+# -- results and the summary table --------------------------------------------
 
 def write_tfrecord(path, payloads):
     import tensorflow as tf
@@ -429,7 +448,7 @@ def test_summary_table(in_tmp):
     assert lines[4].split() == ["total", "1m15s", "2m00s"]
 
 
-# -- end to end (minutes) -----------------------------------------------------------
+# -- end to end (minutes) -----------------------------------------------------
 
 def _installed(package):
     return importlib.util.find_spec(package) is not None
@@ -449,7 +468,8 @@ def test_quick_job_end_to_end(tmp_path):
                f"--work_dir={work_dir}", "--quick"]
     result = subprocess.run(command, cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=3600)
-    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    assert result.returncode == 0, (result.stdout[-5000:]
+                                    + result.stderr[-5000:])
     out = result.stdout
     assert out.count("\n$ ") == len(STEP_NAMES) - 1  # All but bert_config.
     summary = (work_dir / "summary.txt").read_text()

@@ -235,7 +235,8 @@ def test_killed_run_resumes_and_finishes_at_the_same_step(data_dir, tmp_path):
     assert process.returncode == 0, second_log[-5000:]
     assert f"model.ckpt-{resume_step} (global step {resume_step})" in second_log
     assert f"from step {resume_step} to {num_steps}" in second_log
-    reader = tf.train.load_checkpoint(str(output_dir / f"model.ckpt-{num_steps}"))
+    reader = tf.train.load_checkpoint(
+        str(output_dir / f"model.ckpt-{num_steps}"))
     assert reader.get_tensor("global_step") == num_steps
     steps = sorted(
         int(name.split("-")[1].split(".")[0]) for name in os.listdir(output_dir)

@@ -249,7 +249,8 @@ def test_gradient_accumulation_equals_the_whole_batch(tmp_path,
             num_accumulation_steps=steps, init_checkpoint=initial_checkpoint)
         log = trainer.train()
         results[steps] = (model_values(trainer), log["loss"])
-    (whole, whole_loss), (accumulated, accumulated_loss) = results[1], results[2]
+    whole, whole_loss = results[1]
+    accumulated, accumulated_loss = results[2]
     np.testing.assert_allclose(accumulated_loss, whole_loss, rtol=1e-5)
     for name in whole:
         np.testing.assert_allclose(accumulated[name], whole[name], rtol=2e-4,

@@ -98,8 +98,9 @@ class BertPretrainingModel(keras.Model):
         # Create every variable now: the optimizer and checkpoint restore
         # need them before the first step.
         dummy_ids = tf.zeros([1, 2], tf.int32)
-        encoder_outputs = self.bert(dummy_ids, input_mask=tf.ones_like(dummy_ids),
-                                    token_type_ids=dummy_ids, training=False)
+        encoder_outputs = self.bert(
+            dummy_ids, input_mask=tf.ones_like(dummy_ids),
+            token_type_ids=dummy_ids, training=False)
         self.masked_lm = MaskedLMHead(bert_config, self.bert.embedding_table)
         self.next_sentence = NextSentenceHead(bert_config)
         self.masked_lm(encoder_outputs["sequence_output"],

@@ -41,14 +41,14 @@ def _exists(prefix):
 
 
 def _to_numpy(value):
-    """A host copy of a variable or tensor (the first replica's, if mirrored)."""
+    """A host copy of a variable or tensor (a replica's, if mirrored)."""
     if hasattr(value, "numpy"):
         return np.asarray(value.numpy())
     return np.asarray(value)
 
 
 class CheckpointManager:
-    """Saves, finds and rotates `model.ckpt-<step>` checkpoints in one directory."""
+    """Saves, finds and rotates `model.ckpt-<step>` checkpoints of one run."""
 
     def __init__(self, directory, max_to_keep=5, is_chief=True,
                  basename=CHECKPOINT_BASENAME):
@@ -85,8 +85,9 @@ class CheckpointManager:
         try:
             state = tf.train.get_checkpoint_state(self.directory)
         except (tf.errors.OpError, ValueError) as error:
-            logging.warning("ignoring unreadable checkpoint state file in %s: %s",
-                            self.directory, error)
+            logging.warning(
+                "ignoring unreadable checkpoint state file in %s: %s",
+                self.directory, error)
         if state is not None:
             for path in list(state.all_model_checkpoint_paths) + [
                     state.model_checkpoint_path]:
@@ -110,7 +111,8 @@ class CheckpointManager:
             return '"' + os.path.basename(prefix).replace("\\", "\\\\").replace(
                 '"', '\\"') + '"'
         lines = [f"model_checkpoint_path: {quoted(latest)}"]
-        lines += [f"all_model_checkpoint_paths: {quoted(p)}" for p in self._kept]
+        lines += [f"all_model_checkpoint_paths: {quoted(p)}"
+                  for p in self._kept]
         path = os.path.join(self.directory, STATE_FILE)
         temporary = f"{path}.tmp-{os.getpid()}"
         with tf.io.gfile.GFile(temporary, "w") as writer:
@@ -119,7 +121,7 @@ class CheckpointManager:
 
     @property
     def latest_checkpoint(self):
-        """Prefix of the newest complete checkpoint in the directory, or None."""
+        """Prefix of the newest complete checkpoint there, or None."""
         existing = self._existing_checkpoints()
         return existing[-1] if existing else None
 

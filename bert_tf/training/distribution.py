@@ -135,7 +135,7 @@ def _multi_worker_mirrored_strategy():
 
 
 def _check_grpc_address_reachable(address, timeout_seconds=10.0):
-    """Fails fast (instead of hanging in TPU initialization) on a dead address."""
+    """Fails fast (not hanging in TPU initialization) on a dead address."""
     parsed = urllib.parse.urlparse(address)
     if parsed.scheme != "grpc" or not parsed.hostname or not parsed.port:
         return
@@ -220,7 +220,7 @@ def per_replica_batch_size(global_batch_size, num_replicas, flag_name,
 
 
 def is_single_device(strategy):
-    """Whether `strategy` runs one replica on one device, without collectives."""
+    """Whether `strategy` runs one replica on one device (no collectives)."""
     return (isinstance(strategy, tf.distribute.OneDeviceStrategy)
             or type(strategy).__name__.startswith(
                 "_DefaultDistributionStrategy"))

@@ -51,7 +51,7 @@ class NonFiniteLossError(RuntimeError):
 
 @dataclasses.dataclass
 class TrainerConfig:
-    """Everything about a run that is not the task. Field = flag of the same name.
+    """Everything about a run that is not the task (field = flag of its name).
 
     Attributes:
       output_dir: checkpoints, summaries and `eval_results.txt` go here.
@@ -96,8 +96,10 @@ class TrainerConfig:
                      "save_checkpoints_steps", "iterations_per_loop",
                      "num_accumulation_steps", "log_steps"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"--{name}={value!r} must be a positive integer")
+            if (isinstance(value, bool) or not isinstance(value, int)
+                    or value <= 0):
+                raise ValueError(
+                    f"--{name}={value!r} must be a positive integer")
         if self.num_train_steps < 0:
             raise ValueError(
                 f"--num_train_steps={self.num_train_steps} must be >= 0")
@@ -106,7 +108,8 @@ class TrainerConfig:
                 f"--max_eval_steps={self.max_eval_steps} must be positive")
         if self.keep_checkpoint_max < 0:
             raise ValueError(
-                f"--keep_checkpoint_max={self.keep_checkpoint_max} must be >= 0")
+                f"--keep_checkpoint_max={self.keep_checkpoint_max} must be "
+                ">= 0")
         precision.validate_dtype(self.dtype)
 
 
@@ -183,9 +186,10 @@ class Trainer:
         self.is_chief = distribution.is_chief(self.strategy)
         self.per_replica_train_batch_size = None
         if optimizer_factory is not None:
-            self.per_replica_train_batch_size = distribution.per_replica_batch_size(
-                config.train_batch_size, self.num_replicas, "train_batch_size",
-                config.num_accumulation_steps)
+            self.per_replica_train_batch_size = (
+                distribution.per_replica_batch_size(
+                    config.train_batch_size, self.num_replicas,
+                    "train_batch_size", config.num_accumulation_steps))
 
         with self.strategy.scope():
             with precision.dtype_policy_scope(config.dtype):
@@ -285,7 +289,7 @@ class Trainer:
                 self._checkpoint_step = int(tensors["global_step"])
 
     def save_checkpoint(self):
-        """Writes `model.ckpt-<global_step>` (chief only); returns its prefix."""
+        """Writes `model.ckpt-<global_step>` (chief only); returns the prefix."""
         return self.checkpoint_manager.save(self.checkpoint_tensors(),
                                             self.global_step)
 
