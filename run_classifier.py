@@ -39,60 +39,75 @@ FLAGS = flags.FLAGS
 PROGRAM = "run_classifier.py"
 TEST_RESULTS_FILE = "test_results.tsv"
 
-runner_flags.define_model_flags()
-runner_flags.define_tokenizer_flags(do_lower_case=True)
-runner_flags.define_training_flags(max_seq_length=128, train_batch_size=32,
-                                   eval_batch_size=8, learning_rate=5e-5)
-runner_flags.define_tpu_flags()
-runner_flags.define_runtime_flags()
 
-flags.DEFINE_string(
-    "data_dir", None,
-    "The input data dir. Should contain the .tsv files (or other data files) "
-    "for the task.")
-flags.DEFINE_string(
-    "task_name", None,
-    "The name of the task to train: cola, mnli, mnli-mm, mrpc, xnli, sst-2, "
-    "qqp, qnli, rte, wnli, sts-b, or generic (your own files; see "
-    "--text_a_column).")
-flags.DEFINE_bool(
-    "do_predict", False,
-    "Whether to run the model in inference mode on the test set.")
-flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
-flags.DEFINE_float("num_train_epochs", 3.0,
-                   "Total number of training epochs to perform.")
-flags.DEFINE_float(
-    "warmup_proportion", 0.1,
-    "Proportion of training to perform linear learning rate warmup for. "
-    "E.g., 0.1 = 10% of training.")
-flags.DEFINE_string(
-    "xnli_language", "zh",
-    "--task_name=xnli: the language to train and evaluate on (the original "
-    "hard-codes zh). Reads multinli/multinli.train.<language>.tsv and the "
-    "<language> rows of xnli.dev.tsv.")
-flags.DEFINE_string(
-    "text_a_column", "sentence",
-    "--task_name=generic: header name of the column holding the text (the "
-    "first text of a pair).")
-flags.DEFINE_string(
-    "text_b_column", None,
-    "--task_name=generic: header name of the column holding the second text "
-    "of a pair; unset for single-text classification.")
-flags.DEFINE_string(
-    "label_column", "label",
-    "--task_name=generic: header name of the label column. The label list is "
-    "every value in train.<format>, sorted.")
-flags.DEFINE_enum(
-    "data_format", "tsv", ("tsv", "csv"),
-    "--task_name=generic: train/dev/test.tsv (tab separated, no quoting) or "
-    "train/dev/test.csv (comma separated, double-quote quoting), each with a "
-    "header row.")
+def define_flags(flag_values=FLAGS):
+    """Defines Google's run_classifier.py flags, plus the new shared ones.
 
-flags.mark_flag_as_required("data_dir")
-flags.mark_flag_as_required("task_name")
-flags.mark_flag_as_required("vocab_file")
-flags.mark_flag_as_required("bert_config_file")
-flags.mark_flag_as_required("output_dir")
+    Called on the global FLAGS when this file runs as a program (see
+    bert_tf/runners/flags.py).
+    """
+    runner_flags.define_model_flags(flag_values)
+    runner_flags.define_tokenizer_flags(flag_values, do_lower_case=True)
+    runner_flags.define_training_flags(
+        flag_values, max_seq_length=128, train_batch_size=32,
+        eval_batch_size=8, learning_rate=5e-5)
+    runner_flags.define_tpu_flags(flag_values)
+    runner_flags.define_runtime_flags(flag_values)
+
+    flags.DEFINE_string(
+        "data_dir", None,
+        "The input data dir. Should contain the .tsv files (or other data "
+        "files) for the task.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "task_name", None,
+        "The name of the task to train: cola, mnli, mnli-mm, mrpc, xnli, "
+        "sst-2, qqp, qnli, rte, wnli, sts-b, or generic (your own files; see "
+        "--text_a_column).", flag_values=flag_values)
+    flags.DEFINE_bool(
+        "do_predict", False,
+        "Whether to run the model in inference mode on the test set.",
+        flag_values=flag_values)
+    flags.DEFINE_integer("predict_batch_size", 8,
+                         "Total batch size for predict.",
+                         flag_values=flag_values)
+    flags.DEFINE_float("num_train_epochs", 3.0,
+                       "Total number of training epochs to perform.",
+                       flag_values=flag_values)
+    flags.DEFINE_float(
+        "warmup_proportion", 0.1,
+        "Proportion of training to perform linear learning rate warmup for. "
+        "E.g., 0.1 = 10% of training.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "xnli_language", "zh",
+        "--task_name=xnli: the language to train and evaluate on (the "
+        "original hard-codes zh). Reads "
+        "multinli/multinli.train.<language>.tsv and the <language> rows of "
+        "xnli.dev.tsv.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "text_a_column", "sentence",
+        "--task_name=generic: header name of the column holding the text "
+        "(the first text of a pair).", flag_values=flag_values)
+    flags.DEFINE_string(
+        "text_b_column", None,
+        "--task_name=generic: header name of the column holding the second "
+        "text of a pair; unset for single-text classification.",
+        flag_values=flag_values)
+    flags.DEFINE_string(
+        "label_column", "label",
+        "--task_name=generic: header name of the label column. The label "
+        "list is every value in train.<format>, sorted.",
+        flag_values=flag_values)
+    flags.DEFINE_enum(
+        "data_format", "tsv", ("tsv", "csv"),
+        "--task_name=generic: train/dev/test.tsv (tab separated, no quoting) "
+        "or train/dev/test.csv (comma separated, double-quote quoting), each "
+        "with a header row.", flag_values=flag_values)
+
+    flags.mark_flag_as_required("data_dir", flag_values=flag_values)
+    flags.mark_flag_as_required("task_name", flag_values=flag_values)
+    flags.mark_flag_as_required("vocab_file", flag_values=flag_values)
+    flags.mark_flag_as_required("bert_config_file", flag_values=flag_values)
+    flags.mark_flag_as_required("output_dir", flag_values=flag_values)
 
 
 def num_training_steps(num_examples, train_batch_size, num_train_epochs,
@@ -142,8 +157,9 @@ def _validate_flags(flag_values):
                          f"{flag_values.predict_batch_size} must be positive")
     if flag_values.do_train:
         if flag_values.num_train_epochs <= 0:
-            raise ValueError(f"--num_train_epochs="
-                             f"{flag_values.num_train_epochs} must be positive")
+            raise ValueError(
+                f"--num_train_epochs={flag_values.num_train_epochs} must be "
+                "positive")
         if not 0 <= flag_values.warmup_proportion <= 1:
             raise ValueError(f"--warmup_proportion="
                              f"{flag_values.warmup_proportion} must be in "
@@ -343,21 +359,11 @@ def run(flag_values):
     return results
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(
-            f"unexpected arguments: {' '.join(argv[1:])}")
-    from bert_tf.checkpoints import CheckpointError
-    from bert_tf.training.trainer import NonFiniteLossError
-    try:
-        run(FLAGS)
-    # FileNotFoundError: a missing split file (its message names it);
-    # ValueError covers bad flags, malformed data files and checkpoints that
-    # do not fit.
-    except (ValueError, FileNotFoundError, CheckpointError,
-            NonFiniteLossError) as error:
-        runner_flags.exit_with_error(PROGRAM, error)
+def main(argv, flag_values=FLAGS):
+    """Runs with parsed flags; a bad flag or input ends with its message."""
+    runner_flags.run_main(PROGRAM, run, argv, flag_values)
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -380,19 +380,7 @@ def run(flag_values):
 
 def main(argv, flag_values=FLAGS):
     """Runs with parsed flags; a bad flag or input ends with its message."""
-    if len(argv) > 1:
-        raise app.UsageError(
-            f"unexpected arguments: {' '.join(argv[1:])}")
-    from bert_tf.checkpoints import CheckpointError
-    from bert_tf.training.trainer import NonFiniteLossError
-    try:
-        run(flag_values)
-    # FileNotFoundError: a missing SQuAD or vocab file (its message names
-    # it); ValueError covers bad flags, malformed SQuAD files
-    # (SquadFormatError) and checkpoints that do not fit.
-    except (ValueError, FileNotFoundError, CheckpointError,
-            NonFiniteLossError) as error:
-        runner_flags.exit_with_error(PROGRAM, error)
+    runner_flags.run_main(PROGRAM, run, argv, flag_values)
 
 
 if __name__ == "__main__":

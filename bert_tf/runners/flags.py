@@ -24,6 +24,7 @@ fresh `flags.FlagValues()`:
 
 import sys
 
+from absl import app
 from absl import flags
 from absl import logging
 import tensorflow as tf
@@ -302,3 +303,32 @@ def exit_with_error(program, error):
     """
     logging.vlog(1, "error details", exc_info=error)
     sys.exit(f"{program}: error: {error}")
+
+
+def run_main(program, run, argv, flag_values):
+    """A runner's `main`: `run(flag_values)`, a bad flag or input ending it.
+
+    Errors a user can fix — a bad flag, a missing or malformed input file, a
+    checkpoint that does not fit the config (ValueError, FileNotFoundError,
+    CheckpointError), a loss that became NaN — end the program with their
+    message (`exit_with_error`) instead of a traceback.
+
+    Args:
+      program: the runner's file name, e.g. "run_classifier.py".
+      run: the runner's `run(flag_values)`.
+      argv: what absl left of the command line after parsing flags.
+      flag_values: the parsed `flags.FlagValues`.
+
+    Raises:
+      app.UsageError: there are positional arguments.
+    """
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    from bert_tf.checkpoints import CheckpointError
+    from bert_tf.training.trainer import NonFiniteLossError
+    try:
+        # Nothing is returned: absl's app.run would exit with it as status.
+        run(flag_values)
+    except (ValueError, FileNotFoundError, CheckpointError,
+            NonFiniteLossError) as error:
+        exit_with_error(program, error)
