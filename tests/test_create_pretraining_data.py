@@ -21,6 +21,7 @@ from bert_tf import file_io
 from bert_tf.data import pretraining_corpus
 from bert_tf.data import pretraining_instances
 from bert_tf.data import pretraining_records
+from bert_tf.data import tfrecord_files
 from bert_tf.data.pretraining_corpus import PretrainingDataError
 from bert_tf.text import tokenization
 
@@ -528,12 +529,12 @@ def test_pack_int64_rows_matches_protobuf(tf):
 
 
 def test_crc32c_rfc3720_vectors():
-    assert pretraining_records.crc32c(b"123456789") == 0xE3069283
-    assert pretraining_records.crc32c(bytes(32)) == 0x8A9136AA
-    assert pretraining_records.crc32c(b"\xff" * 32) == 0x62A8AB43
-    assert pretraining_records.crc32c(bytes(range(32))) == 0x46DD794E
+    assert tfrecord_files.crc32c(b"123456789") == 0xE3069283
+    assert tfrecord_files.crc32c(bytes(32)) == 0x8A9136AA
+    assert tfrecord_files.crc32c(b"\xff" * 32) == 0x62A8AB43
+    assert tfrecord_files.crc32c(bytes(range(32))) == 0x46DD794E
     batch = [bytes(range(32)), b"", b"123456789", bytes(32)]
-    assert pretraining_records.crc32c_batch(batch).tolist() == [
+    assert tfrecord_files.crc32c_batch(batch).tolist() == [
         0x46DD794E, 0, 0xE3069283, 0x8A9136AA]
 
 
@@ -543,7 +544,7 @@ def test_tfrecords_read_back_by_tensorflow(tmp_path, tf):
                for _ in range(40)]
     paths = [tmp_path / "a.tfrecord", tmp_path / "b.tfrecord",
              tmp_path / "c.tfrecord"]
-    with pretraining_records.RoundRobinRecordWriter(
+    with tfrecord_files.RoundRobinRecordWriter(
             paths, buffer_records=7) as writer:
         for record in records:
             writer.write(record)
@@ -562,7 +563,7 @@ def test_failed_write_leaves_existing_output_untouched(tmp_path):
     output = tmp_path / "out.tfrecord"
     output.write_bytes(b"precious")
     with pytest.raises(RuntimeError):
-        with pretraining_records.RoundRobinRecordWriter([output]) as writer:
+        with tfrecord_files.RoundRobinRecordWriter([output]) as writer:
             writer.write(b"new")
             raise RuntimeError("interrupted")
     assert output.read_bytes() == b"precious"

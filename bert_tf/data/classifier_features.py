@@ -25,11 +25,13 @@ float feature.
 
 import dataclasses
 import os
-import tempfile
 from typing import List, Union
 
 import numpy as np
 import tensorflow as tf
+
+from bert_tf import file_io
+from bert_tf.data import tfrecord_files
 
 INPUT_IDS = "input_ids"
 INPUT_MASK = "input_mask"
@@ -249,23 +251,13 @@ def write_tfrecord(features, output_file, is_regression=False):
       The number of records written.
     """
     output_file = os.fspath(output_file)
-    directory = os.path.dirname(os.path.abspath(output_file))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp_path = tempfile.mkstemp(
-        dir=directory, prefix=".tmp-", suffix=".tf_record")
-    os.close(fd)
-    count = 0
-    try:
-        with tf.io.TFRecordWriter(tmp_path) as writer:
-            for feature in features:
-                writer.write(serialize_features(feature, is_regression))
-                count += 1
-        os.replace(tmp_path, output_file)
-    except BaseException:
-        if os.path.exists(tmp_path):
-            os.remove(tmp_path)
-        raise
-    return count
+    if not file_io.is_remote(output_file):
+        os.makedirs(os.path.dirname(os.path.abspath(output_file)),
+                    exist_ok=True)
+    with tfrecord_files.TFRecordFileWriter(output_file) as writer:
+        for feature in features:
+            writer.write(serialize_features(feature, is_regression))
+    return writer.records_written
 
 
 def tfrecord_feature_spec(max_seq_length, is_regression=False):

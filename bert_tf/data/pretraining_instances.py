@@ -45,6 +45,7 @@ import numpy as np
 
 from bert_tf.data import pretraining_corpus
 from bert_tf.data import pretraining_records
+from bert_tf.data import tfrecord_files
 from bert_tf.data.pretraining_corpus import PretrainingDataError
 
 CLS_TOKEN = "[CLS]"
@@ -558,7 +559,7 @@ _fork_framer_state = None
 def _framed_span(state, span):
     batch_encoder, order, num_files = state
     start, stop = span
-    return pretraining_records.frame_round_robin(
+    return tfrecord_files.frame_round_robin(
         batch_encoder.encode(order[start:stop]), num_files)
 
 
@@ -660,7 +661,7 @@ def write_instances_to_example_files(store, order, corpus, vocab,
     batch_encoder = _BatchRecordEncoder(store, corpus, vocab, encoder)
     spans = [(start, min(start + _RECORDS_PER_BATCH, len(order)))
              for start in range(0, len(order), _RECORDS_PER_BATCH)]
-    with pretraining_records.RoundRobinRecordWriter(output_files) as writer:
+    with tfrecord_files.RoundRobinRecordWriter(output_files) as writer:
         with _FramedSpans(batch_encoder, order, len(output_files),
                           num_workers if len(spans) > 1 else 1) as framer:
             for (start, stop), framed in zip(spans, framer.map(spans)):

@@ -32,13 +32,13 @@ The record format is Google's (`train.tf_record`, `eval.tf_record`): int64
 import collections
 import dataclasses
 import os
-import tempfile
 from typing import Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
 
 from bert_tf import file_io
+from bert_tf.data import tfrecord_files
 
 # The first feature's id; Google's constant.
 BASE_UNIQUE_ID = 1000000000
@@ -372,12 +372,10 @@ def serialize_features(feature, is_training):
 class FeatureWriter:
     """Writes features to a TFRecord file in Google's format, atomically.
 
-    A local file is written under a temporary name next to `filename`,
-    which `close()` renames to `filename`: a run that fails half way leaves
-    no truncated file under the real name (`abort()`, or leaving a `with`
-    block with an exception, removes the temporary file). A remote file
-    (gs://...) is an object that appears whole when `close()` completes its
-    upload.
+    The file is written under a temporary name next to `filename`, which
+    `close()` renames to `filename`: a run that fails half way leaves no
+    truncated file under the real name (`abort()`, or leaving a `with`
+    block with an exception, removes the temporary file).
 
     Example:
       with FeatureWriter(path, is_training=True) as writer:
@@ -392,18 +390,10 @@ class FeatureWriter:
         self.filename = os.fspath(filename)
         self.is_training = is_training
         self.num_features = 0
-        self._tmp_path = None
-        if file_io.is_remote(self.filename):
-            tf.io.gfile.makedirs(os.path.dirname(self.filename))
-            self._writer = tf.io.TFRecordWriter(self.filename)
-            return
-        directory = os.path.dirname(os.path.abspath(self.filename))
-        os.makedirs(directory, exist_ok=True)
-        fd, self._tmp_path = tempfile.mkstemp(
-            dir=directory, prefix=f".{os.path.basename(self.filename)}.",
-            suffix=".tmp")
-        os.close(fd)
-        self._writer = tf.io.TFRecordWriter(self._tmp_path)
+        if not file_io.is_remote(self.filename):
+            os.makedirs(os.path.dirname(os.path.abspath(self.filename)),
+                        exist_ok=True)
+        self._writer = tfrecord_files.TFRecordFileWriter(self.filename)
 
     def process_feature(self, feature):
         """Appends one feature."""
@@ -412,21 +402,11 @@ class FeatureWriter:
 
     def close(self):
         """Finishes the file and gives it its real name."""
-        if self._writer is None:
-            return
         self._writer.close()
-        self._writer = None
-        if self._tmp_path is not None:
-            os.chmod(self._tmp_path, 0o644)  # mkstemp makes it private.
-            os.replace(self._tmp_path, self.filename)
 
     def abort(self):
-        """Discards what was written (locally; a remote upload is left)."""
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-        if self._tmp_path is not None and os.path.exists(self._tmp_path):
-            os.remove(self._tmp_path)
+        """Discards what was written; `filename` is left as it was."""
+        self._writer.abort()
 
     def __enter__(self):
         return self

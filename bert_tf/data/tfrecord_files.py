@@ -1,0 +1,334 @@
+"""TFRecord files written fast, in pure Python, and atomically.
+
+TFRecord framing is, per record: length (uint64 little-endian), masked
+CRC-32C of the length, the data, masked CRC-32C of the data. Here the CRCs
+are computed for thousands of records at once in numpy, so writing needs
+neither TensorFlow's writer nor its 5-10 s import.
+
+* `frame_tfrecords` / `frame_round_robin`: framed bytes of a batch of
+  records (for one file, or spread round-robin over several);
+* `TFRecordFileWriter`: one file, written under a temporary name and renamed
+  only when complete, so an interrupted run never leaves (or overwrites with)
+  a truncated file; remote paths (`gs://...`) go through `tf.io.gfile`,
+  imported only then;
+* `RoundRobinRecordWriter`: record i to file i % n, as Google's
+  create_pretraining_data.py spreads its output.
+"""
+
+import os
+import uuid
+
+import numpy as np
+
+from bert_tf import file_io
+
+_CRC32C_POLYNOMIAL = 0x82F63B78  # Reflected form of 0x1EDC6F41.
+_CRC_MASK_DELTA = 0xA282EAD8
+
+
+def _crc32c_tables():
+    """The eight slicing-by-8 lookup tables, as uint32 arrays."""
+    table0 = np.zeros(256, dtype=np.uint32)
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (_CRC32C_POLYNOMIAL if crc & 1 else 0)
+        table0[byte] = crc
+    tables = [table0]
+    for _ in range(7):
+        previous = tables[-1]
+        tables.append((previous >> np.uint32(8)) ^ table0[previous & 0xFF])
+    return tables
+
+
+_CRC_TABLES = _crc32c_tables()
+
+
+def crc32c_batch(records):
+    """CRC-32C of each of many byte strings, computed together.
+
+    Slicing-by-8 over a (records x bytes) matrix: each step consumes eight
+    bytes of every record that still has eight, so the Python-level loop runs
+    once per eight bytes of the longest record, not once per byte.
+
+    Args:
+      records: a sequence of `bytes`.
+
+    Returns:
+      A uint32 numpy array, one CRC per record.
+    """
+    count = len(records)
+    if count == 0:
+        return np.zeros(0, dtype=np.uint32)
+    t0, t1, t2, t3, t4, t5, t6, t7 = _CRC_TABLES
+    lengths = np.fromiter(map(len, records), dtype=np.int64, count=count)
+    # Longest first, so the records still active at each step are a prefix.
+    order = np.argsort(-lengths, kind="stable")
+    lengths = lengths[order]
+    width = max(8, -(-int(lengths[0]) // 8) * 8)
+    padded = b"".join(records[i].ljust(width, b"\x00") for i in order.tolist())
+    matrix = np.frombuffer(padded, dtype=np.uint8).reshape(count, width)
+    words = matrix.view("<u4")
+    crc = np.full(count, 0xFFFFFFFF, dtype=np.uint32)
+    full_blocks = lengths // 8
+    # active[s] = number of records with more than s full 8-byte blocks.
+    active = np.searchsorted(-full_blocks, -np.arange(int(full_blocks[0])),
+                             side="left")
+    for step, rows in enumerate(active.tolist()):
+        low = crc[:rows] ^ words[:rows, 2 * step]
+        high = words[:rows, 2 * step + 1]
+        crc[:rows] = (t7[low & 0xFF] ^ t6[(low >> 8) & 0xFF]
+                      ^ t5[(low >> 16) & 0xFF] ^ t4[low >> 24]
+                      ^ t3[high & 0xFF] ^ t2[(high >> 8) & 0xFF]
+                      ^ t1[(high >> 16) & 0xFF] ^ t0[high >> 24])
+    # The last len % 8 bytes, one byte per step.
+    tail_start = full_blocks * 8
+    remaining = lengths - tail_start
+    for offset in range(7):
+        rows = np.flatnonzero(remaining > offset)
+        if rows.size == 0:
+            break
+        data = matrix[rows, tail_start[rows] + offset].astype(np.uint32)
+        value = crc[rows]
+        crc[rows] = t0[(value ^ data) & 0xFF] ^ (value >> 8)
+    crc ^= np.uint32(0xFFFFFFFF)
+    result = np.empty(count, dtype=np.uint32)
+    result[order] = crc
+    return result
+
+
+def crc32c(data):
+    """CRC-32C of one byte string (e.g. 0xE3069283 for b"123456789")."""
+    return int(crc32c_batch([bytes(data)])[0])
+
+
+def masked_crc32c_batch(records):
+    """TFRecord's masked CRC-32C (rotate right 15, add a constant) of each."""
+    crc = crc32c_batch(records)
+    return ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(
+        _CRC_MASK_DELTA)
+
+
+def frame_tfrecords(records):
+    """TFRecord framing of `records`, concatenated.
+
+    Each record becomes: uint64 length, masked CRC-32C of those 8 bytes,
+    the data, masked CRC-32C of the data (all little-endian).
+
+    Args:
+      records: a sequence of `bytes`.
+
+    Returns:
+      The bytes to append to a TFRecord file.
+    """
+    if not records:
+        return b""
+    lengths = np.fromiter(map(len, records), dtype="<u8", count=len(records))
+    length_bytes = lengths.tobytes()
+    headers = [length_bytes[8 * i:8 * i + 8] for i in range(len(records))]
+    header_crcs = masked_crc32c_batch(headers).astype("<u4").tobytes()
+    data_crcs = masked_crc32c_batch(records).astype("<u4").tobytes()
+    parts = []
+    append = parts.append
+    for i, record in enumerate(records):
+        append(headers[i])
+        append(header_crcs[4 * i:4 * i + 4])
+        append(record)
+        append(data_crcs[4 * i:4 * i + 4])
+    return b"".join(parts)
+
+
+def frame_round_robin(records, num_files):
+    """Frames consecutive records for `write_framed_batch`, file by file.
+
+    Args:
+      records: consecutive records (bytes); records[i] goes to the
+        (i % num_files)-th file from the writer's next one.
+      num_files: the number of output files.
+
+    Returns:
+      A list of `num_files` framed byte strings.
+    """
+    return [frame_tfrecords(records[k::num_files]) for k in range(num_files)]
+
+
+class TFRecordFileWriter:
+    """Writes one uncompressed TFRecord file, atomically.
+
+    Records are buffered and framed in batches (`frame_tfrecords`). The data
+    goes to a temporary file next to `path`; `close()` renames it to `path`,
+    `abort()` (or leaving a `with` block by an exception) deletes it, so
+    `path` is either the complete new file or untouched.
+    """
+
+    def __init__(self, path, buffer_records=4096):
+        """Args:
+          path: the output file (local, or remote through `tf.io.gfile`).
+          buffer_records: how many records to frame at once.
+
+        Raises:
+          OSError: the temporary file cannot be created (message names it).
+        """
+        self.path = str(path)
+        self._buffer = []
+        self._buffer_records = buffer_records
+        self.records_written = 0
+        directory, name = os.path.split(self.path)
+        self._tmp_path = os.path.join(
+            directory, f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        if file_io.is_remote(self.path):
+            import tensorflow as tf  # Only for remote files.
+            self._gfile = tf.io.gfile
+            self._file = tf.io.gfile.GFile(self._tmp_path, "wb")
+        else:
+            self._gfile = None
+            try:
+                self._file = open(self._tmp_path, "wb")
+            except OSError as error:
+                raise OSError(
+                    f"cannot create output file {self.path} (temporary "
+                    f"{self._tmp_path}): {error.strerror or error}") from error
+
+    def write(self, record):
+        """Appends one record (bytes)."""
+        self._buffer.append(record)
+        if len(self._buffer) >= self._buffer_records:
+            self._flush()
+
+    def write_framed(self, framed, num_records):
+        """Appends records already framed by `frame_tfrecords`.
+
+        Args:
+          framed: the framed bytes of `num_records` records.
+          num_records: how many records `framed` holds.
+        """
+        self._flush()
+        self._file.write(framed)
+        self.records_written += num_records
+
+    def _flush(self):
+        if self._buffer:
+            self._file.write(frame_tfrecords(self._buffer))
+            self.records_written += len(self._buffer)
+            self._buffer = []
+
+    def close(self):
+        """Writes what is buffered and renames the file into place."""
+        if self._file is None:
+            return
+        try:
+            self._flush()
+            self._file.close()
+            self._file = None
+            if self._gfile is not None:
+                self._gfile.rename(self._tmp_path, self.path, overwrite=True)
+            else:
+                os.replace(self._tmp_path, self.path)
+        except BaseException:
+            self.abort()
+            raise
+
+    def abort(self):
+        """Drops the temporary file; `path` is left as it was."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._buffer = []
+        try:
+            if self._gfile is not None:
+                if self._gfile.exists(self._tmp_path):
+                    self._gfile.remove(self._tmp_path)
+            elif os.path.exists(self._tmp_path):
+                os.remove(self._tmp_path)
+        except OSError:
+            pass  # Cleaning up after another error: do not mask it.
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, traceback):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+        return False
+
+
+class RoundRobinRecordWriter:
+    """Spreads records over several TFRecord files, as Google's script does.
+
+    Record i goes to file i % len(paths). All files are written atomically
+    (see `TFRecordFileWriter`): none appears until all are complete.
+    """
+
+    def __init__(self, paths, buffer_records=4096):
+        """Args:
+          paths: the output files (at least one).
+          buffer_records: records framed at once per file.
+
+        Raises:
+          ValueError: no paths.
+        """
+        paths = [str(path) for path in paths]
+        if not paths:
+            raise ValueError("no output files given")
+        self.paths = paths
+        self._writers = []
+        try:
+            for path in paths:
+                self._writers.append(TFRecordFileWriter(path, buffer_records))
+        except BaseException:
+            self.abort()
+            raise
+        self._next = 0
+        self.records_written = 0
+
+    def write(self, record):
+        """Writes one record to the next file in turn."""
+        self._writers[self._next].write(record)
+        self._next = (self._next + 1) % len(self._writers)
+        self.records_written += 1
+
+    def write_framed_batch(self, framed_per_file, num_records):
+        """Writes `num_records` consecutive records, framed by file.
+
+        Args:
+          framed_per_file: for k = 0 .. len(paths) - 1, the framed bytes
+            (`frame_round_robin`) of the records of this batch that go to
+            the k-th file from the next one in turn.
+          num_records: the number of records in the batch.
+        """
+        count = len(self._writers)
+        for k, framed in enumerate(framed_per_file):
+            records = len(range(k, num_records, count))
+            if records:
+                self._writers[(self._next + k) % count].write_framed(
+                    framed, records)
+        self._next = (self._next + num_records) % count
+        self.records_written += num_records
+
+    def close(self):
+        """Completes every file and renames them into place."""
+        try:
+            for writer in self._writers:
+                writer._flush()
+        except BaseException:
+            self.abort()
+            raise
+        for writer in self._writers:
+            writer.close()
+
+    def abort(self):
+        """Drops every temporary file."""
+        for writer in self._writers:
+            writer.abort()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, traceback):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+        return False
