@@ -11,9 +11,15 @@ unchanged:
       --num_train_steps=20 --num_warmup_steps=10 --learning_rate=2e-5
 
 New flags (--distribution_strategy, --dtype, --optimizer,
---num_accumulation_steps, --enable_xla, --dynamic_masking, ...) default to the
-original's behaviour. Restarting with the same --output_dir resumes from its
-newest checkpoint.
+--num_accumulation_steps, --enable_xla, --dynamic_masking,
+--pretraining_objective, ...) default to the original's behaviour. Restarting
+with the same --output_dir resumes from its newest checkpoint.
+
+--pretraining_objective picks among the objectives of the BERT paper's
+ablation (section 5.1): mlm_nsp (Google's), mlm ("No NSP") and ltr ("LTR &
+No NSP", a causal left-to-right LM). All three read the same data (records
+or --dynamic_masking) and write checkpoints with the same variables, which
+run_classifier.py and run_squad.py fine-tune as usual.
 """
 
 from absl import app
@@ -68,6 +74,18 @@ def define_flags(flag_values=FLAGS):
     flags.DEFINE_float(
         "short_seq_prob", 0.1,
         "With --dynamic_masking: the probability of a shorter sequence.",
+        flag_values=flag_values)
+    flags.DEFINE_enum(
+        "pretraining_objective", "mlm_nsp", ("mlm_nsp", "mlm", "ltr"),
+        "The BERT paper's pretraining objectives (section 5.1 ablation). "
+        "mlm_nsp: masked LM + next sentence prediction (Google's original). "
+        "mlm: masked LM only (\"No NSP\"); the next-sentence head is kept "
+        "in checkpoints, untrained, and eval reports masked_lm_accuracy/"
+        "masked_lm_loss only. ltr: left-to-right LM (\"LTR & No NSP\"): "
+        "causal attention, each position predicts the next original token; "
+        "eval reports lm_accuracy/lm_loss. All three read records or "
+        "--dynamic_masking text and write the same checkpoint names; "
+        "fine-tuning is always bidirectional.",
         flag_values=flag_values)
     for name in ("input_file", "bert_config_file", "output_dir"):
         flags.mark_flag_as_required(name, flag_values=flag_values)
@@ -131,7 +149,8 @@ def run(flag_values):
     # TPU strategies must configure the runtime before it starts.
     strategy = runner_flags.strategy_from_flags(flag_values)
     runner_flags.set_seed_from_flags(flag_values)
-    task = PretrainingTask(bert_config, data_config)
+    task = PretrainingTask(bert_config, data_config,
+                           objective=flag_values.pretraining_objective)
     trainer = Trainer(task, trainer_config, strategy,
                       optimizer_factory=optimizer_factory)
     result = None

@@ -9,8 +9,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.config import BertConfig, BertConfigError
-from bert_tf.modeling import (BertModel, ClassifierHead, LayerNorm, gelu,
-                              get_activation)
+from bert_tf.modeling import (BertModel, ClassifierHead, LayerNorm,
+                              attention_bias_from_mask, gelu, get_activation)
 from modeling_harness import (expected_bert_variables, np_bert_forward,
                               np_layer_norm, random_batch, randomize,
                               variables_of, weights_by_path)
@@ -162,6 +162,130 @@ def test_padding_does_not_change_real_tokens(random_model):
                                short["sequence_output"], atol=TOLERANCE)
     np.testing.assert_allclose(padded["pooled_output"],
                                short["pooled_output"], atol=TOLERANCE)
+
+
+# --- the attention mask: Google's padding mask, and the causal option ---
+
+
+def _np_attention_bias(input_mask, causal):
+    """[batch, 1, from, to] bias, built entry by entry from the definitions."""
+    batch, seq = input_mask.shape
+    bias = np.zeros((batch, 1, seq, seq))
+    for b in range(batch):
+        for query in range(seq):
+            for key in range(seq):
+                visible = input_mask[b, key] == 1 and (
+                    not causal or key <= query)
+                bias[b, 0, query, key] = 0.0 if visible else -10000.0
+    return bias
+
+
+def test_default_attention_bias_is_googles_padding_mask():
+    input_mask = np.array([[1, 1, 1, 0], [1, 0, 0, 0]], np.int32)
+    bias = attention_bias_from_mask(input_mask)
+    assert bias.dtype == tf.float32
+    # One row per example, broadcast over heads and queries.
+    assert bias.shape == (2, 1, 1, 4)
+    np.testing.assert_array_equal(
+        bias[:, 0, 0, :], [[0, 0, 0, -10000], [0, -10000, -10000, -10000]])
+    # Broadcast over queries, it is Google's [batch, 1, from, to] adder.
+    np.testing.assert_array_equal(
+        np.broadcast_to(bias, (2, 1, 4, 4)),
+        _np_attention_bias(input_mask, causal=False))
+
+
+def test_causal_attention_bias_matches_numpy():
+    input_mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0],
+                           [1, 0, 0, 0, 0]], np.int32)
+    bias = attention_bias_from_mask(input_mask, causal=True)
+    assert bias.dtype == tf.float32 and bias.shape == (3, 1, 5, 5)
+    np.testing.assert_array_equal(bias,
+                                  _np_attention_bias(input_mask, causal=True))
+    # Future and padding together are -10000, not -20000.
+    assert float(bias[1, 0, 0, 4]) == -10000.0
+    # Spelled out for the padded example: row = query, column = key.
+    np.testing.assert_array_equal(bias[1, 0] / -10000.0, [
+        [0, 1, 1, 1, 1],
+        [0, 0, 1, 1, 1],
+        [0, 0, 0, 1, 1],
+        [0, 0, 0, 1, 1],
+        [0, 0, 0, 1, 1]])
+
+
+@pytest.fixture(scope="module")
+def causal_model(random_model):
+    """random_model's weights in a causal BertModel (do not modify)."""
+    model = BertModel(tiny(), causal_attention=True)
+    model.build()
+    for target, source in zip(model.weights, random_model.weights):
+        assert target.path == source.path
+        target.assign(source)
+    return model
+
+
+def test_causal_outputs_ignore_later_tokens(causal_model, random_model):
+    config = tiny()
+    input_ids, input_mask, token_type_ids = random_batch(
+        config, 2, 10, seed=21, pad_from=[None, 8])
+    t = 4
+    changed_ids = input_ids.copy()
+    changed_ids[:, t + 1:] = (changed_ids[:, t + 1:] + 7) % config.vocab_size
+    changed_types = token_type_ids.copy()
+    changed_types[:, t + 1:] = 1 - changed_types[:, t + 1:]
+    before = causal_model(input_ids, input_mask, token_type_ids)
+    after = causal_model(changed_ids, input_mask, changed_types)
+    for got, want in zip(after["encoder_outputs"], before["encoder_outputs"]):
+        np.testing.assert_allclose(got[:, :t + 1], want[:, :t + 1],
+                                   rtol=0, atol=1e-6)
+        # The later positions did change: the comparison can fail.
+        assert np.abs(got[:, t + 1:] - want[:, t + 1:]).max() > 1e-3
+    # The bidirectional model, same weights, sees the change everywhere.
+    bidirectional_before = random_model(input_ids, input_mask, token_type_ids)
+    bidirectional_after = random_model(changed_ids, input_mask,
+                                       changed_types)
+    assert np.abs(bidirectional_after["sequence_output"][:, :t + 1]
+                  - bidirectional_before["sequence_output"][:, :t + 1]
+                  ).max() > 1e-3
+
+
+def test_one_causal_layer_matches_numpy_on_each_prefix():
+    """With one layer, causal output t = bidirectional output t of tokens 0..t.
+
+    The reference is Google's formulas in numpy (the harness), run on each
+    prefix of real tokens.
+    """
+    config = tiny(num_hidden_layers=1)
+    model = BertModel(config, causal_attention=True)
+    model.build()
+    randomize(model, seed=22)
+    weights = weights_by_path(model)
+    input_ids, input_mask, token_type_ids = random_batch(
+        config, 2, 7, seed=23, pad_from=[None, 5])
+    outputs = model(input_ids, input_mask, token_type_ids)
+    for example, length in enumerate([7, 5]):
+        for t in range(length):
+            prefix = slice(example, example + 1), slice(0, t + 1)
+            expected = np_bert_forward(weights, config, input_ids[prefix],
+                                       input_mask[prefix],
+                                       token_type_ids[prefix])
+            np.testing.assert_allclose(
+                np.asarray(outputs["sequence_output"][example, t],
+                           np.float64),
+                expected["sequence_output"][0, t], rtol=0, atol=TOLERANCE,
+                err_msg=f"example {example}, position {t}")
+
+
+def test_causal_model_has_googles_variables_and_config():
+    config = tiny()
+    model = BertModel(config, causal_attention=True)
+    model.build()
+    # Same checkpoint names as the bidirectional model.
+    assert variables_of(model) == expected_bert_variables(config)
+    keras_config = model.get_config()
+    assert keras_config["causal_attention"] is True
+    restored = BertModel.from_config(keras_config)
+    assert restored.causal_attention is True
+    assert BertModel(config).get_config()["causal_attention"] is False
 
 
 def test_model_garden_bert_encoder_agrees():

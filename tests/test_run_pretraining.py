@@ -90,8 +90,9 @@ def test_google_defaults():
     assert (flag_values.distribution_strategy, flag_values.optimizer,
             flag_values.num_accumulation_steps, flag_values.dtype,
             flag_values.enable_xla, flag_values.dynamic_masking,
-            flag_values.seed) == ("default", "adamw", 1, "float32", False,
-                                  False, None)
+            flag_values.seed, flag_values.pretraining_objective) == (
+                "default", "adamw", 1, "float32", False, False, None,
+                "mlm_nsp")
 
 
 def test_required_flags_are_enforced_at_parse_time():
@@ -105,6 +106,22 @@ def test_unknown_dtype_is_rejected_at_parse_time():
             "<float32|mixed_float16|mixed_bfloat16>")):
         parse(["--input_file=x", "--output_dir=y", "--bert_config_file=z",
                "--dtype=float16"])
+
+
+def test_unknown_pretraining_objective_is_rejected_at_parse_time():
+    with pytest.raises(flags.IllegalFlagValueError, match=re.escape(
+            "--pretraining_objective=nsp: value should be one of "
+            "<mlm_nsp|mlm|ltr>")):
+        parse(["--input_file=x", "--output_dir=y", "--bert_config_file=z",
+               "--pretraining_objective=nsp"])
+
+
+def test_pretraining_objective_choices_are_the_tasks():
+    from bert_tf.tasks import pretraining
+    flag_values = parse(["--input_file=x", "--output_dir=y",
+                         "--bert_config_file=z"])
+    assert tuple(flag_values["pretraining_objective"].parser.enum_values) == (
+        pretraining.OBJECTIVES)
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -277,3 +294,61 @@ def test_dynamic_masking_with_lamb_and_accumulation(cased_tiny_dir, golden_dir,
     written = checkpoints.checkpoint_shapes(str(output_dir / "model.ckpt-2"))
     assert "bert/pooler/dense/kernel/adam_m" in written  # LAMB's slots
     assert (output_dir / "eval_results.txt").exists()
+
+
+# -- --pretraining_objective: the BERT paper's ablation (section 5.1) ---------
+
+def _eval_results(output_dir):
+    return dict(line.split(" = ") for line in
+                (output_dir / "eval_results.txt").read_text().splitlines())
+
+
+@pytest.mark.parametrize("objective, metrics", [
+    ("mlm", ["masked_lm_accuracy", "masked_lm_loss"]),
+    ("ltr", ["lm_accuracy", "lm_loss"]),
+])
+def test_ablation_objective_trains_and_writes_eval_results(
+        data_dir, tmp_path, objective, metrics):
+    output_dir = tmp_path / "out"
+    flag_values = parse(google_args(data_dir, output_dir,
+                                    pretraining_objective=objective))
+    results = run_pretraining.run(flag_values)
+    written = _eval_results(output_dir)
+    assert sorted(written) == sorted(["global_step", "loss"] + metrics)
+    assert written["global_step"] == "4" and results["global_step"] == 4
+    for name in metrics:
+        assert np.isfinite(float(written[name])), name
+    assert 0.0 <= float(written[metrics[0]]) <= 1.0
+    # With no other loss, the objective's own loss is the reported loss
+    # (both are means of the same per-token losses; batches weigh slightly
+    # differently).
+    np.testing.assert_allclose(float(written["loss"]),
+                               float(written[metrics[1]]), rtol=0.05)
+    # Google's names; the next-sentence head is saved but never trained.
+    saved = checkpoints.read_checkpoint(str(output_dir / "model.ckpt-4"))
+    initial = checkpoints.read_checkpoint(str(output_dir / "model.ckpt-2"))
+    np.testing.assert_array_equal(
+        saved["cls/seq_relationship/output_weights"],
+        initial["cls/seq_relationship/output_weights"])
+    assert not np.array_equal(saved["cls/predictions/output_bias"],
+                              initial["cls/predictions/output_bias"])
+    assert not np.any(saved["cls/seq_relationship/output_weights/adam_m"])
+
+
+def test_left_to_right_with_dynamic_masking(cased_tiny_dir, golden_dir,
+                                            tmp_path):
+    output_dir = tmp_path / "out"
+    flag_values = parse([
+        f"--input_file={golden_dir}/create_pretraining_data/corpus.txt",
+        f"--output_dir={output_dir}",
+        f"--bert_config_file={cased_tiny_dir}/bert_config.json",
+        f"--vocab_file={cased_tiny_dir}/vocab.txt", "--do_lower_case=False",
+        "--dynamic_masking=True", "--pretraining_objective=ltr", "--seed=3",
+        "--do_train=True", "--do_eval=True", "--train_batch_size=4",
+        "--eval_batch_size=4", f"--max_seq_length={SEQ}",
+        f"--max_predictions_per_seq={PREDICTIONS}", "--num_train_steps=2",
+        "--num_warmup_steps=0", "--learning_rate=1e-3", "--max_eval_steps=2",
+    ])
+    run_pretraining.run(flag_values)
+    assert sorted(_eval_results(output_dir)) == [
+        "global_step", "lm_accuracy", "lm_loss", "loss"]

@@ -36,14 +36,24 @@ class BertModel(keras.Model):
       model = BertModel(BertConfig.from_json_file("bert_config.json"))
       outputs = model(input_ids, input_mask, token_type_ids)
       outputs["pooled_output"]  # [batch_size, hidden_size]
+
+    With `causal_attention=True` each position attends only to itself and
+    the positions before it (the left-to-right LM of the BERT paper's
+    ablation, section 5.1). That changes the attention mask only: the
+    variables, and so the checkpoints, are the same, and a model pretrained
+    left to right is fine-tuned by a default (bidirectional) `BertModel`.
     """
 
-    def __init__(self, config, name="bert", **kwargs):
+    def __init__(self, config, name="bert", causal_attention=False,
+                 **kwargs):
         """Creates the layers (`build` or the first call makes the variables).
 
         Args:
           config: a `BertConfig` (or a dict of Google's config keys).
           name: the checkpoint scope of every variable; Google's is "bert".
+          causal_attention: position i attends only to positions <= i (on
+            top of the padding mask). False (Google's BERT): every position
+            attends to every real token.
           **kwargs: Keras layer arguments such as `dtype` (a dtype policy,
             e.g. "mixed_float16") and `trainable`.
 
@@ -53,6 +63,7 @@ class BertModel(keras.Model):
         """
         super().__init__(name=name, **kwargs)
         self.config = _as_bert_config(config)
+        self.causal_attention = bool(causal_attention)
         self.embeddings = BertEmbeddings(
             self.config, name="embeddings", dtype=self.dtype_policy)
         self.encoder = TransformerEncoder(
@@ -125,8 +136,10 @@ class BertModel(keras.Model):
 
         embedding_output = self.embeddings(
             input_ids, token_type_ids, training=training)
-        # One mask for all layers: [batch, 1, 1, seq], float32.
-        attention_bias = attention_bias_from_mask(input_mask)
+        # One mask for all layers, float32: [batch, 1, 1, seq], or
+        # [batch, 1, seq, seq] with causal attention.
+        attention_bias = attention_bias_from_mask(
+            input_mask, causal=self.causal_attention)
         encoder_outputs = self.encoder(
             embedding_output, attention_bias, training=training)
         sequence_output = encoder_outputs[-1]
@@ -140,7 +153,8 @@ class BertModel(keras.Model):
 
     def get_config(self):
         """Keras config: Google's config dict under "config", plus Keras'."""
-        return {**super().get_config(), "config": self.config.to_dict()}
+        return {**super().get_config(), "config": self.config.to_dict(),
+                "causal_attention": self.causal_attention}
 
     @classmethod
     def from_config(cls, config):

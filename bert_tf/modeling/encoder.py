@@ -27,8 +27,9 @@ class TransformerEncoder(keras.layers.Layer):
         Args:
           hidden_states: [batch_size, seq_length, hidden_size], the
             embedding output.
-          attention_bias: float32 [batch_size, 1, 1, seq_length], see
-            `attention_bias_from_mask`.
+          attention_bias: float32 [batch_size, 1, 1, seq_length], or
+            [batch_size, 1, seq_length, seq_length] for causal attention;
+            see `attention_bias_from_mask`.
           training: whether to apply dropout.
 
         Returns:

@@ -1,6 +1,19 @@
 """BERT pretraining: masked LM + next sentence prediction, as Google's original.
 
-The losses are those of Google's `run_pretraining.py`:
+Three objectives, those compared in the BERT paper's ablation (Devlin et al.,
+2019, section 5.1); the model's variables are the same for all three:
+
+- `mlm_nsp` (Google's, the default): masked LM + next sentence prediction;
+- `mlm` ("No NSP"): the masked-LM loss alone; the next-sentence head exists
+  (and is saved) but gets no loss, so it keeps its initial values;
+- `ltr` ("LTR & No NSP"): a left-to-right LM. The encoder attends causally
+  (position i sees positions <= i) and the hidden state at position t
+  predicts the original token at t + 1, through the masked-LM head's
+  transform and tied output embedding. The loss is the mean cross-entropy
+  over every t + 1 that is a real token. The records hold masked inputs, so
+  the original tokens are first put back (`original_input_ids`).
+
+Google's objective uses the losses of its `run_pretraining.py`:
 
 - masked LM: the encoder's hidden states are gathered at
   `masked_lm_positions` and projected onto the vocabulary (weights tied to
@@ -31,6 +44,21 @@ from bert_tf.tasks import losses
 MASKED_LM_DENOMINATOR_EPSILON = 1e-5
 # The encoder's checkpoint scope: loaded strictly from --init_checkpoint.
 ENCODER_SCOPE = "bert/"
+
+# The pretraining objectives (`--pretraining_objective`).
+MLM_NSP = "mlm_nsp"
+MLM = "mlm"
+LTR = "ltr"
+OBJECTIVES = (MLM_NSP, MLM, LTR)
+
+
+def check_objective(objective):
+    """Raises a ValueError naming the flag unless `objective` is known."""
+    if objective not in OBJECTIVES:
+        raise ValueError(
+            f"--pretraining_objective={objective!r} is not one of "
+            f"{', '.join(OBJECTIVES)} (mlm_nsp: masked LM + next sentence, "
+            f"Google's; mlm: masked LM only; ltr: left-to-right LM)")
 
 
 # -- losses (Google's formulas, usable on their own) -------------------------
@@ -78,25 +106,124 @@ def next_sentence_loss(logits, labels):
     return tf.reduce_mean(next_sentence_example_losses(logits, labels))
 
 
+# -- the left-to-right LM (the paper's "LTR & No NSP") ------------------------
+
+def original_input_ids(input_ids, masked_lm_positions, masked_lm_ids,
+                       masked_lm_weights):
+    """The unmasked token ids: `masked_lm_ids` put back at their positions.
+
+    Pretraining records hold the masked sequence and, for each prediction,
+    the position and the original id. Padding predictions (weight 0) have
+    position 0 and id 0; they are skipped, so they do not overwrite token 0
+    ([CLS]). Real predictions have distinct positions, as Google's
+    `create_pretraining_data.py` and the dynamic-masking pipeline write them.
+
+    Args:
+      input_ids: int tensor [batch, seq_length], the masked sequence.
+      masked_lm_positions: int tensor [batch, predictions].
+      masked_lm_ids: int tensor [batch, predictions].
+      masked_lm_weights: float tensor [batch, predictions]; > 0 for real
+        predictions.
+
+    Returns:
+      int32 [batch, seq_length].
+    """
+    input_ids = tf.cast(input_ids, tf.int32)
+    seq_length = tf.shape(input_ids)[1]
+    is_real = tf.cast(masked_lm_weights > 0, tf.int32)  # [batch, predictions]
+    # [batch, predictions, seq]: 1 where a real prediction restores a token.
+    restores = tf.one_hot(tf.cast(masked_lm_positions, tf.int32), seq_length,
+                          dtype=tf.int32) * is_real[:, :, tf.newaxis]
+    is_restored = tf.reduce_max(restores, axis=1)  # [batch, seq]
+    # Each restored position has exactly one real prediction: the sum over
+    # predictions picks its id.
+    restored_ids = tf.reduce_sum(
+        restores * tf.cast(masked_lm_ids, tf.int32)[:, :, tf.newaxis],
+        axis=1)  # [batch, seq]
+    return tf.where(is_restored > 0, restored_ids, input_ids)
+
+
+def next_token_targets(token_ids, input_mask):
+    """What each position predicts in a left-to-right LM: the next token.
+
+    The hidden state at position t (t = 0 .. seq_length - 2) predicts token
+    t + 1; the prediction counts (weight 1) when token t + 1 is real.
+
+    Args:
+      token_ids: int tensor [batch, seq_length], the original tokens.
+      input_mask: int tensor [batch, seq_length], 1 for real tokens.
+
+    Returns:
+      `(target_ids, target_weights)`: int32 and float32, both
+      [batch, seq_length - 1].
+    """
+    target_ids = tf.cast(token_ids, tf.int32)[:, 1:]
+    target_weights = tf.cast(input_mask, tf.float32)[:, 1:]
+    return target_ids, target_weights
+
+
+def left_to_right_example_losses(logits, target_ids):
+    """Each position's next-token cross-entropy, `-log_softmax(logits)[id]`.
+
+    The same value as `losses.cross_entropy`, without its one-hot
+    [batch, seq, vocab] tensor: scoring every position (not just ~15%)
+    makes that tensor as large as the logits.
+
+    Args:
+      logits: [batch, seq_length - 1, vocab_size], any float dtype.
+      target_ids: [batch, seq_length - 1] integer ids.
+
+    Returns:
+      float32 [batch, seq_length - 1].
+    """
+    return tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.cast(target_ids, tf.int32),
+        logits=tf.cast(logits, tf.float32))
+
+
+def left_to_right_lm_loss(logits, target_ids, target_weights):
+    """The left-to-right LM loss of one batch: mean over real targets.
+
+    Returns:
+      float32 scalar: `sum(w * loss) / max(sum(w), 1)`.
+    """
+    weights = tf.cast(target_weights, tf.float32)
+    per_position = left_to_right_example_losses(logits, target_ids)
+    return tf.reduce_sum(weights * per_position) / tf.maximum(
+        tf.reduce_sum(weights), 1.0)
+
+
 # -- the model -----------------------------------------------------------------
 
 class BertPretrainingModel(keras.Model):
     """`BertModel` + masked-LM head + next-sentence head.
 
-    Called on a feature dict (the pretraining records' names); returns
-    `{"masked_lm_logits": [b, p, vocab], "next_sentence_logits": [b, 2]}`.
-    Variables: `bert/...`, `cls/predictions/...`, `cls/seq_relationship/...`.
+    Called on a feature dict (the pretraining records' names). Returns, by
+    objective:
+      mlm_nsp: `{"masked_lm_logits": [b, p, vocab],
+                 "next_sentence_logits": [b, 2]}`;
+      mlm:     `{"masked_lm_logits": [b, p, vocab]}`;
+      ltr:     `{"lm_logits": [b, seq - 1, vocab]}`, the next-token scores
+               of positions 0 .. seq - 2 of the original tokens, from a
+               causal encoder.
+    Variables, whatever the objective: `bert/...`, `cls/predictions/...`,
+    `cls/seq_relationship/...`.
     """
 
-    def __init__(self, bert_config, name="bert_pretraining_model", **kwargs):
+    def __init__(self, bert_config, objective=MLM_NSP,
+                 name="bert_pretraining_model", **kwargs):
         super().__init__(name=name, **kwargs)
+        check_objective(objective)
         # Imported here so that the task's losses can be used and tested
         # without the modeling package.
         from bert_tf.modeling import BertModel, MaskedLMHead, NextSentenceHead
         self.bert_config = bert_config
-        self.bert = BertModel(bert_config)
+        self.objective = objective
+        self.bert = BertModel(bert_config,
+                              causal_attention=objective == LTR)
         # Create every variable now: the optimizer and checkpoint restore
-        # need them before the first step.
+        # need them before the first step. The next-sentence head is created
+        # for every objective, so that all of them write the same checkpoint.
         dummy_ids = tf.zeros([1, 2], tf.int32)
         encoder_outputs = self.bert(
             dummy_ids, input_mask=tf.ones_like(dummy_ids),
@@ -108,18 +235,41 @@ class BertPretrainingModel(keras.Model):
         self.next_sentence(encoder_outputs["pooled_output"])
 
     def call(self, features, training=False):
+        if self.objective == LTR:
+            return self._left_to_right_outputs(features, training)
         encoder_outputs = self.bert(
             features[records.INPUT_IDS],
             input_mask=features[records.INPUT_MASK],
             token_type_ids=features[records.SEGMENT_IDS],
             training=training)
-        return {
+        outputs = {
             "masked_lm_logits": self.masked_lm(
                 encoder_outputs["sequence_output"],
                 features[records.MASKED_LM_POSITIONS]),
-            "next_sentence_logits": self.next_sentence(
-                encoder_outputs["pooled_output"]),
         }
+        if self.objective == MLM_NSP:
+            outputs["next_sentence_logits"] = self.next_sentence(
+                encoder_outputs["pooled_output"])
+        return outputs
+
+    def _left_to_right_outputs(self, features, training):
+        # The LM reads the original text: no [MASK] or random replacements.
+        token_ids = original_input_ids(
+            features[records.INPUT_IDS],
+            features[records.MASKED_LM_POSITIONS],
+            features[records.MASKED_LM_IDS],
+            features[records.MASKED_LM_WEIGHTS])
+        encoder_outputs = self.bert(
+            token_ids, input_mask=features[records.INPUT_MASK],
+            token_type_ids=features[records.SEGMENT_IDS], training=training)
+        sequence_output = encoder_outputs["sequence_output"]
+        batch_size = tf.shape(token_ids)[0]
+        seq_length = tf.shape(token_ids)[1]
+        # The last position has no next token to predict: score 0 .. seq-2.
+        positions = tf.broadcast_to(tf.range(seq_length - 1)[tf.newaxis, :],
+                                    [batch_size, seq_length - 1])
+        # The masked-LM head (transform + tied embeddings) on those positions.
+        return {"lm_logits": self.masked_lm(sequence_output, positions)}
 
 
 # -- the task ------------------------------------------------------------------
@@ -173,21 +323,27 @@ class PretrainingDataConfig:
 
 
 class PretrainingTask(base.Task):
-    """Masked LM + next sentence prediction on Google's pretraining data."""
+    """BERT pretraining on Google's pretraining data, by objective.
+
+    `mlm_nsp` (masked LM + next sentence prediction) is Google's; `mlm` and
+    `ltr` are the ablations of the BERT paper (see the module docstring).
+    """
 
     name = "pretraining"
 
-    def __init__(self, bert_config, data_config):
+    def __init__(self, bert_config, data_config, objective=MLM_NSP):
         """Creates the task.
 
         Args:
           bert_config: a `bert_tf.config.BertConfig`.
           data_config: a `PretrainingDataConfig`.
+          objective: one of `OBJECTIVES` (`--pretraining_objective`).
 
         Raises:
           ValueError: `--max_seq_length` exceeds the model's
-            `max_position_embeddings`.
+            `max_position_embeddings`, or the objective is unknown.
         """
+        check_objective(objective)
         if data_config.max_seq_length > bert_config.max_position_embeddings:
             raise ValueError(
                 f"--max_seq_length={data_config.max_seq_length} exceeds the "
@@ -195,9 +351,10 @@ class PretrainingTask(base.Task):
                 f"({bert_config.max_position_embeddings}, --bert_config_file)")
         self.bert_config = bert_config
         self.data_config = data_config
+        self.objective = objective
 
     def build_model(self):
-        return BertPretrainingModel(self.bert_config)
+        return BertPretrainingModel(self.bert_config, objective=self.objective)
 
     def build_inputs(self, mode, per_replica_batch_size, input_context=None):
         # Imported here: the data pipeline is only needed to train/evaluate.
@@ -219,7 +376,13 @@ class PretrainingTask(base.Task):
             input_context=input_context, seed=data.seed)
 
     def loss_denominators(self, features):
+        if self.objective == LTR:
+            _, target_weights = next_token_targets(
+                features[records.INPUT_IDS], features[records.INPUT_MASK])
+            return {"lm_target_count": tf.reduce_sum(target_weights)}
         weights = tf.cast(features[records.MASKED_LM_WEIGHTS], tf.float32)
+        if self.objective == MLM:
+            return {"masked_lm_weight": tf.reduce_sum(weights)}
         labels = features[records.NEXT_SENTENCE_LABELS]
         return {
             "masked_lm_weight": tf.reduce_sum(weights),
@@ -228,11 +391,18 @@ class PretrainingTask(base.Task):
 
     @property
     def metric_names(self):
-        return ("masked_lm_loss_sum", "masked_lm_correct", "masked_lm_weight",
-                "next_sentence_loss_sum", "next_sentence_correct",
-                "next_sentence_count")
+        if self.objective == LTR:
+            return ("lm_loss_sum", "lm_correct", "lm_target_count")
+        masked_lm = ("masked_lm_loss_sum", "masked_lm_correct",
+                     "masked_lm_weight")
+        if self.objective == MLM:
+            return masked_lm
+        return masked_lm + ("next_sentence_loss_sum", "next_sentence_correct",
+                            "next_sentence_count")
 
     def compute_loss(self, features, outputs, denominators):
+        if self.objective == LTR:
+            return self._left_to_right_loss(features, outputs, denominators)
         mlm_logits = tf.cast(outputs["masked_lm_logits"], tf.float32)
         mlm_ids = tf.cast(features[records.MASKED_LM_IDS], tf.int32)
         mlm_weights = tf.cast(features[records.MASKED_LM_WEIGHTS], tf.float32)
@@ -242,6 +412,17 @@ class PretrainingTask(base.Task):
         mlm_correct = tf.reduce_sum(
             mlm_weights * tf.cast(tf.equal(mlm_predictions, mlm_ids),
                                   tf.float32))
+        # Google's normalizer, over the global batch.
+        mlm_loss = mlm_loss_sum / (denominators["masked_lm_weight"]
+                                   + MASKED_LM_DENOMINATOR_EPSILON)
+        metrics = {
+            "masked_lm_loss_sum": mlm_loss_sum,
+            "masked_lm_correct": mlm_correct,
+            "masked_lm_weight": tf.reduce_sum(mlm_weights),
+        }
+        if self.objective == MLM:
+            # "No NSP": the next-sentence head gets no loss and no update.
+            return mlm_loss, metrics
 
         nsp_logits = tf.cast(outputs["next_sentence_logits"], tf.float32)
         nsp_labels = tf.reshape(
@@ -252,39 +433,75 @@ class PretrainingTask(base.Task):
         nsp_correct = tf.reduce_sum(
             tf.cast(tf.equal(nsp_predictions, nsp_labels), tf.float32))
 
-        # Google's normalizers, over the global batch.
-        loss = (mlm_loss_sum / (denominators["masked_lm_weight"]
-                                + MASKED_LM_DENOMINATOR_EPSILON)
-                + nsp_loss_sum / tf.maximum(denominators["num_examples"], 1.0))
-        metrics = {
-            "masked_lm_loss_sum": mlm_loss_sum,
-            "masked_lm_correct": mlm_correct,
-            "masked_lm_weight": tf.reduce_sum(mlm_weights),
+        # Google's normalizer, over the global batch.
+        loss = mlm_loss + nsp_loss_sum / tf.maximum(
+            denominators["num_examples"], 1.0)
+        metrics.update({
             "next_sentence_loss_sum": nsp_loss_sum,
             "next_sentence_correct": nsp_correct,
             "next_sentence_count": tf.cast(tf.shape(nsp_labels)[0],
                                            tf.float32),
-        }
+        })
         return loss, metrics
 
-    def aggregate_metrics(self, totals):
-        """Google's eval metrics (its `metric_fn` in run_pretraining.py).
+    def _left_to_right_loss(self, features, outputs, denominators):
+        """Next-token cross-entropy, averaged over the global batch's
+        targets (`denominators["lm_target_count"]`)."""
+        token_ids = original_input_ids(
+            features[records.INPUT_IDS],
+            features[records.MASKED_LM_POSITIONS],
+            features[records.MASKED_LM_IDS],
+            features[records.MASKED_LM_WEIGHTS])
+        target_ids, target_weights = next_token_targets(
+            token_ids, features[records.INPUT_MASK])  # [batch, seq - 1]
+        lm_logits = tf.cast(outputs["lm_logits"], tf.float32)
+        lm_losses = left_to_right_example_losses(lm_logits, target_ids)
+        lm_loss_sum = tf.reduce_sum(target_weights * lm_losses)
+        lm_predictions = tf.argmax(lm_logits, axis=-1, output_type=tf.int32)
+        lm_correct = tf.reduce_sum(
+            target_weights * tf.cast(tf.equal(lm_predictions, target_ids),
+                                     tf.float32))
+        loss = lm_loss_sum / tf.maximum(denominators["lm_target_count"], 1.0)
+        return loss, {
+            "lm_loss_sum": lm_loss_sum,
+            "lm_correct": lm_correct,
+            "lm_target_count": tf.reduce_sum(target_weights),
+        }
 
-        `masked_lm_accuracy` and `masked_lm_loss` are weighted by
-        `masked_lm_weights`; the next-sentence ones are plain means.
+    def aggregate_metrics(self, totals):
+        """The reported eval metrics of the objective.
+
+        mlm_nsp: Google's (its `metric_fn` in run_pretraining.py):
+        `masked_lm_accuracy` and `masked_lm_loss`, weighted by
+        `masked_lm_weights`, and the plain means `next_sentence_accuracy`,
+        `next_sentence_loss`. mlm: the two masked-LM ones only (its
+        next-sentence head is untrained). ltr: `lm_accuracy` and `lm_loss`,
+        next-token accuracy and mean cross-entropy over the real targets.
         """
-        return {
+        if self.objective == LTR:
+            return {
+                "lm_accuracy": base.safe_ratio(
+                    totals["lm_correct"], totals["lm_target_count"]),
+                "lm_loss": base.safe_ratio(
+                    totals["lm_loss_sum"], totals["lm_target_count"]),
+            }
+        results = {
             "masked_lm_accuracy": base.safe_ratio(
                 totals["masked_lm_correct"], totals["masked_lm_weight"]),
             "masked_lm_loss": base.safe_ratio(
                 totals["masked_lm_loss_sum"], totals["masked_lm_weight"]),
+        }
+        if self.objective == MLM:
+            return results
+        results.update({
             "next_sentence_accuracy": base.safe_ratio(
                 totals["next_sentence_correct"],
                 totals["next_sentence_count"]),
             "next_sentence_loss": base.safe_ratio(
                 totals["next_sentence_loss_sum"],
                 totals["next_sentence_count"]),
-        }
+        })
+        return results
 
     def initialize_from_checkpoint(self, model, init_checkpoint):
         """Loads the encoder (required) and whatever heads the checkpoint has.
