@@ -384,13 +384,16 @@ class Trainer:
             else:
                 grads, loss, metrics = accumulated_gradients(features,
                                                              denominators)
-            # Variables the loss does not depend on get no update (as in
-            # Google's optimizer), not a zero-gradient one.
-            grads = [None if missing else g
-                     for g, missing in zip(grads, missing_gradients)]
+            # Variables the loss does not depend on (the next-sentence head
+            # under --pretraining_objective=mlm) get no update, as in
+            # Google's optimizer, not a zero-gradient one.
+            updated = [(g, v) for g, v, missing
+                       in zip(grads, variables, missing_gradients)
+                       if not missing]
+            grads = [g for g, _ in updated]
             if loss_scaling:
                 grads = precision.agree_on_finite_gradients(grads)
-            optimizer.apply(grads, variables)
+            optimizer.apply(grads, [v for _, v in updated])
             # One packed all-reduce of a few scalars: the global loss and
             # metric sums, identical on every replica and worker.
             return replica_context.all_reduce(
