@@ -23,7 +23,8 @@ import sys
 import numpy as np
 import pytest
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+from runner_harness import REPO_ROOT, read_eval_results, run_runner
+
 RUNNER = REPO_ROOT / "run_classifier.py"
 
 FILLER = [f"w{i}" for i in range(40)]
@@ -121,25 +122,8 @@ def workspace(tmp_path_factory):
 
 def run_classifier(workspace, *flags, expect_success=True, timeout=600):
     """Runs run_classifier.py with the tiny model; returns the process."""
-    command = [sys.executable, str(RUNNER),
-               f"--vocab_file={workspace / 'vocab.txt'}",
-               f"--bert_config_file={workspace / 'bert_config.json'}",
-               *flags]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    process = subprocess.run(command, cwd=REPO_ROOT, env=env,
-                             capture_output=True, text=True, timeout=timeout)
-    if expect_success and process.returncode != 0:
-        pytest.fail(f"run_classifier.py failed ({process.returncode}):\n"
-                    f"{process.stderr[-5000:]}")
-    return process
-
-
-def read_eval_results(output_dir):
-    results = {}
-    for line in (output_dir / "eval_results.txt").read_text().splitlines():
-        key, value = line.split(" = ")
-        results[key] = float(value)
-    return results
+    return run_runner("run_classifier.py", workspace, *flags,
+                      expect_success=expect_success, timeout=timeout)
 
 
 def read_test_results(output_dir):

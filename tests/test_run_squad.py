@@ -17,21 +17,16 @@ again.
 
 import json
 import logging
-import os
-import pathlib
 import random
 import re
-import subprocess
-import sys
 
 from absl import flags
 import numpy as np
 import pytest
 
+from runner_harness import read_eval_results, run_runner
 import run_squad
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
-RUNNER = REPO_ROOT / "run_squad.py"
 
 FILLER = [f"w{i}" for i in range(40)]
 CUE = "alpha"
@@ -118,25 +113,8 @@ def workspace(tmp_path_factory):
 
 def run_program(workspace, *flags, expect_success=True, timeout=600):
     """Runs run_squad.py with the tiny model; returns the process."""
-    command = [sys.executable, str(RUNNER),
-               f"--vocab_file={workspace / 'vocab.txt'}",
-               f"--bert_config_file={workspace / 'bert_config.json'}",
-               *flags]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    process = subprocess.run(command, cwd=REPO_ROOT, env=env,
-                             capture_output=True, text=True, timeout=timeout)
-    if expect_success and process.returncode != 0:
-        pytest.fail(f"run_squad.py failed ({process.returncode}):\n"
-                    f"{process.stderr[-5000:]}")
-    return process
-
-
-def read_eval_results(output_dir):
-    results = {}
-    for line in (output_dir / "eval_results.txt").read_text().splitlines():
-        key, value = line.split(" = ")
-        results[key] = float(value)
-    return results
+    return run_runner("run_squad.py", workspace, *flags,
+                      expect_success=expect_success, timeout=timeout)
 
 
 def read_json(path):

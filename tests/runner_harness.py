@@ -1,0 +1,46 @@
+"""Running a runner script as a user does (a subprocess), for the tests."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def run_runner(script, workspace, *flags, expect_success=True, timeout=600):
+    """Runs `script` with the workspace's tiny model; returns the process.
+
+    Args:
+      script: the runner's file name in the repository, e.g. "run_squad.py".
+      workspace: a directory holding `vocab.txt` and `bert_config.json`.
+      *flags: the rest of the command line.
+      expect_success: fail the test (with the runner's stderr) on a non-zero
+        exit status.
+      timeout: seconds before the run is killed.
+
+    Returns:
+      The `subprocess.CompletedProcess`, output captured as text.
+    """
+    command = [sys.executable, str(REPO_ROOT / script),
+               f"--vocab_file={workspace / 'vocab.txt'}",
+               f"--bert_config_file={workspace / 'bert_config.json'}",
+               *flags]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    process = subprocess.run(command, cwd=REPO_ROOT, env=env,
+                             capture_output=True, text=True, timeout=timeout)
+    if expect_success and process.returncode != 0:
+        pytest.fail(f"{script} failed ({process.returncode}):\n"
+                    f"{process.stderr[-5000:]}")
+    return process
+
+
+def read_eval_results(output_dir):
+    """`eval_results.txt`'s `key = value` lines as a dict of floats."""
+    results = {}
+    for line in (output_dir / "eval_results.txt").read_text().splitlines():
+        key, value = line.split(" = ")
+        results[key] = float(value)
+    return results
