@@ -29,21 +29,15 @@ each sequence is full length, as GLUE features padded to 128 cost the same.
 
 import argparse
 import os
-import pathlib
-import sys
 import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import harness  # first: puts the repository on the path, quiets TF logging
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
+import numpy as np
+import tensorflow as tf
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-from bert_tf.config import BertConfig  # noqa: E402
-from bert_tf.data import classifier_features  # noqa: E402
+from bert_tf.data import classifier_features
 
 NUM_LABELS = 2
 LEARNING_RATE = 2e-5
@@ -99,8 +93,6 @@ def model_garden_examples_per_second(config, record_file, args):
     from official.nlp import optimization as mg_optimization
     from official.nlp.modeling import models, networks
 
-    if args.dtype != "float32":
-        tf_keras.mixed_precision.set_global_policy(args.dtype)
     encoder = networks.BertEncoder(
         vocab_size=config.vocab_size, hidden_size=config.hidden_size,
         num_layers=config.num_hidden_layers,
@@ -157,39 +149,25 @@ def model_garden_examples_per_second(config, record_file, args):
     start = time.perf_counter()
     float(train_steps(tf.constant(args.steps)))  # float() waits for the end
     elapsed = time.perf_counter() - start
-    if args.dtype != "float32":
-        tf_keras.mixed_precision.set_global_policy("float32")
     return args.steps * args.batch_size / elapsed
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--num_layers", type=int, default=12,
-                        help="Transformer layers (BERT-Base: 12)")
-    parser.add_argument("--hidden_size", type=int, default=768)
-    parser.add_argument("--num_attention_heads", type=int, default=12)
-    parser.add_argument("--intermediate_size", type=int, default=3072)
+    harness.add_model_shape_arguments(parser)
     parser.add_argument("--seq_length", type=int, default=128)
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--steps", type=int, default=50,
                         help="timed training steps per side")
     parser.add_argument("--warmup_steps", type=int, default=5,
                         help="untimed steps first (tracing, compilation)")
-    parser.add_argument("--dtype", default="float32",
-                        choices=("float32", "mixed_float16",
-                                 "mixed_bfloat16"))
-    parser.add_argument("--enable_xla", action="store_true")
+    harness.add_precision_arguments(parser)
     args = parser.parse_args()
     if args.steps <= 0 or args.warmup_steps <= 0:
         parser.error("--steps and --warmup_steps must be positive")
 
-    config = BertConfig(
-        vocab_size=30522, hidden_size=args.hidden_size,
-        num_hidden_layers=args.num_layers,
-        num_attention_heads=args.num_attention_heads,
-        intermediate_size=args.intermediate_size,
-        max_position_embeddings=max(512, args.seq_length), type_vocab_size=2)
-    devices = [d.device_type for d in tf.config.list_logical_devices()]
+    config = harness.bert_config(args)
+    devices = harness.logical_device_types()
     print(f"BERT {args.num_layers} layers, hidden {args.hidden_size}, "
           f"seq {args.seq_length}, batch {args.batch_size}, {args.dtype}, "
           f"XLA {'on' if args.enable_xla else 'off'}, devices {devices}",
@@ -201,9 +179,11 @@ def main():
         ours = bert_tf_examples_per_second(
             config, record_file, args, os.path.join(work, "bert_tf"))
         print(f"bert_tf       {ours:10.1f} examples/s", flush=True)
-        theirs = model_garden_examples_per_second(config, record_file, args)
+        with harness.model_garden_precision(args.dtype):
+            theirs = model_garden_examples_per_second(config, record_file,
+                                                      args)
         print(f"model garden  {theirs:10.1f} examples/s", flush=True)
-    print(f"ratio (bert_tf / model garden): {ours / theirs:.2f}x")
+    print(f"ratio (bert_tf / model garden): {harness.ratio(ours, theirs)}")
 
 
 if __name__ == "__main__":

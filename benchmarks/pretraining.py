@@ -32,24 +32,18 @@ change in the machine's load favours neither.
 
 import argparse
 import os
-import pathlib
 import shutil
-import sys
 import tempfile
-import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import harness  # first: puts the repository on the path, quiets TF logging
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
-
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
 
 def synthetic_batch(batch_size, seq_length, num_predictions, vocab_size,
                     seed=0):
-    """One pretraining batch (Google's feature names), full-length sequences."""
+    """One pretraining batch (Google's feature names), full sequences."""
     rng = np.random.RandomState(seed)
     positions = np.stack([np.sort(rng.choice(np.arange(1, seq_length),
                                              num_predictions, replace=False))
@@ -88,61 +82,14 @@ def forward_flops(args):
     return args.num_layers * per_layer + heads
 
 
-def best_seconds(function, rounds):
-    function()  # trace, compile, warm caches
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def best_seconds_interleaved(functions, rounds):
-    """Best time of each function, calling them in turn round after round.
-
-    Alternating keeps a change in the machine's load (other processes) from
-    favouring whichever ran first.
-    """
-    for function in functions:
-        function()  # trace, compile, warm caches
-    best = [float("inf")] * len(functions)
-    for _ in range(rounds):
-        for index, function in enumerate(functions):
-            start = time.perf_counter()
-            function()
-            best[index] = min(best[index], time.perf_counter() - start)
-    return best
-
-
-def matmul_benchmark(size, repeats):
-    """A function running `repeats` [size, size] float32 matmuls; its FLOPs."""
-    a = tf.random.normal([size, size])
-    b = tf.random.normal([size, size])
-
-    @tf.function
-    def run():
-        total = tf.zeros([size, size])
-        for _ in tf.range(repeats):
-            total += tf.matmul(a, b)
-        return total
-
-    return (lambda: run().numpy()), 2 * size ** 3 * repeats
-
-
 def bert_tf_pretraining(args, batch):
-    from bert_tf.config import BertConfig
     from bert_tf.tasks import base
     from bert_tf.tasks.pretraining import PretrainingDataConfig
     from bert_tf.tasks.pretraining import PretrainingTask
     from bert_tf.training import optimization
     from bert_tf.training.trainer import Trainer, TrainerConfig
 
-    config = BertConfig(
-        vocab_size=args.vocab_size, hidden_size=args.hidden_size,
-        num_hidden_layers=args.num_layers,
-        num_attention_heads=args.num_attention_heads,
-        intermediate_size=args.intermediate_size, type_vocab_size=2)
+    config = harness.bert_config(args)
 
     class SyntheticPretrainingTask(PretrainingTask):
         def build_inputs(self, mode, per_replica_batch_size,
@@ -180,29 +127,15 @@ def bert_tf_pretraining(args, batch):
 
 
 def model_garden_pretraining(args, batch):
-    import tf_keras
-    from official.modeling.optimization import legacy_adamw
-    from official.nlp.modeling import layers, models, networks
+    from official.nlp.modeling import layers, models
 
-    encoder = networks.BertEncoderV2(
-        vocab_size=args.vocab_size, hidden_size=args.hidden_size,
-        num_layers=args.num_layers,
-        num_attention_heads=args.num_attention_heads,
-        max_sequence_length=512, type_vocab_size=2,
-        inner_dim=args.intermediate_size,
-        inner_activation=lambda x: tf_keras.activations.gelu(
-            x, approximate=True),
-        output_dropout=0.1, attention_dropout=0.1)
     pretrainer = models.BertPretrainerV2(
-        encoder_network=encoder,
+        encoder_network=harness.model_garden_bert_encoder_v2(
+            harness.bert_config(args)),
         classification_heads=[layers.ClassificationHead(
             inner_dim=args.hidden_size, num_classes=2,
             name="next_sentence")])
-    optimizer = legacy_adamw.AdamWeightDecay(
-        learning_rate=1e-4, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-        weight_decay_rate=0.01,
-        exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"],
-        gradient_clip_norm=1.0)
+    optimizer = harness.model_garden_adam_weight_decay(1e-4)
 
     def inputs(features):
         return {"input_word_ids": features["input_ids"],
@@ -256,11 +189,7 @@ def model_garden_pretraining(args, batch):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--num_layers", type=int, default=12)
-    parser.add_argument("--hidden_size", type=int, default=768)
-    parser.add_argument("--num_attention_heads", type=int, default=12)
-    parser.add_argument("--intermediate_size", type=int, default=3072)
-    parser.add_argument("--vocab_size", type=int, default=30522)
+    harness.add_model_shape_arguments(parser, with_vocab_size=True)
     parser.add_argument("--seq_length", type=int, default=128)
     parser.add_argument("--batch_size", type=int, default=8)
     parser.add_argument("--num_predictions", type=int, default=20)
@@ -287,7 +216,7 @@ def main():
           f"{args.num_predictions} predictions, float32; "
           f"{os.cpu_count()} CPUs, TF {tf.__version__}", flush=True)
 
-    matmul_fn, matmul_flops = matmul_benchmark(args.matmul_size, 10)
+    matmul_fn, matmul_flops = harness.matmul_benchmark(args.matmul_size, 10)
     ours = bert_tf_pretraining(args, batch)
     theirs = None if args.skip_model_garden else model_garden_pretraining(
         args, batch)
@@ -295,9 +224,9 @@ def main():
     # Interleaved measurements: the matmul reference with each
     # implementation's training, then with their inference (cheaper, so
     # more rounds); the matmul keeps its best time of both.
-    train_times = best_seconds_interleaved(
+    train_times = harness.best_seconds_interleaved(
         [matmul_fn] + [c[0] for c in contenders], args.rounds)
-    infer_times = best_seconds_interleaved(
+    infer_times = harness.best_seconds_interleaved(
         [matmul_fn] + [c[1] for c in contenders], args.inference_rounds)
     matmul = matmul_flops / min(train_times[0], infer_times[0])
     train_times = [t / args.steps_per_call for t in train_times[1:]]
@@ -322,8 +251,8 @@ def main():
           f"{1 / theirs_train:.3f} steps/s, inference "
           f"{args.batch_size / theirs_infer:.1f} sequences/s")
     print(f"ratio bert_tf / Model Garden: training "
-          f"{theirs_train / ours_train:.2f}x, inference "
-          f"{theirs_infer / ours_infer:.2f}x")
+          f"{harness.ratio(theirs_train, ours_train)}, inference "
+          f"{harness.ratio(theirs_infer, ours_infer)}")
 
 
 if __name__ == "__main__":

@@ -41,24 +41,19 @@ time.
 
 import argparse
 import os
-import pathlib
 import random
 import sys
 import tempfile
-import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import harness  # first: puts the repository on the path, quiets TF logging
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
-sys.path.insert(0, str(REPO_ROOT / "tests"))
+import numpy as np
+import tensorflow as tf
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
+sys.path.insert(0, str(harness.REPO_ROOT / "tests"))
 import squad_testdata  # noqa: E402
 
-VOCAB_FILE = (REPO_ROOT.parent / "shared" / "golden" / "models"
+VOCAB_FILE = (harness.REPO_ROOT.parent / "shared" / "golden" / "models"
               / "uncased_vocab.txt")
 LEARNING_RATE = 3e-5
 
@@ -91,18 +86,6 @@ def model_garden_features(path, args):
     return len(examples), ids
 
 
-def best_cpu_seconds_interleaved(functions, rounds):
-    """Best CPU time of each function, calling them in turn each round."""
-    best = [float("inf")] * len(functions)
-    results = [None] * len(functions)
-    for _ in range(rounds):
-        for index, function in enumerate(functions):
-            start = time.process_time()
-            results[index] = function()
-            best[index] = min(best[index], time.process_time() - start)
-    return best, results
-
-
 def feature_creation(args, work):
     from absl import logging
     # Model Garden logs its first 20 features at INFO: not part of the work.
@@ -112,9 +95,10 @@ def feature_creation(args, work):
         questions_per_paragraph=5, min_words=80, max_words=250)
     path = squad_testdata.write_json(os.path.join(work, "train.json"),
                                      document)
-    (ours, theirs), (our_result, their_result) = best_cpu_seconds_interleaved(
-        [lambda: bert_tf_features(path, args),
-         lambda: model_garden_features(path, args)], args.rounds)
+    (ours, theirs), (our_result, their_result) = (
+        harness.best_cpu_seconds_interleaved(
+            [lambda: bert_tf_features(path, args),
+             lambda: model_garden_features(path, args)], args.rounds))
     num_examples, our_ids = our_result
     if our_result != their_result:
         raise RuntimeError("bert_tf and Model Garden made different features")
@@ -125,7 +109,7 @@ def feature_creation(args, work):
           f"({len(our_ids) / ours:.1f} features/s)")
     print(f"  model garden  {num_examples / theirs:10.1f} examples/s "
           f"({len(our_ids) / theirs:.1f} features/s)")
-    print(f"  ratio (bert_tf / model garden): {theirs / ours:.2f}x",
+    print(f"  ratio (bert_tf / model garden): {harness.ratio(theirs, ours)}",
           flush=True)
 
 
@@ -186,28 +170,13 @@ def bert_tf_training(config, record_file, args, work):
 def model_garden_training(config, record_file, args):
     """The same steps with Model Garden's BertSpanLabeler (tf_keras)."""
     import tf_keras
-    from official.modeling.optimization import legacy_adamw
-    from official.nlp.modeling import models, networks
+    from official.nlp.modeling import models
 
-    if args.dtype != "float32":
-        tf_keras.mixed_precision.set_global_policy(args.dtype)
-    encoder = networks.BertEncoderV2(
-        vocab_size=config.vocab_size, hidden_size=config.hidden_size,
-        num_layers=config.num_hidden_layers,
-        num_attention_heads=config.num_attention_heads,
-        max_sequence_length=config.max_position_embeddings,
-        type_vocab_size=config.type_vocab_size,
-        inner_dim=config.intermediate_size,
-        inner_activation=lambda x: tf_keras.activations.gelu(
-            x, approximate=True),
-        output_dropout=config.hidden_dropout_prob,
-        attention_dropout=config.attention_probs_dropout_prob)
-    model = models.BertSpanLabeler(network=encoder)
-    optimizer = legacy_adamw.AdamWeightDecay(
-        learning_rate=LEARNING_RATE, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-        weight_decay_rate=0.01,
-        exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"],
-        gradient_clip_norm=1.0)
+    with harness.model_garden_precision(args.dtype):
+        # The layers take the policy when they are made.
+        model = models.BertSpanLabeler(
+            network=harness.model_garden_bert_encoder_v2(config))
+    optimizer = harness.model_garden_adam_weight_decay(LEARNING_RATE)
     if args.dtype == "mixed_float16":
         optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
     iterator = iter(training_dataset(record_file, args))
@@ -253,32 +222,9 @@ def model_garden_training(config, record_file, args):
     return train
 
 
-def best_seconds_interleaved(functions, rounds):
-    """Best wall time of each function, calling them in turn each round.
-
-    Alternating keeps a change in the machine's load from favouring
-    whichever ran first.
-    """
-    for function in functions:
-        function()  # trace, compile, warm caches
-    best = [float("inf")] * len(functions)
-    for _ in range(rounds):
-        for index, function in enumerate(functions):
-            start = time.perf_counter()
-            function()
-            best[index] = min(best[index], time.perf_counter() - start)
-    return best
-
-
 def fine_tuning(args, work):
-    from bert_tf.config import BertConfig
-    config = BertConfig(
-        vocab_size=30522, hidden_size=args.hidden_size,
-        num_hidden_layers=args.num_layers,
-        num_attention_heads=args.num_attention_heads,
-        intermediate_size=args.intermediate_size,
-        max_position_embeddings=max(512, args.seq_length), type_vocab_size=2)
-    devices = [d.device_type for d in tf.config.list_logical_devices()]
+    config = harness.bert_config(args)
+    devices = harness.logical_device_types()
     print(f"fine-tuning: BERT {args.num_layers} layers, hidden "
           f"{args.hidden_size}, seq {args.seq_length}, batch "
           f"{args.batch_size}, {args.dtype}, XLA "
@@ -289,12 +235,12 @@ def fine_tuning(args, work):
                   config.vocab_size)
     ours_train = bert_tf_training(config, record_file, args, work)
     theirs_train = model_garden_training(config, record_file, args)
-    ours, theirs = best_seconds_interleaved([ours_train, theirs_train],
-                                            args.rounds)
+    ours, theirs = harness.best_seconds_interleaved(
+        [ours_train, theirs_train], args.rounds)
     examples = args.steps * args.batch_size
     print(f"  bert_tf       {examples / ours:10.1f} examples/s")
     print(f"  model garden  {examples / theirs:10.1f} examples/s")
-    print(f"  ratio (bert_tf / model garden): {theirs / ours:.2f}x",
+    print(f"  ratio (bert_tf / model garden): {harness.ratio(theirs, ours)}",
           flush=True)
 
 
@@ -309,18 +255,11 @@ def main():
     parser.add_argument("--seq_length", type=int, default=384)
     parser.add_argument("--doc_stride", type=int, default=128)
     parser.add_argument("--max_query_length", type=int, default=64)
-    parser.add_argument("--num_layers", type=int, default=12,
-                        help="Transformer layers (BERT-Base: 12)")
-    parser.add_argument("--hidden_size", type=int, default=768)
-    parser.add_argument("--num_attention_heads", type=int, default=12)
-    parser.add_argument("--intermediate_size", type=int, default=3072)
+    harness.add_model_shape_arguments(parser)
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--steps", type=int, default=10,
                         help="training steps per timed call")
-    parser.add_argument("--dtype", default="float32",
-                        choices=("float32", "mixed_float16",
-                                 "mixed_bfloat16"))
-    parser.add_argument("--enable_xla", action="store_true")
+    harness.add_precision_arguments(parser)
     args = parser.parse_args()
     if min(args.rounds, args.steps, args.num_paragraphs) <= 0:
         parser.error("--rounds, --steps and --num_paragraphs must be positive")

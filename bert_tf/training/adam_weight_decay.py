@@ -19,6 +19,20 @@ Checkpoint compatibility: the moments are the `<variable>/adam_m` and
 `<variable>/adam_v` tensors of Google's checkpoints and `iterations` is
 `global_step`; `optimizer_slot_variables` (in `optimization.py`) maps those
 names to this optimizer's variables.
+
+Speed: written op by op, the update is a dozen elementwise TensorFlow ops per
+variable, each a full pass over memory into a newly allocated tensor; for
+BERT-Base (110M parameters) that cost more than the forward and backward
+pass of a small model on a CPU. So the whole update of one variable
+(clipping factor, moments, decay, new value) is one XLA-compiled function,
+`fused_adam_weight_decay_update`, that reads the parameter, the moments and
+the gradient once and writes the results into the variables' own buffers
+(XLA updates a resource variable in place when nothing else holds its
+buffer): no temporaries, no fresh allocations of embedding-table size. The
+function takes the variables' resource handles, plain tensors, and is
+called inside the strategy's `extended.update` with the handles of the copy
+being updated, so it works the same in a `tf.function`, in an XLA-compiled
+train step (where it is inlined) and for each device of a MirroredStrategy.
 """
 
 import re
@@ -64,6 +78,140 @@ def _check_probability(name, value):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
             0.0 <= value < 1.0):
         raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
+
+
+def google_adam_moments(first_moment, second_moment, gradient, beta_1,
+                        beta_2):
+    """Google's (bias-uncorrected) moments; a piece of the fused updates.
+
+    Args:
+      first_moment: `m`, float32.
+      second_moment: `v`, float32.
+      gradient: the clipped float32 gradient.
+      beta_1: decay of the first moment (Python float).
+      beta_2: decay of the second moment (Python float).
+
+    Returns:
+      `(m, v)`: the new moments, float32 tensors.
+    """
+    # `1 - beta` is computed in Python (double) and then rounded to
+    # float32, as Google's `tf.multiply(1.0 - self.beta_1, grad)`.
+    next_m = (tf.multiply(beta_1, first_moment)
+              + tf.multiply(1.0 - beta_1, gradient))
+    next_v = (tf.multiply(beta_2, second_moment)
+              + tf.multiply(1.0 - beta_2, tf.square(gradient)))
+    return next_m, next_v
+
+
+def adam_weight_decay_values(param, first_moment, second_moment, gradient,
+                             learning_rate, gradient_scale, *, beta_1,
+                             beta_2, epsilon, weight_decay_rate):
+    """The new parameter and moments of one AdamWeightDecay update.
+
+    Google's arithmetic, op for op, in float32: the same constants, the same
+    order of operations (`fused_adam_weight_decay_update` compiles it).
+
+    Args:
+      param: the variable's current value (any float dtype).
+      first_moment: `m`, float32, shaped like `param`.
+      second_moment: `v`, float32, shaped like `param`.
+      gradient: the dense gradient, before clipping (any float dtype).
+      learning_rate: scalar float32 rate of this step.
+      gradient_scale: scalar float32 factor of global-norm clipping
+        (`tf.clip_by_global_norm`'s `clip_norm / max(norm, clip_norm)`);
+        1.0 when the gradient is already clipped or clipping is off.
+      beta_1: decay of the first moment (Python float).
+      beta_2: decay of the second moment (Python float).
+      epsilon: added to `sqrt(v)` (Python float).
+      weight_decay_rate: decay coefficient, 0.0 for an excluded variable
+        (Python float; 0.0 leaves the update untouched, as Google's
+        `_do_use_weight_decay` does).
+
+    Returns:
+      `(param, m, v)`: the new float32 values.
+    """
+    # Google's `t * scale` of tf.clip_by_global_norm, then its update.
+    gradient = tf.cast(gradient, tf.float32) * gradient_scale
+    param = tf.cast(param, tf.float32)
+    next_m, next_v = google_adam_moments(first_moment, second_moment,
+                                         gradient, beta_1, beta_2)
+    update = next_m / (tf.sqrt(next_v) + epsilon)
+    if weight_decay_rate:
+        update += weight_decay_rate * param
+    next_param = param - learning_rate * update
+    return next_param, next_m, next_v
+
+
+def read_resource(handle, dtype):
+    """The value of the resource variable behind `handle`."""
+    return tf.raw_ops.ReadVariableOp(resource=handle, dtype=dtype)
+
+
+def assign_resource(handle, value):
+    """Assigns `value` to the resource variable behind `handle`."""
+    return tf.raw_ops.AssignVariableOp(resource=handle, value=value)
+
+
+# The fused functions take variables by their resource handles (plain
+# tensors), not as `tf.Variable` objects: a traced function then never holds
+# on to a particular variable, and one trace serves every variable of a
+# shape and dtype on every device (XLA compiles per device and shape when
+# called). `autograph=False`: the body is straight-line tensor code. Python
+# floats and dtypes among the arguments are constants of the trace.
+@tf.function(jit_compile=True, autograph=False)
+def fused_adam_weight_decay_update(variable_handle, first_moment_handle,
+                                   second_moment_handle, gradient,
+                                   learning_rate, gradient_scale, *,
+                                   variable_dtype, **hyperparameters):
+    """Updates one variable and its moments in place, as one XLA program.
+
+    XLA writes the results into the variables' own buffers when nothing else
+    holds them, so the update allocates no temporaries.
+
+    Args:
+      variable_handle: the variable's resource handle (under a strategy: of
+        the copy on the device being updated).
+      first_moment_handle: the handle of its float32 `m` variable.
+      second_moment_handle: the handle of its float32 `v` variable.
+      gradient: the dense gradient, before clipping.
+      learning_rate: scalar float32 rate of this step.
+      gradient_scale: scalar float32 factor of global-norm clipping.
+      variable_dtype: the variable's `tf.DType`.
+      **hyperparameters: `beta_1`, `beta_2`, `epsilon`, `weight_decay_rate`
+        of `adam_weight_decay_values`.
+    """
+    next_param, next_m, next_v = adam_weight_decay_values(
+        read_resource(variable_handle, variable_dtype),
+        read_resource(first_moment_handle, tf.float32),
+        read_resource(second_moment_handle, tf.float32),
+        gradient, learning_rate, gradient_scale, **hyperparameters)
+    assign_resource(first_moment_handle, next_m)
+    assign_resource(second_moment_handle, next_v)
+    assign_resource(variable_handle, tf.cast(next_param, variable_dtype))
+
+
+def global_norm_clip_scale(gradients, clip_norm):
+    """The factor `tf.clip_by_global_norm` multiplies every gradient by.
+
+    Asks TensorFlow's own op, by clipping the scalar 1.0 with the gradients'
+    global norm: `1.0 * scale` is `scale` exactly, so multiplying a gradient
+    by the result equals `tf.clip_by_global_norm(gradients, clip_norm)`
+    bit for bit (NaN for a non-finite norm included), without writing a
+    clipped copy of every gradient first.
+
+    Args:
+      gradients: tensors or `IndexedSlices` (`None` entries are ignored);
+        an `IndexedSlices` counts its values, as in `tf.linalg.global_norm`.
+      clip_norm: the positive norm to clip to.
+
+    Returns:
+      A scalar float32 tensor.
+    """
+    global_norm = tf.linalg.global_norm(
+        [gradient for gradient in gradients if gradient is not None])
+    (scale,), _ = tf.clip_by_global_norm(
+        [tf.constant(1.0, tf.float32)], clip_norm, use_norm=global_norm)
+    return scale
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -232,9 +380,11 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
 
         Keras' TF backend clips (`global_clipnorm`) each replica's gradients
         before it sums them; Google clips the gradient of the whole batch.
-        So the sum comes first here and `tf.clip_by_global_norm` (Google's
-        op, exactly) sees the summed gradients. Outside a replica context
-        (cross-replica `apply`), the gradients are taken as already summed.
+        So the sum comes first here and the clipping factor of
+        `tf.clip_by_global_norm` (Google's op, exactly) is computed from the
+        summed gradients; each variable's update applies it inside its fused
+        program. Outside a replica context (cross-replica `apply`), the
+        gradients are taken as already summed.
         """
         tf_variables = [
             variable.value if isinstance(variable, keras.Variable)
@@ -242,55 +392,92 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         grads_and_vars = self._all_reduce_sum_gradients(
             list(zip(grads, tf_variables)))
         grads = [grad for grad, _ in grads_and_vars]
-        if self.clip_norm:
-            grads, _ = tf.clip_by_global_norm(grads, self.clip_norm)
+        gradient_scale = (global_norm_clip_scale(grads, self.clip_norm)
+                          if self.clip_norm else tf.constant(1.0, tf.float32))
         tf.__internal__.distribute.interim.maybe_merge_call(
             self._distributed_tf_update_step, self._distribution_strategy,
-            list(zip(grads, tf_variables)), learning_rate)
+            list(zip(grads, tf_variables)), learning_rate, gradient_scale)
 
-    def _adam_moments(self, gradient, index):
-        """Updates and returns Google's (bias-uncorrected) moments.
-
-        Returns:
-          `(m, v)`: the new first and second moments, float32 tensors.
-        """
-        # Google casts nothing: its gradients and slots are float32. A
-        # mixed-precision or IndexedSlices gradient is made a dense float32
-        # tensor (Google's `tf.multiply` densifies IndexedSlices too).
-        gradient = tf.cast(tf.convert_to_tensor(gradient), tf.float32)
-        first_moment = self._first_moments[index]
-        second_moment = self._second_moments[index]
-        # `1 - beta` is computed in Python (double) and then rounded to
-        # float32, as Google's `tf.multiply(1.0 - self.beta_1, grad)`.
-        next_m = (tf.multiply(self.beta_1, first_moment)
-                  + tf.multiply(1.0 - self.beta_1, gradient))
-        next_v = (tf.multiply(self.beta_2, second_moment)
-                  + tf.multiply(1.0 - self.beta_2, tf.square(gradient)))
-        self.assign(first_moment, next_m)
-        self.assign(second_moment, next_v)
-        return next_m, next_v
-
-    def _decayed_update(self, update, param, index):
-        """Adds `weight_decay_rate * param` unless the variable is excluded."""
-        if self._uses_weight_decay[index]:
-            update += self.weight_decay_rate * param
-        return update
-
-    def update_step(self, gradient, variable, learning_rate):
-        """One Google AdamWeightDecay update of `variable`.
+    def _distributed_tf_update_step(self, distribution, grads_and_vars,
+                                    learning_rate, gradient_scale=None):
+        """Updates every variable on every device that holds a copy.
 
         Args:
-          gradient: the (summed, clipped) gradient of `variable`.
-          variable: the variable (a replica's component under a strategy).
+          distribution: the strategy (Keras' merge-call convention).
+          grads_and_vars: `(summed gradient, tf.Variable)` pairs.
           learning_rate: the rate at the current `iterations`.
+          gradient_scale: the clipping factor (per replica), or `None` for
+            gradients that are already clipped.
+        """
+        def update_copy(var, grad, learning_rate, gradient_scale):
+            # `extended.update` passes the variable (copy) first.
+            return self.update_step(grad, var, learning_rate, gradient_scale)
+
+        for grad, var in grads_and_vars:
+            distribution.extended.update(
+                var, update_copy,
+                args=(grad, learning_rate, gradient_scale), group=False)
+
+    def update_step(self, gradient, variable, learning_rate,
+                    gradient_scale=None):
+        """One update of `variable` and its moments, fused and in place.
+
+        Args:
+          gradient: the summed gradient of `variable` (a tensor or
+            `IndexedSlices`), clipped unless `gradient_scale` is given.
+          variable: the variable (a replica's copy under a strategy).
+          learning_rate: the rate at the current `iterations`.
+          gradient_scale: the factor of global-norm clipping still to apply
+            to `gradient`, or `None`.
         """
         index = self._get_variable_index(variable)
-        next_m, next_v = self._adam_moments(gradient, index)
-        param = tf.cast(tf.convert_to_tensor(variable), tf.float32)
-        update = next_m / (tf.sqrt(next_v) + self.epsilon)
-        update = self._decayed_update(update, param, index)
-        update_with_lr = tf.cast(learning_rate, tf.float32) * update
-        self.assign(variable, param - update_with_lr)
+        if gradient_scale is None:
+            gradient_scale = tf.constant(1.0, tf.float32)
+        gradient_scale = tf.cast(gradient_scale, tf.float32)
+        if isinstance(gradient, tf.IndexedSlices):
+            # tf.clip_by_global_norm scales an IndexedSlices' values and
+            # Google's `tf.multiply` then densifies it (summing repeated
+            # rows): the same order here, so the compiled program gets a
+            # dense gradient that needs no more scaling.
+            gradient = tf.convert_to_tensor(tf.IndexedSlices(
+                tf.cast(gradient.values, tf.float32) * gradient_scale,
+                gradient.indices, gradient.dense_shape))
+            gradient_scale = tf.constant(1.0, tf.float32)
+        if isinstance(variable, keras.Variable):
+            variable = variable.value
+        # The moments' `.value` is the distributed variable under a
+        # strategy; inside `extended.update` its handle is that of the copy
+        # on the device being updated, as for Keras' own `assign`.
+        self._fused_update(
+            index, variable, self._first_moments[index].value.handle,
+            self._second_moments[index].value.handle, gradient,
+            tf.cast(learning_rate, tf.float32), gradient_scale)
+
+    def _fused_update(self, index, variable, first_moment_handle,
+                      second_moment_handle, gradient, learning_rate,
+                      gradient_scale):
+        """Updates variable `index` and its moments in place.
+
+        Subclasses replace the arithmetic (LAMB); `update_step` prepares
+        the arguments.
+
+        Args:
+          index: the variable's position in `build`'s `var_list`.
+          variable: the `tf.Variable` (copy) to update.
+          first_moment_handle: the resource handle of its `m`.
+          second_moment_handle: the resource handle of its `v`.
+          gradient: its dense gradient.
+          learning_rate: scalar float32 rate.
+          gradient_scale: scalar float32 clipping factor.
+        """
+        fused_adam_weight_decay_update(
+            variable.handle, first_moment_handle, second_moment_handle,
+            gradient, learning_rate, gradient_scale,
+            variable_dtype=variable.dtype, beta_1=self.beta_1,
+            beta_2=self.beta_2,
+            epsilon=self.epsilon,
+            weight_decay_rate=(self.weight_decay_rate
+                               if self._uses_weight_decay[index] else 0.0))
 
     def get_config(self):
         """The constructor arguments, for Keras serialization."""

@@ -33,6 +33,96 @@ import tensorflow as tf
 
 from bert_tf.training.adam_weight_decay import AdamWeightDecay
 from bert_tf.training.adam_weight_decay import GOOGLE_WEIGHT_DECAY_EXCLUSIONS
+from bert_tf.training.adam_weight_decay import assign_resource
+from bert_tf.training.adam_weight_decay import google_adam_moments
+from bert_tf.training.adam_weight_decay import read_resource
+
+
+def lamb_values(param, first_moment, second_moment, gradient, learning_rate,
+                gradient_scale, step, *, beta_1, beta_2, epsilon,
+                weight_decay_rate, bias_correction, layer_adaptation):
+    """The new parameter and moments of one LAMB update of one variable.
+
+    Args:
+      param: the variable's current value (any float dtype).
+      first_moment: `m`, float32, shaped like `param`.
+      second_moment: `v`, float32, shaped like `param`.
+      gradient: the dense gradient, before clipping (any float dtype).
+      learning_rate: scalar float32 rate of this step.
+      gradient_scale: scalar float32 factor of global-norm clipping (1.0 for
+        none).
+      step: scalar float32 `t`, the 1-based number of this update (used by
+        the bias correction only).
+      beta_1: decay of the first moment (Python float).
+      beta_2: decay of the second moment (Python float).
+      epsilon: added to `sqrt(v_hat)` (Python float).
+      weight_decay_rate: decay coefficient, 0.0 for an excluded variable.
+      bias_correction: whether to divide the moments by `1 - beta**t`.
+      layer_adaptation: whether to scale the step by the trust ratio
+        (`False`: trust ratio 1, for excluded variables).
+
+    Returns:
+      `(param, m, v)`: the new float32 values; the stored moments are the
+      uncorrected ones, as AdamWeightDecay's.
+    """
+    gradient = tf.cast(gradient, tf.float32) * gradient_scale
+    param = tf.cast(param, tf.float32)
+    next_m, next_v = google_adam_moments(first_moment, second_moment,
+                                         gradient, beta_1, beta_2)
+    m_hat, v_hat = next_m, next_v
+    if bias_correction:
+        m_hat = next_m / (1.0 - tf.pow(tf.constant(beta_1), step))
+        v_hat = next_v / (1.0 - tf.pow(tf.constant(beta_2), step))
+    update = m_hat / (tf.sqrt(v_hat) + epsilon)
+    if weight_decay_rate:
+        update += weight_decay_rate * param
+
+    trust_ratio = tf.constant(1.0)
+    if layer_adaptation:
+        param_norm = tf.norm(param, ord=2)
+        update_norm = tf.norm(update, ord=2)
+        # A zero norm (a zero-initialized variable, a zero update) keeps the
+        # plain step instead of dividing by, or multiplying with, 0.
+        both_positive = tf.logical_and(param_norm > 0.0, update_norm > 0.0)
+        trust_ratio = tf.where(
+            both_positive,
+            param_norm / tf.where(both_positive, update_norm, 1.0),
+            1.0)
+    next_param = param - learning_rate * trust_ratio * update
+    return next_param, next_m, next_v
+
+
+# Like `fused_adam_weight_decay_update`: variables by resource handle, one
+# trace per shape and setting, updated in place. The norms of the trust
+# ratio need a pass of their own before the new value, so this is two passes
+# over memory instead of one per elementwise op.
+@tf.function(jit_compile=True, autograph=False)
+def fused_lamb_update(variable_handle, first_moment_handle,
+                      second_moment_handle, gradient, learning_rate,
+                      gradient_scale, step, *, variable_dtype,
+                      **hyperparameters):
+    """Updates one variable and its moments in place, as one XLA program.
+
+    Args:
+      variable_handle: the variable's resource handle (under a strategy: of
+        the copy being updated).
+      first_moment_handle: the handle of its float32 `m` variable.
+      second_moment_handle: the handle of its float32 `v` variable.
+      gradient: the dense gradient, before clipping.
+      learning_rate: scalar float32 rate of this step.
+      gradient_scale: scalar float32 factor of global-norm clipping.
+      step: scalar float32, the 1-based number of this update.
+      variable_dtype: the variable's `tf.DType`.
+      **hyperparameters: the keyword arguments of `lamb_values`.
+    """
+    next_param, next_m, next_v = lamb_values(
+        read_resource(variable_handle, variable_dtype),
+        read_resource(first_moment_handle, tf.float32),
+        read_resource(second_moment_handle, tf.float32),
+        gradient, learning_rate, gradient_scale, step, **hyperparameters)
+    assign_resource(first_moment_handle, next_m)
+    assign_resource(second_moment_handle, next_v)
+    assign_resource(variable_handle, tf.cast(next_param, variable_dtype))
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -98,38 +188,26 @@ class Lamb(AdamWeightDecay):
                     for pattern in self.exclude_from_layer_adaptation)
             for name in self._variable_names]
 
-    def update_step(self, gradient, variable, learning_rate):
-        """One LAMB update of `variable`.
+    def _fused_update(self, index, variable, first_moment_handle,
+                      second_moment_handle, gradient, learning_rate,
+                      gradient_scale):
+        """Updates variable `index` and its moments: `fused_lamb_update`.
 
-        Args:
-          gradient: the (summed, clipped) gradient of `variable`.
-          variable: the variable (a replica's component under a strategy).
-          learning_rate: the rate at the current `iterations`.
+        `update_step` (AdamWeightDecay's) prepares the arguments; see
+        `AdamWeightDecay._fused_update`.
         """
-        index = self._get_variable_index(variable)
-        next_m, next_v = self._adam_moments(gradient, index)
-        if self.bias_correction:
-            # t counts updates from 1: `iterations` is incremented after.
-            t = tf.cast(self.iterations + 1, tf.float32)
-            next_m = next_m / (1.0 - tf.pow(tf.constant(self.beta_1), t))
-            next_v = next_v / (1.0 - tf.pow(tf.constant(self.beta_2), t))
-        param = tf.cast(tf.convert_to_tensor(variable), tf.float32)
-        update = next_m / (tf.sqrt(next_v) + self.epsilon)
-        update = self._decayed_update(update, param, index)
-
-        trust_ratio = tf.constant(1.0)
-        if self._uses_layer_adaptation[index]:
-            param_norm = tf.norm(param, ord=2)
-            update_norm = tf.norm(update, ord=2)
-            # A zero norm (a zero-initialized variable, a zero update) keeps
-            # the plain step instead of dividing by, or multiplying with, 0.
-            both_positive = tf.logical_and(param_norm > 0.0, update_norm > 0.0)
-            trust_ratio = tf.where(
-                both_positive,
-                param_norm / tf.where(both_positive, update_norm, 1.0),
-                1.0)
-        learning_rate = tf.cast(learning_rate, tf.float32)
-        self.assign(variable, param - learning_rate * trust_ratio * update)
+        # t counts updates from 1: `iterations` is incremented after.
+        step = tf.cast(self.iterations + 1, tf.float32)
+        fused_lamb_update(
+            variable.handle, first_moment_handle, second_moment_handle,
+            gradient, learning_rate, gradient_scale, step,
+            variable_dtype=variable.dtype, beta_1=self.beta_1,
+            beta_2=self.beta_2,
+            epsilon=self.epsilon,
+            weight_decay_rate=(self.weight_decay_rate
+                               if self._uses_weight_decay[index] else 0.0),
+            bias_correction=self.bias_correction,
+            layer_adaptation=self._uses_layer_adaptation[index])
 
     def get_config(self):
         """The constructor arguments, for Keras serialization."""

@@ -1,0 +1,247 @@
+"""What the model benchmarks share: setup, timing, flags, Model Garden peers.
+
+`pretraining.py`, `finetune.py` and `squad.py` each run bert_tf and Model
+Garden on the same work in one process; this module holds the pieces they
+have in common so that they time, configure and report alike:
+
+- importing it makes the repository importable and quiets TensorFlow's C++
+  logging, so a script imports it before TensorFlow;
+- `best_seconds_interleaved` / `best_cpu_seconds_interleaved`: the best time
+  of each contender, calling them in turn round after round, so that a
+  change in the machine's load (other processes) favours none of them;
+- `matmul_benchmark`: a large float32 matmul, the machine's practical FLOP/s;
+- `add_model_shape_arguments`, `add_precision_arguments`, `bert_config`:
+  the flags every script takes for the network's shape and precision;
+- `model_garden_bert_encoder_v2`, `model_garden_adam_weight_decay`,
+  `model_garden_precision`: Model Garden's side, built the same way in
+  every script (Google's gelu, Google's optimizer settings).
+
+A benchmark never asserts a time (DESIGN.md): these helpers measure and
+format, nothing more.
+"""
+
+import contextlib
+import os
+import pathlib
+import sys
+import time
+
+# Before TensorFlow is imported anywhere: its C++ INFO lines are not results.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+import tensorflow as tf  # noqa: E402
+
+# BERT's WordPiece vocabulary size (Google's released English models).
+BERT_VOCAB_SIZE = 30522
+# Google's optimizer settings, shared by bert_tf's `create_optimizer`.
+GOOGLE_WEIGHT_DECAY_RATE = 0.01
+GOOGLE_WEIGHT_DECAY_EXCLUSIONS = ("LayerNorm", "layer_norm", "bias")
+DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+# -- timing -------------------------------------------------------------------
+
+def best_seconds_interleaved(functions, rounds):
+    """Best wall time of each function, calling them in turn each round.
+
+    Each function first runs once untimed (tracing, compilation, warm
+    caches). Alternating keeps a change in the machine's load from
+    favouring whichever ran first.
+
+    Args:
+      functions: callables that do the work and wait for it to finish.
+      rounds: timed calls of each function.
+
+    Returns:
+      A list of the best seconds per call, in the order of `functions`.
+    """
+    for function in functions:
+        function()
+    best = [float("inf")] * len(functions)
+    for _ in range(rounds):
+        for index, function in enumerate(functions):
+            start = time.perf_counter()
+            function()
+            best[index] = min(best[index], time.perf_counter() - start)
+    return best
+
+
+def best_cpu_seconds_interleaved(functions, rounds):
+    """Best CPU time of each function, calling them in turn each round.
+
+    For single-threaded Python work, whose CPU time does not depend on what
+    else the machine runs. There is no untimed first call: the first round
+    counts (each call starts from scratch).
+
+    Args:
+      functions: callables; their results are kept.
+      rounds: calls of each function.
+
+    Returns:
+      `(best_seconds, results)`: lists in the order of `functions`, the
+      results being those of the last round.
+    """
+    best = [float("inf")] * len(functions)
+    results = [None] * len(functions)
+    for _ in range(rounds):
+        for index, function in enumerate(functions):
+            start = time.process_time()
+            results[index] = function()
+            best[index] = min(best[index], time.process_time() - start)
+    return best, results
+
+
+def matmul_benchmark(size, repeats):
+    """A function running `repeats` float32 matmuls of `[size, size]`.
+
+    Its FLOP/s is the machine's practical peak for dense float32 work, the
+    yardstick for a model's FLOP/s.
+
+    Args:
+      size: the side of the square matrices.
+      repeats: matmuls per call (inside one `tf.function`).
+
+    Returns:
+      `(function, flops)`: a callable that runs and waits, and the FLOPs
+      (multiply and add counted apart) of one call.
+    """
+    a = tf.random.normal([size, size])
+    b = tf.random.normal([size, size])
+
+    @tf.function
+    def run():
+        total = tf.zeros([size, size])
+        for _ in tf.range(repeats):
+            total += tf.matmul(a, b)
+        return total
+
+    return (lambda: run().numpy()), 2 * size ** 3 * repeats
+
+
+def ratio(ours, theirs):
+    """`ours / theirs` as printed in the benchmarks' ratio lines: "1.23x".
+
+    Args:
+      ours: bert_tf's rate (or the peer's time, for a speed-up from times).
+      theirs: Model Garden's rate (or bert_tf's time).
+    """
+    return f"{ours / theirs:.2f}x"
+
+
+# -- flags and configuration --------------------------------------------------
+
+def add_model_shape_arguments(parser, *, with_vocab_size=False):
+    """Adds the network-shape flags (defaults: BERT-Base).
+
+    Args:
+      parser: an `argparse.ArgumentParser`.
+      with_vocab_size: also add `--vocab_size` (default 30522).
+    """
+    parser.add_argument("--num_layers", type=int, default=12,
+                        help="Transformer layers (BERT-Base: 12)")
+    parser.add_argument("--hidden_size", type=int, default=768)
+    parser.add_argument("--num_attention_heads", type=int, default=12)
+    parser.add_argument("--intermediate_size", type=int, default=3072)
+    if with_vocab_size:
+        parser.add_argument("--vocab_size", type=int,
+                            default=BERT_VOCAB_SIZE)
+
+
+def add_precision_arguments(parser):
+    """Adds `--dtype` (a Keras dtype policy) and `--enable_xla`."""
+    parser.add_argument("--dtype", default="float32", choices=DTYPES)
+    parser.add_argument("--enable_xla", action="store_true")
+
+
+def bert_config(args):
+    """The `BertConfig` of the shape flags, for sequences of `seq_length`.
+
+    Args:
+      args: parsed flags with the shape flags and `seq_length` (and
+        `vocab_size`, if the script has that flag).
+
+    Returns:
+      A `bert_tf.config.BertConfig` with 2 token types and at least 512
+      positions (Google's), more if the sequences are longer.
+    """
+    from bert_tf.config import BertConfig
+    return BertConfig(
+        vocab_size=getattr(args, "vocab_size", BERT_VOCAB_SIZE),
+        hidden_size=args.hidden_size,
+        num_hidden_layers=args.num_layers,
+        num_attention_heads=args.num_attention_heads,
+        intermediate_size=args.intermediate_size,
+        max_position_embeddings=max(512, args.seq_length), type_vocab_size=2)
+
+
+def logical_device_types():
+    """The types of TensorFlow's logical devices, e.g. `['CPU']`."""
+    return [device.device_type for device in tf.config.list_logical_devices()]
+
+
+# -- Model Garden -------------------------------------------------------------
+
+def model_garden_bert_encoder_v2(config):
+    """Model Garden's `BertEncoderV2` (tf_keras) of `config`'s shape.
+
+    With Google's tanh-approximate gelu and dropout probabilities, so that
+    it does the same work as bert_tf's encoder.
+
+    Args:
+      config: a `BertConfig` (or anything with its attributes).
+    """
+    import tf_keras
+    from official.nlp.modeling import networks
+    return networks.BertEncoderV2(
+        vocab_size=config.vocab_size, hidden_size=config.hidden_size,
+        num_layers=config.num_hidden_layers,
+        num_attention_heads=config.num_attention_heads,
+        max_sequence_length=config.max_position_embeddings,
+        type_vocab_size=config.type_vocab_size,
+        inner_dim=config.intermediate_size,
+        inner_activation=lambda x: tf_keras.activations.gelu(
+            x, approximate=True),
+        output_dropout=config.hidden_dropout_prob,
+        attention_dropout=config.attention_probs_dropout_prob)
+
+
+def model_garden_adam_weight_decay(learning_rate):
+    """Model Garden's `legacy_adamw.AdamWeightDecay` with Google's settings.
+
+    Google's optimizer for tf_keras: the same moments, weight decay 0.01
+    (not for LayerNorm and bias variables) and clipping to global norm 1.0
+    as bert_tf's `create_optimizer("adamw", ...)`.
+
+    Args:
+      learning_rate: a constant rate.
+    """
+    from official.modeling.optimization import legacy_adamw
+    return legacy_adamw.AdamWeightDecay(
+        learning_rate=learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+        weight_decay_rate=GOOGLE_WEIGHT_DECAY_RATE,
+        exclude_from_weight_decay=list(GOOGLE_WEIGHT_DECAY_EXCLUSIONS),
+        gradient_clip_norm=1.0)
+
+
+@contextlib.contextmanager
+def model_garden_precision(dtype):
+    """tf_keras' global dtype policy set to `dtype` for Model Garden's side.
+
+    Keras 2 takes its mixed precision from a global policy; it is put back
+    to float32 on exit so that it does not leak into what runs next.
+
+    Args:
+      dtype: one of `DTYPES`.
+    """
+    import tf_keras
+    if dtype != "float32":
+        tf_keras.mixed_precision.set_global_policy(dtype)
+    try:
+        yield
+    finally:
+        if dtype != "float32":
+            tf_keras.mixed_precision.set_global_policy("float32")
