@@ -215,13 +215,19 @@ def options_from_flags(flag_values=FLAGS):
                    sample_text=sample_text, quick=flag_values.quick)
 
 
-def check_settings(work_dir, options):
+def check_settings(work_dir, options, settings_file=SETTINGS_FILE):
     """Records the run's settings in work_dir, or checks they are unchanged.
+
+    Args:
+      work_dir: the job's output directory.
+      options: anything with a `to_json()` giving the settings as a dict
+        (`Options` here).
+      settings_file: the name of the record inside work_dir.
 
     Raises:
       SystemExit: work_dir holds outputs made with other settings.
     """
-    path = pathlib.Path(work_dir) / SETTINGS_FILE
+    path = pathlib.Path(work_dir) / settings_file
     wanted = options.to_json()
     if path.exists():
         with open(path, encoding="utf-8") as reader:
@@ -342,6 +348,76 @@ def count_lines(path):
         return sum(1 for _ in reader)
 
 
+def pretrain_command(settings, records, config_file, output_dir):
+    """The `run_pretraining.py --do_train --do_eval` command of `settings`.
+
+    Args:
+      settings: `Settings` (sequence sizes, steps, batch, learning rate).
+      records: the create_pretraining_data.py output to train on.
+      config_file: the model's bert_config.json.
+      output_dir: where checkpoints and eval_results.txt go.
+
+    Returns:
+      The argv list, `sys.executable` first.
+    """
+    return [sys.executable, _script("run_pretraining.py"),
+            f"--input_file={display_path(records)}",
+            f"--output_dir={display_path(output_dir)}",
+            "--do_train=True", "--do_eval=True",
+            f"--bert_config_file={display_path(config_file)}",
+            f"--train_batch_size={settings.pretrain_batch_size}",
+            f"--eval_batch_size={settings.pretrain_batch_size}",
+            f"--max_seq_length={settings.max_seq_length}",
+            f"--max_predictions_per_seq={settings.max_predictions_per_seq}",
+            f"--num_train_steps={settings.num_train_steps}",
+            f"--num_warmup_steps={settings.num_warmup_steps}",
+            f"--learning_rate={settings.pretrain_learning_rate:g}",
+            f"--save_checkpoints_steps={settings.save_checkpoints_steps}",
+            "--keep_checkpoint_max=1",
+            f"--log_steps={max(1, settings.num_train_steps // 10)}",
+            f"--max_eval_steps={settings.max_eval_steps}",
+            f"--seed={settings.random_seed}"]
+
+
+def classifier_command(settings, data_dir, vocab, do_lower_case, config_file,
+                       init_checkpoint, output_dir, seed):
+    """The `run_classifier.py --task_name=sst-2` command of `settings`.
+
+    Args:
+      settings: `Settings` (sequence length, batch, learning rate, epochs).
+      data_dir: the SST-2 train.tsv / dev.tsv directory.
+      vocab: the vocab.txt file.
+      do_lower_case: whether the vocabulary is uncased.
+      config_file: the model's bert_config.json.
+      init_checkpoint: the pretrained checkpoint (a directory or prefix), or
+        None to fine-tune from random weights.
+      output_dir: where checkpoints and eval_results.txt go.
+      seed: `--seed` (initialization, dropout and shuffling).
+
+    Returns:
+      The argv list, `sys.executable` first.
+    """
+    command = [sys.executable, _script("run_classifier.py"),
+               "--task_name=sst-2", "--do_train=True", "--do_eval=True",
+               f"--data_dir={display_path(data_dir)}",
+               f"--vocab_file={display_path(vocab)}",
+               f"--do_lower_case={do_lower_case}",
+               f"--bert_config_file={display_path(config_file)}"]
+    if init_checkpoint is not None:
+        command.append(f"--init_checkpoint={display_path(init_checkpoint)}")
+    return command + [
+        f"--max_seq_length={settings.max_seq_length}",
+        f"--train_batch_size={settings.classifier_batch_size}",
+        f"--eval_batch_size={settings.classifier_batch_size}",
+        f"--learning_rate={settings.classifier_learning_rate:g}",
+        f"--num_train_epochs={settings.num_train_epochs:g}",
+        "--save_checkpoints_steps=100",
+        "--keep_checkpoint_max=1",
+        "--log_steps=20",
+        f"--seed={seed}",
+        f"--output_dir={display_path(output_dir)}"]
+
+
 def build_steps(work_dir, options):
     """The job's steps, in order.
 
@@ -439,24 +515,8 @@ def build_steps(work_dir, options):
     steps.append(Step(
         name="pretrain",
         title="Pretraining (masked LM + next sentence): run_pretraining.py",
-        command=[python, _script("run_pretraining.py"),
-                 f"--input_file={display_path(records)}",
-                 f"--output_dir={display_path(pretrain_dir)}",
-                 "--do_train=True", "--do_eval=True",
-                 f"--bert_config_file={display_path(config_file)}",
-                 f"--train_batch_size={settings.pretrain_batch_size}",
-                 f"--eval_batch_size={settings.pretrain_batch_size}",
-                 f"--max_seq_length={seq}",
-                 f"--max_predictions_per_seq="
-                 f"{settings.max_predictions_per_seq}",
-                 f"--num_train_steps={settings.num_train_steps}",
-                 f"--num_warmup_steps={settings.num_warmup_steps}",
-                 f"--learning_rate={settings.pretrain_learning_rate:g}",
-                 f"--save_checkpoints_steps={settings.save_checkpoints_steps}",
-                 "--keep_checkpoint_max=1",
-                 f"--log_steps={max(1, settings.num_train_steps // 10)}",
-                 f"--max_eval_steps={settings.max_eval_steps}",
-                 f"--seed={settings.random_seed}"],
+        command=pretrain_command(settings, records, config_file,
+                                 pretrain_dir),
         outputs=[pretrain_dir / "eval_results.txt"],
         result=lambda: pretrain_result(pretrain_dir, pretrain_log)))
 
@@ -473,23 +533,9 @@ def build_steps(work_dir, options):
         name="classifier",
         title="Fine-tuning on SST-2 from the pretrained checkpoint: "
               "run_classifier.py",
-        command=[python, _script("run_classifier.py"),
-                 "--task_name=sst-2", "--do_train=True", "--do_eval=True",
-                 f"--data_dir={display_path(sst2_dir)}",
-                 f"--vocab_file={display_path(vocab)}",
-                 f"--do_lower_case={lower}",
-                 f"--bert_config_file={display_path(config_file)}",
-                 f"--init_checkpoint={display_path(pretrain_dir)}",
-                 f"--max_seq_length={seq}",
-                 f"--train_batch_size={settings.classifier_batch_size}",
-                 f"--eval_batch_size={settings.classifier_batch_size}",
-                 f"--learning_rate={settings.classifier_learning_rate:g}",
-                 f"--num_train_epochs={settings.num_train_epochs:g}",
-                 "--save_checkpoints_steps=100",
-                 "--keep_checkpoint_max=1",
-                 "--log_steps=20",
-                 f"--seed={settings.random_seed}",
-                 f"--output_dir={display_path(classifier_dir)}"],
+        command=classifier_command(
+            settings, sst2_dir, vocab, options.do_lower_case, config_file,
+            pretrain_dir, classifier_dir, seed=settings.random_seed),
         outputs=[classifier_dir / "eval_results.txt"],
         result=lambda: classifier_result(classifier_dir, sst2_dir)))
 
@@ -636,12 +682,20 @@ def sst2_result(data_dir):
             f"{counts['test']:,} test snippets: {display_path(data_dir)}")
 
 
+def majority_class_accuracy(tsv_file):
+    """(accuracy of always predicting the commonest label, number of
+    examples) of a labelled TSV file (label in the last column)."""
+    labels = _labels(tsv_file)
+    return (max(labels.count(label) for label in set(labels)) / len(labels),
+            len(labels))
+
+
 def classifier_result(output_dir, data_dir):
     results = read_key_values(pathlib.Path(output_dir) / "eval_results.txt")
-    labels = _labels(pathlib.Path(data_dir) / "dev.tsv")
-    majority = max(labels.count(label) for label in set(labels)) / len(labels)
+    majority, count = majority_class_accuracy(
+        pathlib.Path(data_dir) / "dev.tsv")
     return (f"dev accuracy {float(results['eval_accuracy']):.3f} on "
-            f"{len(labels):,} snippets (majority class {majority:.3f}), "
+            f"{count:,} snippets (majority class {majority:.3f}), "
             f"{results.get('global_step', '?')} steps")
 
 
@@ -694,8 +748,17 @@ def _children_cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
-def run_command(command, log_file, verbose=False):
+def run_command(command, log_file, verbose=False, echo=True,
+                extra_env=None):
     """Runs `command`, echoing its output and appending it to `log_file`.
+
+    Args:
+      command: argv list.
+      log_file: receives the command line and everything it prints.
+      verbose: echo every line, noise included (see `console_line`).
+      echo: echo to the console at all (off when several commands run at
+        once, whose lines would interleave).
+      extra_env: environment variables to set for the command.
 
     Returns:
       The exit code.
@@ -703,6 +766,7 @@ def run_command(command, log_file, verbose=False):
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra_env or {})
     log_file = pathlib.Path(log_file)
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with open(log_file, "a", encoding="utf-8") as log:
@@ -714,7 +778,10 @@ def run_command(command, log_file, verbose=False):
         try:
             for line in process.stdout:
                 log.write(line)
-                shown = console_line(line, verbose)
+                # Flushed line by line, so that the log shows a run's
+                # progress while it runs (all there is when `echo` is off).
+                log.flush()
+                shown = console_line(line, verbose) if echo else None
                 if shown is not None:
                     print(shown, flush=True)
         except BaseException:

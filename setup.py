@@ -34,5 +34,9 @@ setup(
             "scipy==1.17.1",
             "scikit-learn==1.9.1",
         ],
+        # experiments/paper_in_miniature.py's plots.
+        "experiments": [
+            "matplotlib==3.11.2",
+        ],
     },
 )

@@ -1,0 +1,1 @@
+"""The BERT paper's experiments in miniature (see paper_in_miniature.py)."""

