@@ -1,5 +1,6 @@
 """Running a runner script as a user does (a subprocess), for the tests."""
 
+import json
 import os
 import pathlib
 import subprocess
@@ -44,3 +45,24 @@ def read_eval_results(output_dir):
         key, value = line.split(" = ")
         results[key] = float(value)
     return results
+
+
+def run_test_file_as_script(test_file, mode, tmp_path):
+    """Runs `python <test_file> <mode> <result.json> <tmp_path>`; returns the
+    JSON the script wrote.
+
+    For checks that must configure TensorFlow before it starts (e.g. two
+    logical CPUs for a MirroredStrategy): the test file's `__main__` does
+    the work in a fresh process. Fails the test with the script's stderr on
+    a non-zero exit status.
+    """
+    out = tmp_path / "result.json"
+    tests_dir = str(pathlib.Path(test_file).resolve().parent)
+    process = subprocess.run(
+        [sys.executable, os.path.abspath(test_file), mode, str(out),
+         str(tmp_path)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(REPO_ROOT), tests_dir, os.environ.get("PYTHONPATH", "")])})
+    assert process.returncode == 0, process.stderr[-5000:]
+    return json.loads(out.read_text())

@@ -8,15 +8,14 @@ process (`python tests/test_distribution.py mirrored OUT.json`).
 import json
 import os
 import socket
-import subprocess
 import sys
 
 import pytest
 
 from bert_tf.training import distribution
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO_ROOT = os.path.dirname(HERE)
+from runner_harness import run_test_file_as_script
+
 
 
 # -- flag handling (in-process, no devices involved) -------------------------
@@ -86,15 +85,7 @@ def test_batch_must_split_over_replicas():
 # -- mirrored over 2 logical CPUs == one device -----------------------------
 
 def test_mirrored_equals_one_device(tmp_path):
-    out = tmp_path / "result.json"
-    process = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "mirrored", str(out),
-         str(tmp_path)],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(
-            [REPO_ROOT, HERE, os.environ.get("PYTHONPATH", "")])})
-    assert process.returncode == 0, process.stderr[-5000:]
-    result = json.loads(out.read_text())
+    result = run_test_file_as_script(__file__, "mirrored", tmp_path)
     assert result["num_replicas"] == 2
     assert result["batch_error"].startswith(
         "--train_batch_size=6 is not divisible by the 2 replicas x 2 "

@@ -6,7 +6,6 @@ TensorFlow's reader), and the model called directly on all features.
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -19,9 +18,9 @@ from bert_tf.data import squad_features
 from bert_tf.tasks import squad
 from bert_tf.training import trainer as trainer_lib
 
+from runner_harness import run_test_file_as_script
+
 SEQ = 16
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO_ROOT = os.path.dirname(HERE)
 
 
 def _random_features(rng, count, vocab_size, first_unique_id=1000000000):
@@ -174,15 +173,7 @@ def test_predict_logits_detects_missing_features(tiny_config, tmp_path):
 # runs this file as a script in a fresh process.
 
 def test_mirrored_prediction_puts_every_feature_in_its_row(tmp_path):
-    out = tmp_path / "result.json"
-    process = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "mirrored", str(out),
-         str(tmp_path)],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(
-            [REPO_ROOT, HERE, os.environ.get("PYTHONPATH", "")])})
-    assert process.returncode == 0, process.stderr[-5000:]
-    result = json.loads(out.read_text())
+    result = run_test_file_as_script(__file__, "mirrored", tmp_path)
     assert result["num_replicas"] == 2
     for run in ("odd_batches", "padded"):
         assert result[run] < 1e-5, result
