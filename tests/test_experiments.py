@@ -27,13 +27,21 @@ PASSAGES = [
     "a comedy whose jokes land more often than they miss , mostly",
     "Director Jane Doe keeps the tension high until the last reel",
 ]
+# Wikipedia-like sentences the replacements come from.
+DONORS = [
+    "Anarchism is a political philosophy that advocates self-governed "
+    "societies.",
+    "The couple moved to Texas, where they settled on a large plantation.",
+    "Adobe bricks were used in Spain from the Late Bronze Age.",
+    "He was buried on 3 January 1987 in the Russian Cemetery.",
+]
 
 
 # -- the replaced-span task ---------------------------------------------------
 
-def _examples(seed, passages=PASSAGES, **kwargs):
-    return span_task.make_examples(passages, random.Random(seed), "t",
-                                   **kwargs)
+def _examples(seed, passages=PASSAGES, donors=DONORS, **kwargs):
+    return span_task.make_examples(passages, donors, random.Random(seed),
+                                   "t", **kwargs)
 
 
 def test_answer_start_points_at_the_answer():
@@ -60,20 +68,39 @@ def test_replaced_words_differ_from_the_originals_and_come_from_a_donor():
         for example in _examples(seed):
             new = example.answer_text.split()
             old = example.original_text.split()
-            assert 1 <= len(new) == len(old) <= span_task.MAX_SPAN_WORDS
+            assert (span_task.MIN_SPAN_WORDS <= len(new) == len(old)
+                    <= span_task.MAX_SPAN_WORDS)
             for new_word, old_word in zip(new, old):
                 assert new_word.lower().strip(",.") != old_word.lower().strip(
                     ",.")
-            index = int(example.qas_id.split("-")[1])
-            donors = [p for i, p in enumerate(PASSAGES) if i != index]
             assert any(f" {example.answer_text} " in f" {donor} "
-                       for donor in donors)
+                       for donor in DONORS)
 
 
 def test_short_passages_are_skipped():
-    ids = {example.qas_id for seed in range(5) for example in _examples(seed)}
+    ids = {example.qas_id for seed in range(5)
+           for example in _examples(seed, min_span_words=1, max_span_words=4)}
+    # A passage needs max_span_words + MIN_KEPT_WORDS = 8 words.
     assert "t-3" not in ids  # "too short" has 2 words.
-    assert {"t-0", "t-1", "t-5"} <= ids
+    assert "t-2" in ids  # 9 words
+    ids = {example.qas_id for seed in range(5)
+           for example in _examples(seed, min_span_words=1, max_span_words=6)}
+    assert "t-2" not in ids  # 9 < 6 + 4
+    assert {"t-0", "t-1", "t-4", "t-5"} <= ids
+
+
+def test_span_lengths_cover_the_asked_range():
+    lengths = {len(example.answer_text.split()) for seed in range(40)
+               for example in _examples(seed, min_span_words=2,
+                                        max_span_words=3)}
+    assert lengths == {2, 3}
+
+
+def test_a_donor_shorter_than_the_shortest_run_is_refused():
+    assert span_task.replace_span("a long enough passage".split(), ["short"],
+                                  random.Random(0), min_span_words=2) is None
+    with pytest.raises(ValueError, match="no donor sentence has 3 or more"):
+        _examples(0, donors=["one two", "three"])
 
 
 def test_same_seed_same_examples_other_seed_other_examples():
@@ -89,12 +116,58 @@ def test_a_replacement_the_metric_cannot_see_is_refused():
     # Every donor word equals the word it would replace once normalized
     # (case, punctuation), so no replacement is possible.
     assert span_task.replace_span(["Good,", "film"], ["good", "Film."],
-                                  random.Random(0)) is None
+                                  random.Random(0), min_span_words=1) is None
     # Only articles would be put in: the official metric normalizes the
     # answer to nothing.
     rng = random.Random(0)
-    assert all(span_task.replace_span(["big", "dog"], ["the", "a"], rng)
+    assert all(span_task.replace_span(["big", "dog"], ["the", "a"], rng,
+                                      min_span_words=1)
                is None for _ in range(10))
+
+
+def test_documents_are_read_and_split_between_train_and_dev(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    lines = []
+    for document in range(12):
+        lines += [f"doc {document} sentence {i} ." for i in range(2)] + [""]
+    corpus.write_text("\n\n" + "\n".join(lines) + "\n\n", encoding="utf-8")
+    documents = span_task.read_documents(corpus)
+    assert len(documents) == 12
+    assert documents[3] == ["doc 3 sentence 0 .", "doc 3 sentence 1 ."]
+    train, dev = span_task.split_donors(documents)
+    # Documents 0 and 10 give the dev replacements.
+    assert dev == documents[0] + documents[10]
+    assert len(train) == 20 and not set(train) & set(dev)
+
+
+def test_bad_donor_files_name_the_file_and_line(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine line\n\nbroken \xff byte\n")
+    with pytest.raises(ValueError, match=r"bad\.txt:3: not UTF-8"):
+        span_task.read_documents(bad)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n \n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"empty\.txt: no sentences"):
+        span_task.read_documents(empty)
+
+
+def test_fixed_span_baseline_is_the_best_constant_span(tmp_path):
+    examples = [
+        span_task.ReplacedSpanExample("a-0", "one two three four five",
+                                      "two three", 4, "x y"),
+        span_task.ReplacedSpanExample("a-1", "six seven eight nine ten",
+                                      "seven eight nine", 4, "x y z"),
+    ]
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(span_task.to_squad_json(examples, "t")),
+                    encoding="utf-8")
+    prior = span_task.fixed_span_baseline(path)
+    # Words 2-3 of each passage: exact for the first (F1 1); for the second
+    # precision 2/2, recall 2/3, F1 0.8. Mean F1 90, tied with words 2-4
+    # (F1 0.8 and 1.0), which comes later in the search.
+    assert prior["f1"] == pytest.approx(90.0)
+    assert prior["exact_match"] == pytest.approx(50.0)
+    assert (prior["start"], prior["length"]) == (1, 2)
 
 
 def test_squad_json_is_read_by_run_squads_reader(tmp_path):
@@ -112,8 +185,6 @@ def test_squad_json_is_read_by_run_squads_reader(tmp_path):
                                    example.end_position + 1]
         assert " ".join(words) == source.answer_text
 
-
-# -- the plan -----------------------------------------------------------------
 
 @pytest.fixture
 def planned(tmp_path):
@@ -307,7 +378,8 @@ def test_tables_on_synthetic_results():
     sizes = miniature.size_rows(SYNTHETIC, (2, 4, 6),
                                 {2: 1_500_000, 4: 1_900_000, 6: 2_300_000})
     assert [row["masked_lm_accuracy"] for row in sizes] == [0.21, 0.25, None]
-    text = miniature.markdown_tables(ablation, sizes, 0.564,
+    prior = {"exact_match": 0.0, "f1": 38.52, "start": 2, "length": 10}
+    text = miniature.markdown_tables(ablation, sizes, 0.564, prior,
                                      miniature.DEFAULT)
     lines = text.splitlines()
     assert ("| BERT (MLM + NSP) | masked LM accuracy 0.210, next sentence "
@@ -317,6 +389,10 @@ def test_tables_on_synthetic_results():
     assert "| 4 | 1.90M | 0.250 | 0.720 ± 0.028 |" in lines
     assert "| 6 | 2.30M | - | - |" in lines
     assert "Sentiment majority class: 0.564." in text
+    assert ("Span positional prior (the best fixed span, words 3-12 of "
+            "every passage, chosen on dev): EM 0.0, F1 38.5.") in text
+    assert "positional prior" not in miniature.markdown_tables(
+        ablation, sizes, 0.564, None, miniature.DEFAULT)
 
 
 def test_plots_are_pngs(tmp_path):
@@ -325,7 +401,8 @@ def test_plots_are_pngs(tmp_path):
     sizes = miniature.size_rows(SYNTHETIC, (2, 4, 6),
                                 {2: 1_500_000, 4: 1_900_000, 6: 2_300_000})
     miniature.plot_ablation(ablation, SYNTHETIC, 2, 0.564,
-                            tmp_path / "a.png")
+                            {"exact_match": 0.0, "f1": 38.5, "start": 2,
+                             "length": 10}, tmp_path / "a.png")
     miniature.plot_model_size(sizes, SYNTHETIC, 0.564, tmp_path / "m.png")
     for name in ("a.png", "m.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -449,6 +449,4 @@ def extract_features(input_file, output_file, bert_config_file,
         for feature, layer_outputs in extractor.run(features):
             writer.write(json.dumps(
                 feature_json(feature, layer_outputs, layer_indexes)) + "\n")
-    logging.info("Wrote features of %d examples to %s", len(features),
-                 output_file)
     return len(features)
