@@ -10,10 +10,10 @@ clipped to global norm 1.0), in one process:
   under the generic `Trainer` (its steps run `--steps` at a time inside one
   `tf.function`);
 * Model Garden: `official.nlp.modeling.models.BertClassifier` on a
-  `BertEncoder` (tf_keras), with Model Garden's AdamWeightDecay
-  (`official.nlp.optimization.create_optimizer`), in a train loop written
-  the way Model Garden's own custom loop is (a `tf.function` running
-  `--steps` steps over a distributed-style iterator).
+  `BertEncoderV2` (tf_keras, Google's gelu), with Model Garden's
+  AdamWeightDecay in Google's settings, in a train loop written the way
+  Model Garden's own custom loop is (a `tf.function` running `--steps`
+  steps); `harness.model_garden_train_steps`, shared with squad.py.
 
 Each side first runs `--warmup_steps` steps (tracing, XLA compilation,
 input pipeline start), then `--steps` timed steps; the script prints
@@ -88,62 +88,25 @@ def bert_tf_examples_per_second(config, record_file, args, output_dir):
 
 
 def model_garden_examples_per_second(config, record_file, args):
-    """Trains Model Garden's BertClassifier; returns examples/s."""
+    """Trains Model Garden's BertClassifier (tf_keras); returns examples/s."""
     import tf_keras
-    from official.nlp import optimization as mg_optimization
-    from official.nlp.modeling import models, networks
+    from official.nlp.modeling import models
 
-    encoder = networks.BertEncoder(
-        vocab_size=config.vocab_size, hidden_size=config.hidden_size,
-        num_layers=config.num_hidden_layers,
-        num_attention_heads=config.num_attention_heads,
-        inner_dim=config.intermediate_size,
-        max_sequence_length=config.max_position_embeddings,
-        type_vocab_size=config.type_vocab_size,
-        dropout_rate=config.hidden_dropout_prob,
-        attention_dropout_rate=config.attention_probs_dropout_prob,
-        initializer=tf_keras.initializers.TruncatedNormal(
-            stddev=config.initializer_range))
-    model = models.BertClassifier(encoder, num_classes=NUM_LABELS,
-                                  dropout_rate=0.1)
-    total_steps = args.warmup_steps + args.steps
-    optimizer = mg_optimization.create_optimizer(
-        LEARNING_RATE, total_steps, 0, optimizer_type="adamw")
-    if args.dtype == "mixed_float16":
-        optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
-
-    dataset = classifier_features.batch_dataset(
-        classifier_features.read_tfrecord(record_file, args.seq_length),
-        args.batch_size, is_training=True, seed=0)
-    iterator = iter(dataset)
-    loss_function = tf_keras.losses.SparseCategoricalCrossentropy(
+    with harness.model_garden_precision(args.dtype):
+        # The layers take the policy when they are made.
+        model = models.BertClassifier(
+            harness.model_garden_bert_encoder_v2(config),
+            num_classes=NUM_LABELS, dropout_rate=0.1)
+    cross_entropy = tf_keras.losses.SparseCategoricalCrossentropy(
         from_logits=True)
-
-    def forward_backward(batch):
-        inputs = {"input_word_ids": batch["input_ids"],
-                  "input_mask": batch["input_mask"],
-                  "input_type_ids": batch["segment_ids"]}
-        with tf.GradientTape() as tape:
-            logits = tf.cast(model(inputs, training=True), tf.float32)
-            loss = loss_function(batch["label_ids"], logits)
-            scaled = (optimizer.get_scaled_loss(loss)
-                      if args.dtype == "mixed_float16" else loss)
-        grads = tape.gradient(scaled, model.trainable_variables)
-        if args.dtype == "mixed_float16":
-            grads = optimizer.get_unscaled_gradients(grads)
-        return loss, grads
-
-    if args.enable_xla:
-        forward_backward = tf.function(forward_backward, jit_compile=True)
-
-    @tf.function
-    def train_steps(num_steps):
-        loss = tf.constant(0.0)
-        for _ in tf.range(num_steps):
-            loss, grads = forward_backward(next(iterator))
-            grads, _ = tf.clip_by_global_norm(grads, 1.0)
-            optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
+    train_steps = harness.model_garden_train_steps(
+        model, harness.model_garden_adam_weight_decay(LEARNING_RATE),
+        iter(classifier_features.batch_dataset(
+            classifier_features.read_tfrecord(record_file, args.seq_length),
+            args.batch_size, is_training=True, seed=0)),
+        lambda logits, batch: cross_entropy(
+            batch["label_ids"], tf.cast(logits, tf.float32)),
+        args.dtype, args.enable_xla)
 
     float(train_steps(tf.constant(args.warmup_steps)))
     start = time.perf_counter()
@@ -179,9 +142,7 @@ def main():
         ours = bert_tf_examples_per_second(
             config, record_file, args, os.path.join(work, "bert_tf"))
         print(f"bert_tf       {ours:10.1f} examples/s", flush=True)
-        with harness.model_garden_precision(args.dtype):
-            theirs = model_garden_examples_per_second(config, record_file,
-                                                      args)
+        theirs = model_garden_examples_per_second(config, record_file, args)
         print(f"model garden  {theirs:10.1f} examples/s", flush=True)
     print(f"ratio (bert_tf / model garden): {harness.ratio(ours, theirs)}")
 

@@ -13,8 +13,9 @@ have in common so that they time, configure and report alike:
 - `add_model_shape_arguments`, `add_precision_arguments`, `bert_config`:
   the flags every script takes for the network's shape and precision;
 - `model_garden_bert_encoder_v2`, `model_garden_adam_weight_decay`,
-  `model_garden_precision`: Model Garden's side, built the same way in
-  every script (Google's gelu, Google's optimizer settings).
+  `model_garden_precision`, `model_garden_train_steps`: Model Garden's
+  side, built and trained the same way in every script (Google's gelu,
+  Google's optimizer settings, one `tf.function` loop of steps).
 
 A benchmark never asserts a time (DESIGN.md): these helpers measure and
 format, nothing more.
@@ -245,3 +246,56 @@ def model_garden_precision(dtype):
     finally:
         if dtype != "float32":
             tf_keras.mixed_precision.set_global_policy("float32")
+
+
+def model_garden_train_steps(model, optimizer, iterator, loss_of, dtype,
+                             enable_xla):
+    """Model Garden's side of a training benchmark: a loop of steps.
+
+    Args:
+      model: a tf_keras model that takes Model Garden's input dict.
+      optimizer: a tf_keras optimizer; wrapped in a `LossScaleOptimizer`
+        here for mixed_float16.
+      iterator: over batches of bert_tf's feature dicts (`input_ids`,
+        `input_mask`, `segment_ids` and the labels `loss_of` reads).
+      loss_of: `(model outputs, batch) -> scalar float32 loss`.
+      dtype: one of `DTYPES` (the model was built under it).
+      enable_xla: compile the forward and backward pass with XLA.
+
+    Returns:
+      A `tf.function` `train_steps(num_steps)` that runs `num_steps` steps
+      (a scalar int tensor) and returns the last loss. Variables that get no
+      gradient (the pooler, in span labelling) are left out of the update.
+    """
+    import tf_keras
+    loss_scaled = dtype == "mixed_float16"
+    if loss_scaled:
+        optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
+
+    def forward_backward(batch):
+        inputs = {"input_word_ids": batch["input_ids"],
+                  "input_mask": batch["input_mask"],
+                  "input_type_ids": batch["segment_ids"]}
+        with tf.GradientTape() as tape:
+            loss = loss_of(model(inputs, training=True), batch)
+            scaled = optimizer.get_scaled_loss(loss) if loss_scaled else loss
+        grads = tape.gradient(scaled, model.trainable_variables)
+        if loss_scaled:
+            grads = optimizer.get_unscaled_gradients(grads)
+        return loss, grads
+
+    if enable_xla:
+        forward_backward = tf.function(forward_backward, jit_compile=True)
+
+    @tf.function
+    def train_steps(num_steps):
+        loss = tf.constant(0.0)
+        for _ in tf.range(num_steps):
+            loss, grads = forward_backward(next(iterator))
+            optimizer.apply_gradients(
+                [(grad, variable) for grad, variable
+                 in zip(grads, model.trainable_variables)
+                 if grad is not None])
+        return loss
+
+    return train_steps

@@ -169,54 +169,30 @@ def bert_tf_training(config, record_file, args, work):
 
 def model_garden_training(config, record_file, args):
     """The same steps with Model Garden's BertSpanLabeler (tf_keras)."""
-    import tf_keras
     from official.nlp.modeling import models
 
     with harness.model_garden_precision(args.dtype):
         # The layers take the policy when they are made.
         model = models.BertSpanLabeler(
             network=harness.model_garden_bert_encoder_v2(config))
-    optimizer = harness.model_garden_adam_weight_decay(LEARNING_RATE)
-    if args.dtype == "mixed_float16":
-        optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
-    iterator = iter(training_dataset(record_file, args))
 
     def cross_entropy(logits, positions):
         log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
         one_hot = tf.one_hot(positions, tf.shape(logits)[-1])
         return -tf.reduce_mean(tf.reduce_sum(one_hot * log_probs, axis=-1))
 
-    def forward_backward(batch):
-        inputs = {"input_word_ids": batch["input_ids"],
-                  "input_mask": batch["input_mask"],
-                  "input_type_ids": batch["segment_ids"]}
-        with tf.GradientTape() as tape:
-            start_logits, end_logits = model(inputs, training=True)
-            loss = (cross_entropy(start_logits, batch["start_positions"])
-                    + cross_entropy(end_logits, batch["end_positions"])) / 2
-            scaled = (optimizer.get_scaled_loss(loss)
-                      if args.dtype == "mixed_float16" else loss)
-        grads = tape.gradient(scaled, model.trainable_variables)
-        if args.dtype == "mixed_float16":
-            grads = optimizer.get_unscaled_gradients(grads)
-        return loss, grads
+    def span_loss(outputs, batch):
+        start_logits, end_logits = outputs
+        return (cross_entropy(start_logits, batch["start_positions"])
+                + cross_entropy(end_logits, batch["end_positions"])) / 2
 
-    if args.enable_xla:
-        forward_backward = tf.function(forward_backward, jit_compile=True)
-
-    @tf.function
-    def train_loop(num_steps):
-        loss = tf.constant(0.0)
-        for _ in tf.range(num_steps):
-            loss, grads = forward_backward(next(iterator))
-            # The pooler gets no gradient here either.
-            pairs = [(g, v) for g, v in zip(grads, model.trainable_variables)
-                     if g is not None]
-            optimizer.apply_gradients(pairs)
-        return loss
+    train_steps = harness.model_garden_train_steps(
+        model, harness.model_garden_adam_weight_decay(LEARNING_RATE),
+        iter(training_dataset(record_file, args)), span_loss, args.dtype,
+        args.enable_xla)
 
     def train():
-        loss = train_loop(tf.constant(args.steps))
+        loss = train_steps(tf.constant(args.steps))
         assert np.isfinite(loss.numpy())
 
     return train
