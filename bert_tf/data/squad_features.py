@@ -369,13 +369,12 @@ def serialize_features(feature, is_training):
     return example.SerializeToString()
 
 
-class FeatureWriter:
+class FeatureWriter(tfrecord_files.TFRecordFileWriter):
     """Writes features to a TFRecord file in Google's format, atomically.
 
-    The file is written under a temporary name next to `filename`, which
-    `close()` renames to `filename`: a run that fails half way leaves no
-    truncated file under the real name (`abort()`, or leaving a `with`
-    block with an exception, removes the temporary file).
+    A `TFRecordFileWriter` (temporary name, renamed by `close()`, removed by
+    `abort()` or by leaving a `with` block with an exception) that makes
+    its parent directory and serializes `InputFeatures`.
 
     Example:
       with FeatureWriter(path, is_training=True) as writer:
@@ -387,36 +386,18 @@ class FeatureWriter:
           filename: the record file to write.
           is_training: also write the training targets.
         """
-        self.filename = os.fspath(filename)
+        filename = os.fspath(filename)
+        if not file_io.is_remote(filename):
+            os.makedirs(os.path.dirname(os.path.abspath(filename)),
+                        exist_ok=True)
+        super().__init__(filename)
         self.is_training = is_training
         self.num_features = 0
-        if not file_io.is_remote(self.filename):
-            os.makedirs(os.path.dirname(os.path.abspath(self.filename)),
-                        exist_ok=True)
-        self._writer = tfrecord_files.TFRecordFileWriter(self.filename)
 
     def process_feature(self, feature):
         """Appends one feature."""
-        self._writer.write(serialize_features(feature, self.is_training))
+        self.write(serialize_features(feature, self.is_training))
         self.num_features += 1
-
-    def close(self):
-        """Finishes the file and gives it its real name."""
-        self._writer.close()
-
-    def abort(self):
-        """Discards what was written; `filename` is left as it was."""
-        self._writer.abort()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, traceback):
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-        return False
 
 
 def tfrecord_feature_spec(max_seq_length, is_training):
