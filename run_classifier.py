@@ -330,13 +330,11 @@ def run(flag_values):
                 is_regression)
             for name in extra_metrics:
                 eval_results[f"eval_{name}"] = np.float32(metrics[name])
+                logging.info("  eval_%s = %s", name, metrics[name])
             if trainer.is_chief:
                 trainer_lib.write_eval_results(
                     os.path.join(flag_values.output_dir,
                                  trainer_lib.EVAL_RESULTS_FILE), eval_results)
-        logging.info("***** Eval results *****")
-        for key in sorted(eval_results):
-            logging.info("  %s = %s", key, eval_results[key])
         results["eval"] = eval_results
     if flag_values.do_predict:
         outputs = classification.predict(
