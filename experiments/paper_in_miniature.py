@@ -1,6 +1,6 @@
 r"""The BERT paper's ablations, in miniature, on one CPU machine.
 
-    python -m experiments.paper_in_miniature            # ~1.5 h, 2 CPU cores
+    python -m experiments.paper_in_miniature            # ~80 min, 2 CPU cores
     python -m experiments.paper_in_miniature --quick    # ~8 min, the workflow
 
 (run from the repository root). On the same corpus, vocabulary, pretraining
