@@ -69,11 +69,14 @@ class BertEmbeddings(keras.layers.Layer):
                 f"the model's max_position_embeddings ({max_positions}); "
                 f"use a max_seq_length of at most {max_positions}")
         if seq_length is None:
-            seq_length = tf.shape(input_ids)[1]
-            tf.debugging.assert_less_equal(
-                seq_length, max_positions,
+            too_long_check = tf.debugging.assert_less_equal(
+                tf.shape(input_ids)[1], max_positions,
                 message=(f"input_ids is longer than the model's "
                          f"max_position_embeddings ({max_positions})"))
+            # In a graph, the check must run before the position slice:
+            # otherwise the sum below may fail first, on mismatched shapes.
+            with tf.control_dependencies([too_long_check]):
+                seq_length = tf.identity(tf.shape(input_ids)[1])
 
         # Gathering from the variable reads only the looked-up rows.
         # [batch, seq, hidden] each:
