@@ -1,7 +1,7 @@
 r"""The main job: the whole BERT workflow on real text, one script per step.
 
-    python demo.py --work_dir=work_dir          # ~10 minutes on 2 CPU cores
-    python demo.py --work_dir=work_dir --quick  # ~2 minutes
+    python demo.py --work_dir=work_dir          # ~9 minutes on 2 CPU cores
+    python demo.py --work_dir=work_dir --quick  # ~1 minute
 
 Steps (each one is the command line a user would type by hand; it is printed,
 shell-quoted, before it runs):
@@ -157,7 +157,7 @@ DEFAULT = Settings(
     classifier_batch_size=32, num_train_epochs=1.0,
     classifier_learning_rate=2e-4)
 
-# About 2 minutes, most of it starting TensorFlow in each step: the job's
+# About a minute, most of it starting TensorFlow in each step: the job's
 # workflow, not its results (too few steps to learn much).
 QUICK = Settings(
     max_documents=30, vocab_size=4000,
