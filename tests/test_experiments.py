@@ -151,6 +151,28 @@ def test_bad_donor_files_name_the_file_and_line(tmp_path):
         span_task.read_documents(empty)
 
 
+def _run_span_task_command(*flags):
+    return subprocess.run(
+        [sys.executable, "-m", "experiments.replaced_span_task", *flags],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_the_command_names_a_missing_donor_file_and_bad_lengths(tmp_path):
+    missing = tmp_path / "no_corpus.txt"
+    finished = _run_span_task_command(f"--output_dir={tmp_path / 'out'}",
+                                      f"--donor_file={missing}")
+    assert finished.returncode != 0
+    assert str(missing) in finished.stderr
+    assert not (tmp_path / "out" / span_task.TRAIN_FILE).exists()
+    finished = _run_span_task_command(f"--output_dir={tmp_path / 'out'}",
+                                      f"--donor_file={missing}",
+                                      "--min_span_words=5",
+                                      "--max_span_words=3")
+    assert finished.returncode != 0
+    assert ("--min_span_words must not exceed --max_span_words"
+            in finished.stderr)
+
+
 def test_fixed_span_baseline_is_the_best_constant_span(tmp_path):
     examples = [
         span_task.ReplacedSpanExample("a-0", "one two three four five",
