@@ -1,7 +1,7 @@
 r"""The BERT paper's ablations, in miniature, on one CPU machine.
 
     python -m experiments.paper_in_miniature            # ~80 min, 2 CPU cores
-    python -m experiments.paper_in_miniature --quick    # ~8 min, the workflow
+    python -m experiments.paper_in_miniature --quick    # ~2 min, the workflow
 
 (run from the repository root). On the same corpus, vocabulary, pretraining
 records and budget as `demo.py` (gensim's Wikipedia sample, a learned
