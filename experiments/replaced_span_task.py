@@ -265,12 +265,12 @@ def write_task(output_dir, num_train, num_dev, donor_file, seed=DEFAULT_SEED,
       ValueError: fewer examples can be made than asked for, or the donor
         file is unusable (the message names it).
     """
-    train, dev, _ = rotten_tomatoes.split_reviews(
-        rotten_tomatoes.read_reviews(reviews_file))
     train_donors, dev_donors = split_donors(read_documents(donor_file))
     if not dev_donors or not train_donors:
         raise ValueError(f"{donor_file}: needs at least 2 documents (one "
                          f"gives the dev set's replacements)")
+    train, dev, _ = rotten_tomatoes.split_reviews(
+        rotten_tomatoes.read_reviews(reviews_file))
     rng = random.Random(seed)
     os.makedirs(output_dir, exist_ok=True)
     counts = {}

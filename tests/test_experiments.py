@@ -149,6 +149,13 @@ def test_bad_donor_files_name_the_file_and_line(tmp_path):
     empty.write_text("\n \n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"empty\.txt: no sentences"):
         span_task.read_documents(empty)
+    single = tmp_path / "single.txt"
+    single.write_text("one document only .\nstill the same one .\n",
+                      encoding="utf-8")
+    with pytest.raises(ValueError,
+                       match=r"single\.txt: needs at least 2 documents"):
+        span_task.write_task(tmp_path / "out", 1, 1, single)
+    assert not (tmp_path / "out").exists()
 
 
 def _run_span_task_command(*flags):
