@@ -35,7 +35,7 @@ import time
 import xml.etree.ElementTree as ElementTree
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GOLDEN_VOCAB = os.path.join(os.path.dirname(REPO_ROOT), "shared", "golden",
+GOLDEN_VOCAB = os.path.join(REPO_ROOT, "tests", "golden",
                             "models", "uncased_vocab.txt")
 WIKI_DUMP = ("enwiki-latest-pages-articles1.xml-p000000010p000030302-"
              "shortened.bz2")

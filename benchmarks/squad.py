@@ -53,7 +53,7 @@ import tensorflow as tf
 sys.path.insert(0, str(harness.REPO_ROOT / "tests"))
 import squad_testdata  # noqa: E402
 
-VOCAB_FILE = (harness.REPO_ROOT.parent / "shared" / "golden" / "models"
+VOCAB_FILE = (harness.REPO_ROOT / "tests" / "golden" / "models"
               / "uncased_vocab.txt")
 LEARNING_RATE = 3e-5
 

@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from bert_tf.text import tokenization  # noqa: E402
 
-GOLDEN = REPO_ROOT.parent / "shared" / "golden"
+GOLDEN = REPO_ROOT / "tests" / "golden"
 
 MULTILINGUAL_LINES = [
     "Ophélie, Æneas and naïve café — ÉLAN “quoted” text…",

@@ -9,7 +9,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 import pytest  # noqa: E402
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
-GOLDEN_DIR = REPO_ROOT.parent / "shared" / "golden"
+GOLDEN_DIR = REPO_ROOT / "tests" / "golden"
 
 
 def pytest_addoption(parser):
@@ -30,7 +30,8 @@ def pytest_collection_modifyitems(config, items):
 def golden_dir():
     if not GOLDEN_DIR.is_dir():
         raise FileNotFoundError(
-            f"Google's golden outputs are expected at {GOLDEN_DIR}")
+            f"Google's golden outputs are expected at {GOLDEN_DIR} "
+            "(they are part of the repository)")
     return GOLDEN_DIR
 
 

@@ -15,8 +15,8 @@ import json
 import pathlib
 import random
 
-GOLDEN_CORPUS = (pathlib.Path(__file__).resolve().parents[2] / "shared"
-                 / "golden" / "create_pretraining_data" / "corpus.txt")
+GOLDEN_CORPUS = (pathlib.Path(__file__).resolve().parent / "golden"
+                 / "create_pretraining_data" / "corpus.txt")
 
 # Glued between words: each exercises a different path of the splitter or
 # of the tokenizer.

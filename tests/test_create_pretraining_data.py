@@ -27,7 +27,7 @@ from bert_tf.text import tokenization
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Google's flags for the golden run (see ../shared/golden/README.md).
+# Google's flags for the golden run (see tests/golden/README.md).
 GOLDEN_FLAGS = dict(max_seq_length=64, max_predictions_per_seq=10,
                     random_seed=4242, dupe_factor=2, masked_lm_prob=0.15,
                     short_seq_prob=0.1)
