@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from bert_tf.modeling import (BertModel, ClassifierHead, MaskedLMHead,
                               NextSentenceHead, SpanHead)
-from bert_tf.modeling.dropout import dropout
+from bert_tf.modeling.layers import dropout
 from modeling_harness import (BERT_DROPOUT, NP_ACTIVATIONS, np_layer_norm,
                               randomize, tiny_bert_config, variables_of)
 
