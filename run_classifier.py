@@ -207,6 +207,15 @@ def run(flag_values):
     from bert_tf.training import trainer as trainer_lib
 
     _validate_flags(flag_values)
+    # Before anything is written: no output may be an input, and a run that
+    # does not train needs weights to evaluate or predict with.
+    runner_flags.check_outputs_are_not_inputs(
+        flag_values, (trainer_lib.EVAL_RESULTS_FILE, TEST_RESULTS_FILE,
+                      "train.tf_record", "eval.tf_record",
+                      "predict.tf_record", "checkpoint"),
+        ("bert_config_file", "vocab_file", "init_checkpoint"))
+    runner_flags.require_weights_without_training(flag_values,
+                                                  "--do_eval/--do_predict")
     bert_config = BertConfig.from_json_file(flag_values.bert_config_file)
     if flag_values.max_seq_length > bert_config.max_position_embeddings:
         raise ValueError(
@@ -257,6 +266,8 @@ def run(flag_values):
     # sets with examples that count for nothing.
     on_tpu = distribution.resolve_strategy_name(
         flag_values.distribution_strategy, flag_values.use_tpu) == "tpu"
+    if flag_values.do_train:
+        runner_flags.lock_output_dir(flag_values, strategy)
     tf.io.gfile.makedirs(flag_values.output_dir)
     tokenizer = tokenization.FullTokenizer(
         vocab_file=flag_values.vocab_file,

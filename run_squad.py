@@ -252,6 +252,18 @@ def run(flag_values):
     bert_config = BertConfig.from_json_file(flag_values.bert_config_file)
     _validate_flags(flag_values, bert_config)
     version_2 = flag_values.version_2_with_negative
+    # Before anything is written: no output may be an input, and a run that
+    # does not train needs weights to predict with.
+    runner_flags.check_outputs_are_not_inputs(
+        flag_values, (squad_postprocess.PREDICTIONS_FILE,
+                      squad_postprocess.NBEST_PREDICTIONS_FILE,
+                      squad_postprocess.NULL_ODDS_FILE,
+                      trainer_lib.EVAL_RESULTS_FILE, TRAIN_RECORD_FILE,
+                      PREDICT_RECORD_FILE, "checkpoint"),
+        ("train_file", "predict_file", "bert_config_file", "vocab_file",
+         "init_checkpoint"))
+    runner_flags.require_weights_without_training(flag_values,
+                                                  "--do_predict")
 
     # Both SQuAD files are read (and checked) before any training, so a bad
     # predict file fails in seconds, not after hours of training.
@@ -287,6 +299,8 @@ def run(flag_values):
     on_tpu = distribution.resolve_strategy_name(
         flag_values.distribution_strategy, flag_values.use_tpu) == "tpu"
     output_dir = flag_values.output_dir
+    if flag_values.do_train:
+        runner_flags.lock_output_dir(flag_values, strategy)
     tf.io.gfile.makedirs(output_dir)
     tokenizer = tokenization.FullTokenizer(
         vocab_file=flag_values.vocab_file,

@@ -16,6 +16,8 @@ Command line:
 import argparse
 import sys
 
+from bert_tf import file_io
+
 from bert_tf.text import vocab_learning
 
 _TRUE_WORDS = frozenset(("true", "t", "1", "yes", "y"))
@@ -87,6 +89,9 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        file_io.check_outputs_are_not_inputs(
+            [("--output_file", args.output_file)],
+            [("--input_file", args.input_file)])
         stats = vocab_learning.learn_vocab_from_files(
             args.input_file, args.output_file, args.vocab_size,
             do_lower_case=args.do_lower_case,

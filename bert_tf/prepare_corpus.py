@@ -16,6 +16,8 @@ import argparse
 import sys
 import time
 
+from bert_tf import file_io
+
 from bert_tf.data import wikipedia_corpus
 
 
@@ -65,6 +67,8 @@ def main(argv=None):
     started = time.perf_counter()
     try:
         dump_file = args.wiki_dump or wikipedia_corpus.find_gensim_wiki_dump()
+        file_io.check_outputs_are_not_inputs(
+            [("--output_file", args.output_file)], [("--wiki_dump", dump_file)])
         stats = wikipedia_corpus.write_corpus(
             dump_file, args.output_file, max_documents=args.max_documents,
             min_sentence_words=args.min_sentence_words,

@@ -25,6 +25,7 @@ import uuid
 from absl import logging
 import numpy as np
 
+from bert_tf import file_io
 from bert_tf.checkpoints import tf1_checkpoint
 from bert_tf.config import BertConfig
 
@@ -520,7 +521,19 @@ def _write_json_atomically(values, path):
             os.remove(temporary)
 
 
-def _check_can_write(paths, overwrite):
+def _check_can_write(paths, overwrite, inputs):
+    """Refuses outputs that exist (unless `overwrite`) or are inputs.
+
+    Args:
+      paths: the files the conversion writes.
+      overwrite: whether existing outputs may be replaced.
+      inputs: `(description, path)` of the files it reads.
+    """
+    try:
+        file_io.check_outputs_are_not_inputs(
+            [("--output_dir", path) for path in paths], inputs)
+    except file_io.OutputIsInputError as error:
+        raise ConversionError(str(error)) from error
     existing = [p for p in paths if os.path.exists(p)]
     if existing and not overwrite:
         raise ConversionError(
@@ -569,8 +582,11 @@ def convert_hf_to_google(hf_path, output_dir, *, config_file=None,
     prefix = os.path.join(output_dir, tf1_checkpoint.DEFAULT_PREFIX_NAME)
     config_out = os.path.join(output_dir, GOOGLE_CONFIG_NAME)
     vocab_out = os.path.join(output_dir, VOCAB_NAME)
-    _check_can_write([prefix + ".index", config_out]
-                     + ([vocab_out] if vocab_file else []), overwrite)
+    _check_can_write(
+        [prefix + ".index", prefix + ".data-00000-of-00001", config_out]
+        + ([vocab_out] if vocab_file else []), overwrite,
+        [("--input_dir/--safetensors", weights_path),
+         ("--config_file", config_file), ("--vocab_file", vocab_file)])
     tf1_checkpoint.save_checkpoint(google, prefix, overwrite=overwrite)
     config.to_json_file(config_out)
     if vocab_file:
@@ -635,8 +651,11 @@ def convert_google_to_hf(checkpoint, bert_config_file, output_dir, *,
     weights_out = os.path.join(output_dir, HF_WEIGHTS_NAME)
     config_out = os.path.join(output_dir, HF_CONFIG_NAME)
     vocab_out = os.path.join(output_dir, VOCAB_NAME)
-    _check_can_write([weights_out, config_out]
-                     + ([vocab_out] if vocab_file else []), overwrite)
+    _check_can_write(
+        [weights_out, config_out] + ([vocab_out] if vocab_file else []),
+        overwrite, [("--checkpoint", prefix),
+                    ("--bert_config_file", bert_config_file),
+                    ("--vocab_file", vocab_file)])
     temporary = f"{weights_out}.tmp-{uuid.uuid4().hex}"
     try:
         # "pt" lets transformers' from_pretrained load the file.

@@ -41,6 +41,7 @@ from bert_tf.tasks import base
 from bert_tf.training import checkpoint_manager as checkpoint_manager_lib
 from bert_tf.training import distribution
 from bert_tf.training import precision
+from bert_tf.training import run_lock
 
 EVAL_RESULTS_FILE = "eval_results.txt"
 
@@ -201,6 +202,12 @@ class Trainer:
                     optimizer_factory(), config.dtype)
                 self.optimizer.build(self.trainable_variables)
 
+        if self.optimizer is not None:
+            # One training run per output_dir; the temporary files of one
+            # that was killed are removed (see run_lock).
+            run_lock.lock_output_dir(config.output_dir, self.is_chief)
+            if self.is_chief:
+                run_lock.remove_stale_temporary_files(config.output_dir)
         self.checkpoint_manager = checkpoint_manager_lib.CheckpointManager(
             config.output_dir, max_to_keep=config.keep_checkpoint_max,
             is_chief=self.is_chief)
@@ -233,10 +240,46 @@ class Trainer:
         tensors.update(precision.loss_scale_variables(self.optimizer))
         return tensors
 
+    def _restore_newest_readable(self):
+        """Restores the newest checkpoint that reads; returns its prefix.
+
+        A damaged checkpoint (truncated or corrupt files, e.g. a disk that
+        filled up) is skipped with a warning naming it, and set aside
+        (`CheckpointManager.set_aside`, never deleted) so that this run can
+        write a good checkpoint of that step again.
+
+        Raises:
+          bert_tf.checkpoints.DamagedCheckpointError: no checkpoint reads.
+        """
+        candidates = self.checkpoint_manager.existing_checkpoints()
+        damaged = []
+        for prefix in reversed(candidates):
+            try:
+                self._restore(prefix)
+            except checkpoints.DamagedCheckpointError as error:
+                damaged.append(prefix)
+                logging.warning("Checkpoint %s cannot be read; trying an "
+                                "older one. %s", prefix, error)
+                continue
+            for bad in damaged:
+                # Only a training run (which holds the output_dir's lock)
+                # renames files there.
+                kept_as = (self.checkpoint_manager.set_aside(bad)
+                           if self.optimizer is not None else bad)
+                logging.warning(
+                    "Resuming from %s instead of the damaged %s (kept as "
+                    "%s, not deleted).", prefix, bad, kept_as)
+            return prefix
+        if damaged:
+            raise checkpoints.DamagedCheckpointError(
+                f"no checkpoint in --output_dir={self.config.output_dir} "
+                f"can be read (damaged: {', '.join(damaged)}); move them "
+                f"away to start afresh")
+        return None
+
     def _initialize_variables(self):
-        latest = self.checkpoint_manager.latest_checkpoint
+        latest = self._restore_newest_readable()
         if latest:
-            self._restore(latest)
             self.restored_checkpoint = latest
             logging.info("Resuming from %s (global step %d).", latest,
                          self.global_step)
