@@ -339,7 +339,8 @@ def trainer_config_from_flags(flag_values=FLAGS, *, num_train_steps,
         log_steps=flag_values.log_steps,
         dtype=flag_values.dtype,
         enable_xla=flag_values.enable_xla,
-        init_checkpoint=flag_values.init_checkpoint or None)
+        init_checkpoint=flag_values.init_checkpoint or None,
+        seed=flag_values.seed)
     config.validate()
     return config
 

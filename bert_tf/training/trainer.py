@@ -21,8 +21,10 @@ Restarting with the same `output_dir` resumes from the newest
 `model.ckpt-<step>`: model, optimizer slots, `global_step` (hence the
 learning rate) and the loss scale. The run then finishes at
 `num_train_steps`: steps after the last checkpoint are recomputed, none are
-skipped. The input pipeline restarts from its beginning (reshuffled unless
-`--seed` fixes the order); the position in the data is not restored.
+skipped. With `--seed` (`TrainerConfig.seed`) the resumed run is exact:
+its input continues where the checkpoint's step left it and its dropout
+masks are the uninterrupted run's, so it ends with the same weights.
+Without, the input pipeline restarts from its beginning, reshuffled.
 """
 
 import dataclasses
@@ -37,6 +39,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import checkpoints
+from bert_tf.modeling import dropout
 from bert_tf.tasks import base
 from bert_tf.training import checkpoint_manager as checkpoint_manager_lib
 from bert_tf.training import distribution
@@ -44,6 +47,9 @@ from bert_tf.training import precision
 from bert_tf.training import run_lock
 
 EVAL_RESULTS_FILE = "eval_results.txt"
+# The dropout generator's position, saved with each checkpoint of a seeded
+# run (Google's code ignores it: no variable of theirs has this name).
+DROPOUT_RANDOM_STATE = "training/dropout_random_state"
 
 
 class NonFiniteLossError(RuntimeError):
@@ -74,6 +80,11 @@ class TrainerConfig:
         forward and backward pass with several replicas.
       init_checkpoint: initial weights, used only when `output_dir` holds no
         checkpoint to resume from.
+      seed: with a seed (`--seed`), a resumed run is exact: it continues
+        the input where the checkpoint's step left it (the seeded input
+        pipeline skips what was consumed) and draws the dropout masks the
+        uninterrupted run draws (`DROPOUT_RANDOM_STATE` in the checkpoint).
+        The task's input pipeline must be seeded with the same seed.
     """
     output_dir: str
     train_batch_size: int = 32
@@ -88,6 +99,7 @@ class TrainerConfig:
     dtype: str = "float32"
     enable_xla: bool = False
     init_checkpoint: Optional[str] = None
+    seed: Optional[int] = None
 
     def validate(self):
         """Raises ValueError naming the first flag whose value cannot work."""
@@ -197,6 +209,12 @@ class Trainer:
                 self.model = task.build_model()
             self.trainable_variables = task.trainable_variables(self.model)
             self.optimizer = None
+            # Dropout masks from a generator whose position is checkpointed
+            # (see `TrainerConfig.seed`); None: TensorFlow's stateful op.
+            self._dropout_generator = None
+            if optimizer_factory is not None and config.seed is not None:
+                self._dropout_generator = tf.random.Generator.from_seed(
+                    config.seed)
             if optimizer_factory is not None:
                 self.optimizer = precision.wrap_optimizer(
                     optimizer_factory(), config.dtype)
@@ -238,7 +256,13 @@ class Trainer:
         tensors = dict(self.task.checkpoint_variables(self.model))
         tensors.update(self._optimizer_state())
         tensors.update(precision.loss_scale_variables(self.optimizer))
+        tensors.update(self._random_state())
         return tensors
+
+    def _random_state(self):
+        if self._dropout_generator is None:
+            return {}
+        return {DROPOUT_RANDOM_STATE: self._dropout_generator.state}
 
     def _restore_newest_readable(self):
         """Restores the newest checkpoint that reads; returns its prefix.
@@ -304,6 +328,7 @@ class Trainer:
         required = dict(self.task.checkpoint_variables(self.model))
         required.update(self._optimizer_state())
         optional = precision.loss_scale_variables(self.optimizer)
+        optional.update(self._random_state())
         with checkpoints.open_checkpoint(prefix) as tensors:
             problems = []
             for name, variable in required.items():
@@ -330,6 +355,12 @@ class Trainer:
                     variable.assign(tf.cast(tensors[name], variable.dtype))
             if "global_step" in tensors:
                 self._checkpoint_step = int(tensors["global_step"])
+            if (self._dropout_generator is not None
+                    and DROPOUT_RANDOM_STATE not in tensors):
+                logging.warning(
+                    "%s holds no dropout random state (written without "
+                    "--seed): the resumed run draws other dropout masks "
+                    "than an uninterrupted one would have.", prefix)
 
     def save_checkpoint(self):
         """Writes `model.ckpt-<global_step>` (chief only); returns the prefix."""
@@ -514,9 +545,23 @@ class Trainer:
             raise ValueError("this Trainer was built without an "
                              "optimizer_factory and can only evaluate")
         per_replica_batch_size = self.per_replica_train_batch_size
-        dataset = self.strategy.distribute_datasets_from_function(
-            lambda context: self.task.build_inputs(
-                base.TRAIN, per_replica_batch_size, context))
+        # With a seed the input is the same sequence in every run: a resumed
+        # run skips the batches the steps before its checkpoint consumed
+        # (one per replica and step), so that it reads what the
+        # uninterrupted run reads next.
+        consumed = (self.global_step if self.config.seed is not None
+                    else 0)
+        if consumed:
+            logging.info("Skipping the %d training batches per input "
+                         "pipeline consumed before step %d.", consumed,
+                         consumed)
+
+        def dataset_fn(context):
+            dataset = self.task.build_inputs(base.TRAIN,
+                                             per_replica_batch_size, context)
+            return dataset.skip(consumed) if consumed else dataset
+
+        dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
         return iter(dataset)
 
     def train_steps(self, iterator, num_steps):
@@ -537,8 +582,10 @@ class Trainer:
         """
         if self._train_loop is None:
             self._train_loop = self._build_train_loop()
-        totals, steps_run, last_loss = self._train_loop(
-            iterator, tf.constant(num_steps, tf.int32))
+        # The generator is read when the loop is traced (its first call).
+        with dropout.random_generator_scope(self._dropout_generator):
+            totals, steps_run, last_loss = self._train_loop(
+                iterator, tf.constant(num_steps, tf.int32))
         return ({k: float(v) for k, v in totals.items()}, int(steps_run),
                 float(last_loss))
 
