@@ -546,20 +546,23 @@ class Trainer:
                              "optimizer_factory and can only evaluate")
         per_replica_batch_size = self.per_replica_train_batch_size
         # With a seed the input is the same sequence in every run: a resumed
-        # run skips the batches the steps before its checkpoint consumed
-        # (one per replica and step), so that it reads what the
-        # uninterrupted run reads next.
-        consumed = (self.global_step if self.config.seed is not None
-                    else 0)
-        if consumed:
-            logging.info("Skipping the %d training batches per input "
-                         "pipeline consumed before step %d.", consumed,
-                         consumed)
+        # run skips the batches the steps before its checkpoint consumed, so
+        # that it reads what the uninterrupted run reads next.
+        steps_done = (self.global_step if self.config.seed is not None
+                      else 0)
 
         def dataset_fn(context):
             dataset = self.task.build_inputs(base.TRAIN,
                                              per_replica_batch_size, context)
-            return dataset.skip(consumed) if consumed else dataset
+            if not steps_done:
+                return dataset
+            # Each step takes one batch per replica; a pipeline feeds
+            # num_replicas_in_sync / num_input_pipelines replicas.
+            per_step = context.num_replicas_in_sync // max(
+                context.num_input_pipelines, 1)
+            logging.info("Resuming the input at step %d: skipping %d "
+                         "batches.", steps_done, steps_done * per_step)
+            return dataset.skip(steps_done * per_step)
 
         dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
         return iter(dataset)
