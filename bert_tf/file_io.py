@@ -143,15 +143,17 @@ def check_outputs_are_not_inputs(outputs, inputs):
 
     Args:
       outputs: `(description, path)` pairs, e.g. `("--output_file",
-        "out.tfrecord")`; a description such as `"--output_dir (its
-        eval_results.txt)"` names a file written inside a directory. A path
-        may be a comma-separated list (Google's `--output_file`).
+        "out.tfrecord")`, or `("--output_dir file", "out/vocab.txt")` for a
+        file written inside a directory. A path may be a comma-separated
+        list (Google's `--output_file`).
       inputs: `(description, path or pattern)` pairs; comma-separated globs
         are expanded (a pattern that matches nothing is skipped: its own
         check reports it). None or empty paths are skipped on both sides.
 
     Raises:
-      OutputIsInputError: naming both flags and both paths.
+      OutputIsInputError: naming both flags and both paths, e.g.
+        "--output_file a.txt is the input --input_file a.txt: refusing to
+        overwrite an input; choose another output path".
     """
     expanded_inputs = []
     for description, pattern in inputs:
@@ -174,8 +176,8 @@ def check_outputs_are_not_inputs(outputs, inputs):
             for in_description, pattern, input_path in expanded_inputs:
                 if _same_file(output_path, input_path):
                     same = ("" if os.fspath(output_path) == input_path
-                            else f" (resolves to {input_path})")
+                            else " (the same file)")
                     raise OutputIsInputError(
-                        f"{out_description}={output_path} is the input "
-                        f"{in_description}={pattern}{same}: refusing to "
+                        f"{out_description} {output_path} is the input "
+                        f"{in_description} {input_path}{same}: refusing to "
                         f"overwrite an input; choose another output path")

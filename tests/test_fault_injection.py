@@ -205,15 +205,14 @@ def test_output_file_equal_to_input_file_is_refused(golden_dir, tmp_path):
     os.symlink(corpus, link)
     vocab = golden_dir / "models" / "cased_tiny" / "vocab.txt"
     before = _snapshot(tmp_path)
-    for output_file, resolves in ((corpus, ""),
-                                  (link, f" (resolves to {corpus})")):
+    for output_file, same in ((corpus, ""), (link, " (the same file)")):
         status, output = _run(
             "create_pretraining_data.py", f"--input_file={corpus}",
             f"--output_file={output_file}", f"--vocab_file={vocab}")
         assert status == 1
         assert _error_line(output) == (
-            f"create_pretraining_data.py: error: --output_file={output_file} "
-            f"is the input --input_file={corpus}{resolves}: refusing to "
+            f"create_pretraining_data.py: error: --output_file {output_file} "
+            f"is the input --input_file {corpus}{same}: refusing to "
             f"overwrite an input; choose another output path")
     assert _snapshot(tmp_path) == before
 
@@ -232,8 +231,8 @@ def test_extract_features_and_convert_refuse_to_overwrite_inputs(
         f"--init_checkpoint={model}/bert_model.ckpt", "--layers=-1")
     assert status == 1
     assert _error_line(output) == (
-        f"extract_features.py: error: --output_file={text} is the input "
-        f"--input_file={text}: refusing to overwrite an input; choose "
+        f"extract_features.py: error: --output_file {text} is the input "
+        f"--input_file {text}: refusing to overwrite an input; choose "
         f"another output path")
     # The converter writing into the checkpoint's own directory would copy
     # vocab.txt onto itself.
@@ -243,9 +242,32 @@ def test_extract_features_and_convert_refuse_to_overwrite_inputs(
         f"--output_dir={model}", "--overwrite")
     assert status == 1
     assert _error_line(output) == (
-        f"bert_tf.convert google_to_hf: error: --output_dir={model}/vocab.txt "
-        f"is the input --vocab_file={model}/vocab.txt: refusing to overwrite "
-        f"an input; choose another output path")
+        f"python -m bert_tf.convert google_to_hf: error: --output_dir file "
+        f"{model}/vocab.txt is the input --vocab_file {model}/vocab.txt: "
+        f"refusing to overwrite an input; choose another output path")
+    assert _snapshot(tmp_path) == before
+
+
+def test_run_squad_refuses_a_predict_file_it_would_overwrite(golden_dir,
+                                                             tmp_path):
+    model = golden_dir / "models" / "cased_tiny"
+    output_dir = tmp_path / "out"
+    output_dir.mkdir()
+    predict_file = output_dir / "predictions.json"
+    predict_file.write_text('{"version": "1.1", "data": []}')
+    before = _snapshot(tmp_path)
+    status, output = _run(
+        "run_squad.py", f"--vocab_file={model}/vocab.txt",
+        f"--bert_config_file={model}/bert_config.json",
+        f"--init_checkpoint={model}/bert_model.ckpt", "--do_predict=True",
+        f"--predict_file={predict_file}", f"--output_dir={output_dir}",
+        "--do_lower_case=False", "--max_seq_length=64", "--doc_stride=32",
+        "--max_query_length=16")
+    assert status == 1
+    assert _error_line(output) == (
+        f"run_squad.py: error: --output_dir file {predict_file} is the input "
+        f"--predict_file {predict_file}: refusing to overwrite an input; "
+        f"choose another output path")
     assert _snapshot(tmp_path) == before
 
 

@@ -531,7 +531,7 @@ def _check_can_write(paths, overwrite, inputs):
     """
     try:
         file_io.check_outputs_are_not_inputs(
-            [("--output_dir", path) for path in paths], inputs)
+            [("--output_dir file", path) for path in paths], inputs)
     except file_io.OutputIsInputError as error:
         raise ConversionError(str(error)) from error
     existing = [p for p in paths if os.path.exists(p)]

@@ -238,8 +238,8 @@ def check_outputs_are_not_inputs(flag_values, output_names, input_flags):
     """
     output_dir = flag_values.output_dir
     outputs = [("--output_dir", output_dir)]
-    outputs += [(f"--output_dir (its {name})",
-                 f"{output_dir.rstrip('/')}/{name}") for name in output_names]
+    outputs += [("--output_dir file", f"{output_dir.rstrip('/')}/{name}")
+                for name in output_names]
     inputs = [(f"--{name}", flag_values[name].value) for name in input_flags
               if flag_values[name].value]
     file_io.check_outputs_are_not_inputs(outputs, inputs)
