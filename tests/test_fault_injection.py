@@ -518,20 +518,19 @@ def _read_all(prefix):
 
 def test_killed_and_resumed_run_equals_the_uninterrupted_run(data_dir,
                                                              tmp_path):
-    num_steps = 300
+    num_steps = 150
     overrides = dict(num_train_steps=str(num_steps),
-                     save_checkpoints_steps="50", iterations_per_loop="10",
+                     save_checkpoints_steps="25", iterations_per_loop="5",
                      log_steps="50")
+    # The uninterrupted run runs beside the first, killed one.
     uninterrupted = tmp_path / "uninterrupted"
-    status, output = _run("run_pretraining.py", *pretraining_args(
-        data_dir, uninterrupted, **overrides))
-    assert status == 0, output[-5000:]
-
+    reference, reference_log = _start("run_pretraining.py", pretraining_args(
+        data_dir, uninterrupted, **overrides), tmp_path / "reference.log")
     resumed = tmp_path / "resumed"
     process, log = _start("run_pretraining.py", pretraining_args(
         data_dir, resumed, **overrides), tmp_path / "first.log")
     try:
-        _wait_for(resumed / "model.ckpt-50.index", process,
+        _wait_for(resumed / "model.ckpt-25.index", process,
                   tmp_path / "first.log")
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=60)
@@ -545,6 +544,14 @@ def test_killed_and_resumed_run_equals_the_uninterrupted_run(data_dir,
         data_dir, resumed, **overrides))
     assert status == 0, output[-5000:]
     assert f"(global step {killed_at})" in output
+    try:
+        reference.wait(timeout=600)
+    finally:
+        if reference.poll() is None:
+            reference.kill()
+        reference_log.close()
+    assert reference.returncode == 0, (
+        tmp_path / "reference.log").read_text()[-5000:]
 
     expected = _read_all(uninterrupted / f"model.ckpt-{num_steps}")
     actual = _read_all(resumed / f"model.ckpt-{num_steps}")
@@ -563,7 +570,7 @@ def test_killed_and_resumed_run_equals_the_uninterrupted_run(data_dir,
 
 def test_resume_is_exact_under_mirrored_strategy(data_dir, tmp_path):
     """Two logical CPUs: uninterrupted vs killed (SIGKILL) and resumed."""
-    num_steps = 120
+    num_steps = 80
     script = os.path.abspath(__file__)
 
     def command(output_dir):
@@ -573,14 +580,17 @@ def test_resume_is_exact_under_mirrored_strategy(data_dir, tmp_path):
     env = {**_environment(),
            "PYTHONPATH": os.pathsep.join([REPO_ROOT,
                                           os.path.dirname(script)])}
-    subprocess.run(command(tmp_path / "uninterrupted"), cwd=REPO_ROOT,
-                   env=env, check=True, capture_output=True, timeout=900)
+    # The uninterrupted run runs beside the first, killed one.
+    reference = subprocess.Popen(command(tmp_path / "uninterrupted"),
+                                 cwd=REPO_ROOT, env=env,
+                                 stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
     resumed = tmp_path / "resumed"
     with open(tmp_path / "first.log", "w") as log:
         process = subprocess.Popen(command(resumed), cwd=REPO_ROOT, env=env,
                                    stdout=log, stderr=subprocess.STDOUT)
         try:
-            _wait_for(resumed / "model.ckpt-20.index", process,
+            _wait_for(resumed / "model.ckpt-10.index", process,
                       tmp_path / "first.log")
             process.send_signal(signal.SIGKILL)
             process.wait(timeout=60)
@@ -588,11 +598,17 @@ def test_resume_is_exact_under_mirrored_strategy(data_dir, tmp_path):
             if process.poll() is None:
                 process.kill()
     assert process.returncode == -signal.SIGKILL
-    assert _steps(resumed)[-1] < num_steps
+    killed_at = _steps(resumed)[-1]
+    assert killed_at < num_steps
     second = subprocess.run(command(resumed), cwd=REPO_ROOT, env=env,
                             capture_output=True, text=True, timeout=900)
     assert second.returncode == 0, second.stderr[-5000:]
-    assert "Resuming from" in second.stderr
+    assert f"restored {resumed}/model.ckpt-{killed_at}" in second.stdout
+    try:
+        assert reference.wait(timeout=600) == 0
+    finally:
+        if reference.poll() is None:
+            reference.kill()
     expected = _read_all(tmp_path / "uninterrupted" /
                          f"model.ckpt-{num_steps}")
     actual = _read_all(resumed / f"model.ckpt-{num_steps}")
@@ -624,12 +640,13 @@ def _mirrored_train(data_dir, output_dir, num_steps):
     trainer = trainer_lib.Trainer(
         task, trainer_lib.TrainerConfig(
             output_dir=output_dir, train_batch_size=4,
-            num_train_steps=num_steps, save_checkpoints_steps=20,
-            iterations_per_loop=10, log_steps=20, keep_checkpoint_max=0,
+            num_train_steps=num_steps, save_checkpoints_steps=10,
+            iterations_per_loop=5, log_steps=20, keep_checkpoint_max=0,
             seed=7),
         strategy, optimizer_factory=lambda: optimization.create_optimizer(
             "adamw", 1e-3, num_steps, 10))
     trainer.train()
+    print(f"restored {trainer.restored_checkpoint}")
 
 
 # -- 8. (slow) kills at random points, also during saves ----------------------
