@@ -568,6 +568,7 @@ def test_killed_and_resumed_run_equals_the_uninterrupted_run(data_dir,
                                actual["bert/pooler/dense/kernel"])
 
 
+@pytest.mark.slow  # three processes with two logical devices: minutes
 def test_resume_is_exact_under_mirrored_strategy(data_dir, tmp_path):
     """Two logical CPUs: uninterrupted vs killed (SIGKILL) and resumed."""
     num_steps = 80
