@@ -650,6 +650,115 @@ def _mirrored_train(data_dir, output_dir, num_steps):
     print(f"restored {trainer.restored_checkpoint}")
 
 
+# -- the pieces, in process (fast) --------------------------------------------
+
+def test_lock_is_reentrant_refuses_live_holders_and_takes_over_dead_ones(
+        tmp_path):
+    from bert_tf.training import run_lock
+    lock = tmp_path / LOCK_FILE
+    host = socket.gethostname()
+    # A live process of this host (our parent) holds it.
+    lock.write_text(f"host={host}\npid={os.getppid()}\n")
+    with pytest.raises(run_lock.OutputDirLockedError) as raised:
+        run_lock.lock_output_dir(tmp_path)
+    assert str(raised.value) == (
+        f"--output_dir={tmp_path} is in use by another run (process "
+        f"{os.getppid()} on this host, lock file {lock}); wait for it to "
+        f"finish or use another --output_dir")
+    # Another host's lock is never taken over.
+    lock.write_text("host=elsewhere\npid=1\n")
+    with pytest.raises(run_lock.OutputDirLockedError) as raised:
+        run_lock.lock_output_dir(tmp_path)
+    assert str(raised.value).endswith(
+        f"(process 1 on host elsewhere, lock file {lock}); wait for it to "
+        f"finish or use another --output_dir (delete {lock} only if that run "
+        f"is gone)")
+    # A dead process's lock is taken over; taking it again is a no-op.
+    lock.write_text(f"host={host}\npid={_dead_pid()}\n")
+    assert run_lock.lock_output_dir(tmp_path) == str(lock)
+    assert run_lock.lock_output_dir(tmp_path) == str(lock)
+    assert f"pid={os.getpid()}" in lock.read_text()
+    assert not run_lock.lock_output_dir(tmp_path / "worker", is_chief=False)
+    run_lock.release_output_dir(tmp_path)
+    assert not lock.exists()
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_only_this_projects_stale_temporary_files_are_removed(tmp_path):
+    from bert_tf.training import run_lock
+    dead = _dead_pid()
+    hex32 = "0123456789abcdef" * 2
+    ours = [f".model.ckpt-12.tmp-{hex32}.index",
+            f".model.ckpt-12.tmp-{hex32}.data-00000-of-00001",
+            f".model.ckpt-12.tmp-{hex32}.data-00000-of-00001.tempstate123",
+            f"checkpoint.tmp-{hex32}", f"checkpoint.tmp-{dead}",
+            f"eval_results.txt.tmp-{dead}", f"test_results.tsv.tmp-{dead}",
+            f".train.tf_record.tmp-{dead}-0123abcd",
+            f"{LOCK_FILE}.tmp-{dead}"]
+    kept = [f"checkpoint.tmp-{os.getpid()}",  # a live writer's
+            f".model.ckpt-12.tmp-{hex32[:-1]}.index", "model.ckpt-12.index",
+            "notes.tmp", f"results.txt.tmp-{dead}", ".hidden",
+            f".train.tf_record.tmp-{dead}", "checkpoint"]
+    for name in ours + kept:
+        (tmp_path / name).write_text("x")
+    removed = run_lock.remove_stale_temporary_files(tmp_path)
+    assert removed == sorted(str(tmp_path / name) for name in ours)
+    assert sorted(os.listdir(tmp_path)) == sorted(kept)
+
+
+def test_output_is_input_check_follows_links_and_lists(tmp_path):
+    from bert_tf import file_io
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("text")
+    os.link(corpus, tmp_path / "hard.txt")
+    os.symlink(tmp_path, tmp_path / "dir_link")
+    for output in (f"{tmp_path}/other.tfrecord,{tmp_path}/hard.txt",
+                   f"{tmp_path}/dir_link/corpus.txt",
+                   f"{tmp_path}/sub/../corpus.txt"):
+        with pytest.raises(file_io.OutputIsInputError, match=re.escape(
+                f"is the input --input_file {corpus}")):
+            file_io.check_outputs_are_not_inputs(
+                [("--output_file", output)],
+                [("--input_file", f"{tmp_path}/*.txt")])
+    # A checkpoint prefix's files are inputs too.
+    (tmp_path / "model.ckpt.index").write_text("x")
+    with pytest.raises(file_io.OutputIsInputError):
+        file_io.check_outputs_are_not_inputs(
+            [("--output_dir file", tmp_path / "model.ckpt.index")],
+            [("--init_checkpoint", tmp_path / "model.ckpt")])
+    file_io.check_outputs_are_not_inputs(
+        [("--output_file", tmp_path / "new.tfrecord")],
+        [("--input_file", corpus), ("--vocab_file", None)])
+
+
+def test_unused_encoder_weights_are_a_warning(cased_tiny_dir, caplog):
+    import tensorflow as tf
+    from bert_tf import checkpoints
+    prefix = str(cased_tiny_dir / "bert_model.ckpt")
+    shapes = checkpoints.checkpoint_shapes(prefix)
+
+    def load(names):
+        variables = {name: tf.Variable(tf.zeros(shapes[name]), name=name)
+                     for name in names}
+        caplog.clear()
+        with caplog.at_level("INFO"):
+            checkpoints.load_checkpoint(variables, prefix)
+        return [record for record in caplog.records
+                if "not used by the model" in record.getMessage()]
+
+    # A config with fewer layers: layer_1's weights are left over.
+    encoder = [n for n in shapes if n.startswith("bert/")
+               and "layer_1/" not in n]
+    [record] = load(encoder)
+    assert record.levelname == "WARNING"
+    assert ("(including 16 encoder weights, e.g. bert/encoder/layer_1/"
+            "attention/output/LayerNorm/beta: does bert_config.json describe "
+            "the checkpoint's model?)") in record.getMessage()
+    # The encoder alone from a pretraining checkpoint: heads left, INFO.
+    [record] = load([n for n in shapes if n.startswith("bert/")])
+    assert record.levelname == "INFO"
+
+
 # -- 8. (slow) kills at random points, also during saves ----------------------
 
 @pytest.mark.slow
