@@ -207,15 +207,12 @@ def run(flag_values):
     from bert_tf.training import trainer as trainer_lib
 
     _validate_flags(flag_values)
-    # Before anything is written: no output may be an input, and a run that
-    # does not train needs weights to evaluate or predict with.
+    # Before anything is written: no output may be an input.
     runner_flags.check_outputs_are_not_inputs(
         flag_values, (trainer_lib.EVAL_RESULTS_FILE, TEST_RESULTS_FILE,
                       "train.tf_record", "eval.tf_record",
                       "predict.tf_record", "checkpoint"),
         ("bert_config_file", "vocab_file", "init_checkpoint"))
-    runner_flags.require_weights_without_training(flag_values,
-                                                  "--do_eval/--do_predict")
     bert_config = BertConfig.from_json_file(flag_values.bert_config_file)
     if flag_values.max_seq_length > bert_config.max_position_embeddings:
         raise ValueError(
@@ -258,6 +255,9 @@ def run(flag_values):
     if flag_values.do_predict:
         predict_examples = processor.get_test_examples(data_dir)
 
+    # A run that does not train needs weights to evaluate or predict with.
+    runner_flags.require_weights_without_training(flag_values,
+                                                  "--do_eval/--do_predict")
     # The strategy comes before any other TensorFlow work: multi-worker and
     # TPU strategies must configure the runtime before it starts.
     strategy = runner_flags.strategy_from_flags(flag_values)

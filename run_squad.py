@@ -252,8 +252,7 @@ def run(flag_values):
     bert_config = BertConfig.from_json_file(flag_values.bert_config_file)
     _validate_flags(flag_values, bert_config)
     version_2 = flag_values.version_2_with_negative
-    # Before anything is written: no output may be an input, and a run that
-    # does not train needs weights to predict with.
+    # Before anything is written: no output may be an input.
     runner_flags.check_outputs_are_not_inputs(
         flag_values, (squad_postprocess.PREDICTIONS_FILE,
                       squad_postprocess.NBEST_PREDICTIONS_FILE,
@@ -262,8 +261,6 @@ def run(flag_values):
                       PREDICT_RECORD_FILE, "checkpoint"),
         ("train_file", "predict_file", "bert_config_file", "vocab_file",
          "init_checkpoint"))
-    runner_flags.require_weights_without_training(flag_values,
-                                                  "--do_predict")
 
     # Both SQuAD files are read (and checked) before any training, so a bad
     # predict file fails in seconds, not after hours of training.
@@ -292,6 +289,9 @@ def run(flag_values):
         score_predictions = squad_examples.has_gold_answers(
             flag_values.predict_file, version_2)
 
+    # A run that does not train needs weights to predict with.
+    runner_flags.require_weights_without_training(flag_values,
+                                                  "--do_predict")
     # The strategy comes before any other TensorFlow work: multi-worker and
     # TPU strategies must configure the runtime before it starts.
     strategy = runner_flags.strategy_from_flags(flag_values)
