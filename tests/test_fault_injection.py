@@ -731,6 +731,29 @@ def test_output_is_input_check_follows_links_and_lists(tmp_path):
         [("--input_file", corpus), ("--vocab_file", None)])
 
 
+def test_vocabulary_and_corpus_tools_refuse_to_overwrite_inputs(tmp_path,
+                                                                capsys):
+    from bert_tf import learn_vocab
+    from bert_tf import prepare_corpus
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("some text\n")
+    dump = tmp_path / "dump.xml.bz2"
+    dump.write_bytes(b"BZh9")
+    for main, args, flag, path in (
+            (learn_vocab.main, [f"--input_file={corpus}"], "--input_file",
+             corpus),
+            (prepare_corpus.main, [f"--wiki_dump={dump}"], "--wiki_dump",
+             dump)):
+        with pytest.raises(SystemExit) as raised:
+            main(args + [f"--output_file={path}"])
+        assert raised.value.code == 1
+        assert capsys.readouterr().err.strip().endswith(
+            f"error: --output_file {path} is the input {flag} {path}: "
+            f"refusing to overwrite an input; choose another output path")
+    assert corpus.read_text() == "some text\n"
+    assert dump.read_bytes() == b"BZh9"
+
+
 def test_unused_encoder_weights_are_a_warning(cased_tiny_dir, caplog):
     import tensorflow as tf
     from bert_tf import checkpoints

@@ -31,9 +31,6 @@ from bert_tf import checkpoints as checkpoint_io
 CHECKPOINT_BASENAME = "model.ckpt"
 # The file `tf.train.latest_checkpoint` (and Google's Estimator) reads.
 STATE_FILE = "checkpoint"
-# Beside `model.ckpt-<step>`: the training input's position at that step
-# (`<prefix>.input.index` / `.data-*`), for an exact resume.
-INPUT_STATE_SUFFIX = ".input"
 
 
 def _step_of(prefix, basename):
@@ -49,16 +46,15 @@ def _same_directory(first, second):
 
 
 def _checkpoint_files(prefix):
-    """The files of checkpoint `prefix`: its index, data shards, the TF1
-    graph (`.meta`) and the input-pipeline state this project saves beside
-    it. Nothing else shares the prefix's name for certain."""
+    """The files of checkpoint `prefix`, index first (the checkpoint exists
+    iff it does): the index, the data shards and a TF1 run's graph
+    (`.meta`). Other files that merely start with the prefix's name (e.g.
+    a user's `model.ckpt-5.notes`) are not the checkpoint's."""
     escaped = glob.escape(prefix)
     files = []
-    for pattern in (".index", ".data-?????-of-?????", ".meta",
-                    INPUT_STATE_SUFFIX + ".index",
-                    INPUT_STATE_SUFFIX + ".data-?????-of-?????"):
-        files.extend(tf.io.gfile.glob(escaped + pattern))
-    return sorted(files)
+    for pattern in (".index", ".data-?????-of-?????", ".meta"):
+        files.extend(sorted(tf.io.gfile.glob(escaped + pattern)))
+    return files
 
 
 def _exists(prefix):
