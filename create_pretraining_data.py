@@ -74,6 +74,12 @@ def main(argv):
             "unexpected arguments: " + " ".join(argv[1:]))
     logging.set_verbosity(logging.INFO)
     try:
+        # Before anything is written: an output that is an input would
+        # turn the corpus into a TFRecord.
+        file_io.check_outputs_are_not_inputs(
+            [("--output_file", FLAGS.output_file)],
+            [("--input_file", FLAGS.input_file),
+             ("--vocab_file", FLAGS.vocab_file)])
         tokenizer = pretraining_corpus.load_tokenizer(
             FLAGS.vocab_file, FLAGS.do_lower_case)
         input_files = file_io.expand_input_patterns(FLAGS.input_file)
@@ -92,7 +98,8 @@ def main(argv):
             short_seq_prob=FLAGS.short_seq_prob,
             do_whole_word_mask=FLAGS.do_whole_word_mask,
             num_workers=FLAGS.num_workers)
-    except (pretraining_corpus.PretrainingDataError, OSError) as error:
+    except (pretraining_corpus.PretrainingDataError, OSError,
+            file_io.OutputIsInputError) as error:
         # Bad input: say what is wrong, without a traceback.
         cli.exit_with_error("create_pretraining_data.py", error)
 

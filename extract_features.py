@@ -72,8 +72,15 @@ def main(_):
     from bert_tf.training.distribution import DistributionError
     from bert_tf.training.distribution import get_distribution_strategy
 
+    from bert_tf import file_io
+
     logging.set_verbosity(logging.INFO)
     try:
+        file_io.check_outputs_are_not_inputs(
+            [("--output_file", FLAGS.output_file)],
+            [(f"--{name}", FLAGS[name].value) for name in (
+                "input_file", "bert_config_file", "init_checkpoint",
+                "vocab_file")])
         strategy = get_distribution_strategy(
             "default", use_tpu=FLAGS.use_tpu, master=FLAGS.master,
             num_tpu_cores=FLAGS.num_tpu_cores)
@@ -88,7 +95,8 @@ def main(_):
             do_lower_case=FLAGS.do_lower_case,
             batch_size=FLAGS.batch_size,
             strategy=strategy)
-    except (OSError, BertConfigError, CheckpointError, DistributionError,
+    except (OSError, file_io.OutputIsInputError, BertConfigError,
+            CheckpointError, DistributionError,
             FeatureExtractionError, UnknownVocabularyEntryError) as error:
         # Bad input: one message naming the file, flag or variable at fault.
         cli.exit_with_error("extract_features.py", error)

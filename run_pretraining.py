@@ -126,6 +126,14 @@ def run(flag_values):
     if flag_values.do_train and flag_values.num_train_steps <= 0:
         raise ValueError(f"--num_train_steps={flag_values.num_train_steps} "
                          "must be positive with --do_train")
+    # Before anything is written: no output may be an input, and a run that
+    # does not train needs weights to evaluate.
+    runner_flags.check_outputs_are_not_inputs(
+        flag_values, ("eval_results.txt", "checkpoint"),
+        ("input_file", "bert_config_file", "init_checkpoint", "vocab_file"))
+    if not flag_values.do_train:
+        runner_flags.require_weights_without_training(flag_values,
+                                                      "--do_eval")
     trainer_config = runner_flags.trainer_config_from_flags(
         flag_values, num_train_steps=flag_values.num_train_steps,
         max_eval_steps=flag_values.max_eval_steps)

@@ -19,6 +19,7 @@ from bert_tf.checkpoints.huggingface import read_hf_safetensors
 from bert_tf.checkpoints.tf1_checkpoint import CheckpointError
 from bert_tf.checkpoints.tf1_checkpoint import CheckpointNotFoundError
 from bert_tf.checkpoints.tf1_checkpoint import CheckpointTensors
+from bert_tf.checkpoints.tf1_checkpoint import DamagedCheckpointError
 from bert_tf.checkpoints.tf1_checkpoint import LoadReport
 from bert_tf.checkpoints.tf1_checkpoint import checkpoint_shapes
 from bert_tf.checkpoints.tf1_checkpoint import load_checkpoint

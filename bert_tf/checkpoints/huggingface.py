@@ -510,7 +510,19 @@ def _write_json_atomically(values, path):
         writer.write("\n")
 
 
-def _check_can_write(paths, overwrite):
+def _check_can_write(paths, overwrite, inputs):
+    """Refuses outputs that exist (unless `overwrite`) or are inputs.
+
+    Args:
+      paths: the files the conversion writes.
+      overwrite: whether existing outputs may be replaced.
+      inputs: `(description, path)` of the files it reads.
+    """
+    try:
+        file_io.check_outputs_are_not_inputs(
+            [("--output_dir file", path) for path in paths], inputs)
+    except file_io.OutputIsInputError as error:
+        raise ConversionError(str(error)) from error
     existing = [p for p in paths if os.path.exists(p)]
     if existing and not overwrite:
         raise ConversionError(
@@ -559,8 +571,11 @@ def convert_hf_to_google(hf_path, output_dir, *, config_file=None,
     prefix = os.path.join(output_dir, tf1_checkpoint.DEFAULT_PREFIX_NAME)
     config_out = os.path.join(output_dir, GOOGLE_CONFIG_NAME)
     vocab_out = os.path.join(output_dir, VOCAB_NAME)
-    _check_can_write([prefix + ".index", config_out]
-                     + ([vocab_out] if vocab_file else []), overwrite)
+    _check_can_write(
+        [prefix + ".index", prefix + ".data-00000-of-00001", config_out]
+        + ([vocab_out] if vocab_file else []), overwrite,
+        [("--input_dir/--safetensors", weights_path),
+         ("--config_file", config_file), ("--vocab_file", vocab_file)])
     tf1_checkpoint.save_checkpoint(google, prefix, overwrite=overwrite)
     config.to_json_file(config_out)
     if vocab_file:
@@ -625,8 +640,11 @@ def convert_google_to_hf(checkpoint, bert_config_file, output_dir, *,
     weights_out = os.path.join(output_dir, HF_WEIGHTS_NAME)
     config_out = os.path.join(output_dir, HF_CONFIG_NAME)
     vocab_out = os.path.join(output_dir, VOCAB_NAME)
-    _check_can_write([weights_out, config_out]
-                     + ([vocab_out] if vocab_file else []), overwrite)
+    _check_can_write(
+        [weights_out, config_out] + ([vocab_out] if vocab_file else []),
+        overwrite, [("--checkpoint", prefix),
+                    ("--bert_config_file", bert_config_file),
+                    ("--vocab_file", vocab_file)])
     with file_io.atomic_write(weights_out, "wb") as writer:
         # "pt" lets transformers' from_pretrained load the file.
         writer.write(safetensors_bytes(hf, metadata={"format": "pt"}))

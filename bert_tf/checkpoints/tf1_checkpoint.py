@@ -19,6 +19,7 @@ started from).
 
 import collections
 import dataclasses
+import glob
 import os
 import threading
 import uuid
@@ -45,6 +46,10 @@ _BOOKKEEPING_NAMES = ("global_step", "good_steps", "loss_scale",
 
 class CheckpointError(ValueError):
     """A checkpoint that cannot be found, read, loaded or written."""
+
+
+class DamagedCheckpointError(CheckpointError):
+    """A checkpoint whose files cannot be read (truncated, corrupt)."""
 
 
 class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
@@ -201,12 +206,23 @@ def resolve_checkpoint(path):
     raise CheckpointNotFoundError(message)
 
 
+def _first_line(error):
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
+
+
+def _data_files_text(prefix):
+    names = sorted(tf.io.gfile.glob(glob.escape(prefix) + ".data-*"))
+    return ", ".join(names) if names else f"{prefix}.data-* (missing)"
+
+
 def _open_reader(prefix):
     try:
         return tf.train.load_checkpoint(prefix)
-    except (tf.errors.OpError, ValueError) as error:
-        raise CheckpointError(
-            f"cannot read checkpoint {prefix}: {error}") from error
+    except (tf.errors.OpError, ValueError, IndexError) as error:
+        raise DamagedCheckpointError(
+            f"cannot read checkpoint {prefix} (damaged or incomplete "
+            f"{prefix}{_INDEX_SUFFIX}?): {_first_line(error)}") from error
 
 
 def checkpoint_shapes(path):
@@ -254,7 +270,16 @@ class CheckpointTensors(collections.abc.Mapping):
             raise CheckpointError(f"checkpoint {self.prefix} is closed")
         if name not in self._shapes:
             raise KeyError(f"{name} (not in checkpoint {self.prefix})")
-        return self._reader.get_tensor(name)
+        try:
+            return self._reader.get_tensor(name)
+        except (tf.errors.OpError, IndexError, ValueError) as error:
+            # A truncated `.data` file ends in "IndexError: Read less bytes
+            # than requested", naming neither the file nor the tensor.
+            raise DamagedCheckpointError(
+                f"checkpoint {self.prefix} is damaged (truncated or "
+                f"corrupt): cannot read tensor {name} from "
+                f"{_data_files_text(self.prefix)}: "
+                f"{_first_line(error)}") from error
 
     def __contains__(self, name):
         # Mapping's default would read the tensor to answer.
@@ -502,9 +527,25 @@ def load_checkpoint(variables_or_model, path, *, strict=True, optional=()):
                              if m.checkpoint_shape is not None]
     logging.info("Loaded %d variables from %s.", len(report.loaded), prefix)
     if report.unused:
-        logging.info("Checkpoint %s: not used by the model: %s", prefix,
-                     _summarize_unused(report.unused))
+        # Unused encoder weights mean the config describes a smaller model
+        # than the checkpoint (e.g. fewer layers): worth a warning. Heads,
+        # optimizer slots and global_step are routinely left out.
+        unused_encoder = [name for name in report.unused
+                          if _is_encoder_weight(name)]
+        log = logging.warning if unused_encoder else logging.info
+        log("Checkpoint %s: not used by the model: %s%s", prefix,
+            _summarize_unused(report.unused),
+            (f" (including {len(unused_encoder)} encoder weights, e.g. "
+             f"{unused_encoder[0]}: does bert_config.json describe the "
+             f"checkpoint's model?)") if unused_encoder else "")
     return report
+
+
+def _is_encoder_weight(name):
+    """Whether `name` is a weight of Google's encoder (`bert/...`), not an
+    optimizer slot."""
+    return (name.startswith("bert/")
+            and not name.endswith(_OPTIMIZER_SLOT_SUFFIXES))
 
 
 def _read_value(name, value):

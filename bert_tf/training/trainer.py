@@ -21,8 +21,10 @@ Restarting with the same `output_dir` resumes from the newest
 `model.ckpt-<step>`: model, optimizer slots, `global_step` (hence the
 learning rate) and the loss scale. The run then finishes at
 `num_train_steps`: steps after the last checkpoint are recomputed, none are
-skipped. The input pipeline restarts from its beginning (reshuffled unless
-`--seed` fixes the order); the position in the data is not restored.
+skipped. With `--seed` (`TrainerConfig.seed`) the resumed run is exact:
+its input continues where the checkpoint's step left it and its dropout
+masks are the uninterrupted run's, so it ends with the same weights.
+Without, the input pipeline restarts from its beginning, reshuffled.
 """
 
 import dataclasses
@@ -38,13 +40,18 @@ import tensorflow as tf
 
 from bert_tf import checkpoints
 from bert_tf import file_io
+from bert_tf.modeling import layers as modeling_layers
 from bert_tf.tasks import base
 from bert_tf.training import checkpoint_manager as checkpoint_manager_lib
 from bert_tf.training import distribution
 from bert_tf.training import precision
 from bert_tf.training import prediction
+from bert_tf.training import run_lock
 
 EVAL_RESULTS_FILE = "eval_results.txt"
+# The dropout generator's position, saved with each checkpoint of a seeded
+# run (Google's code ignores it: no variable of theirs has this name).
+DROPOUT_RANDOM_STATE = "training/dropout_random_state"
 
 
 class NonFiniteLossError(RuntimeError):
@@ -73,6 +80,11 @@ class TrainerConfig:
       dtype: one of `precision.DTYPES`.
       enable_xla: compile with XLA: the whole step on one device, the
         forward and backward pass with several replicas.
+      seed: with a seed (`--seed`), a resumed run is exact: it continues
+        the input where the checkpoint's step left it (the seeded input
+        pipeline skips what was consumed) and draws the dropout masks the
+        uninterrupted run draws (`DROPOUT_RANDOM_STATE` in the checkpoint).
+        The task's input pipeline must be seeded with the same seed.
 
     The initial weights (`--init_checkpoint`) are the task's
     (`Task.init_checkpoint`).
@@ -89,6 +101,7 @@ class TrainerConfig:
     log_steps: int = 100
     dtype: str = "float32"
     enable_xla: bool = False
+    seed: Optional[int] = None
 
     def validate(self):
         """Raises ValueError naming the first flag whose value cannot work."""
@@ -196,11 +209,23 @@ class Trainer:
                 self.model = task.build_model()
             self.trainable_variables = task.trainable_variables(self.model)
             self.optimizer = None
+            # Dropout masks from a generator whose position is checkpointed
+            # (see `TrainerConfig.seed`); None: TensorFlow's stateful op.
+            self._dropout_generator = None
+            if optimizer_factory is not None and config.seed is not None:
+                self._dropout_generator = tf.random.Generator.from_seed(
+                    config.seed)
             if optimizer_factory is not None:
                 self.optimizer = precision.wrap_optimizer(
                     optimizer_factory(), config.dtype)
                 self.optimizer.build(self.trainable_variables)
 
+        if self.optimizer is not None:
+            # One training run per output_dir; the temporary files of one
+            # that was killed are removed (see run_lock).
+            run_lock.lock_output_dir(config.output_dir, self.is_chief)
+            if self.is_chief:
+                run_lock.remove_stale_temporary_files(config.output_dir)
         self.checkpoint_manager = checkpoint_manager_lib.CheckpointManager(
             config.output_dir, max_to_keep=config.keep_checkpoint_max,
             is_chief=self.is_chief)
@@ -231,12 +256,54 @@ class Trainer:
         tensors = dict(self.task.checkpoint_variables(self.model))
         tensors.update(self._optimizer_state())
         tensors.update(precision.loss_scale_variables(self.optimizer))
+        tensors.update(self._random_state())
         return tensors
 
+    def _random_state(self):
+        if self._dropout_generator is None:
+            return {}
+        return {DROPOUT_RANDOM_STATE: self._dropout_generator.state}
+
+    def _restore_newest_readable(self):
+        """Restores the newest checkpoint that reads; returns its prefix.
+
+        A damaged checkpoint (truncated or corrupt files, e.g. a disk that
+        filled up) is skipped with a warning naming it, and set aside
+        (`CheckpointManager.set_aside`, never deleted) so that this run can
+        write a good checkpoint of that step again.
+
+        Raises:
+          bert_tf.checkpoints.DamagedCheckpointError: no checkpoint reads.
+        """
+        candidates = self.checkpoint_manager.existing_checkpoints()
+        damaged = []
+        for prefix in reversed(candidates):
+            try:
+                self._restore(prefix)
+            except checkpoints.DamagedCheckpointError as error:
+                damaged.append(prefix)
+                logging.warning("Checkpoint %s cannot be read; trying an "
+                                "older one. %s", prefix, error)
+                continue
+            for bad in damaged:
+                # Only a training run (which holds the output_dir's lock)
+                # renames files there.
+                kept_as = (self.checkpoint_manager.set_aside(bad)
+                           if self.optimizer is not None else bad)
+                logging.warning(
+                    "Resuming from %s instead of the damaged %s (kept as "
+                    "%s, not deleted).", prefix, bad, kept_as)
+            return prefix
+        if damaged:
+            raise checkpoints.DamagedCheckpointError(
+                f"no checkpoint in --output_dir={self.config.output_dir} "
+                f"can be read (damaged: {', '.join(damaged)}); move them "
+                f"away to start afresh")
+        return None
+
     def _initialize_variables(self):
-        latest = self.checkpoint_manager.latest_checkpoint
+        latest = self._restore_newest_readable()
         if latest:
-            self._restore(latest)
             self.restored_checkpoint = latest
             logging.info("Resuming from %s (global step %d).", latest,
                          self.global_step)
@@ -262,6 +329,7 @@ class Trainer:
         required = dict(self.task.checkpoint_variables(self.model))
         required.update(self._optimizer_state())
         optional = dict(precision.loss_scale_variables(self.optimizer))
+        optional.update(self._random_state())
         if "global_step" not in required:
             # Evaluation only: the step is read for the results, if there.
             optional["global_step"] = tf.Variable(
@@ -270,6 +338,8 @@ class Trainer:
             report = checkpoints.load_checkpoint(
                 {**required, **optional}, prefix, strict=True,
                 optional=list(optional))
+        except checkpoints.DamagedCheckpointError:
+            raise  # `_restore_newest_readable` falls back to an older one.
         except checkpoints.CheckpointError as error:
             raise checkpoints.CheckpointError(
                 f"cannot resume from {prefix} in --output_dir: it does not "
@@ -280,6 +350,12 @@ class Trainer:
             step = (required["global_step"] if "global_step" in required
                     else optional["global_step"])
             self._checkpoint_step = int(step.numpy())
+        if (self._dropout_generator is not None
+                and DROPOUT_RANDOM_STATE not in report.loaded):
+            logging.warning(
+                "%s holds no dropout random state (written without "
+                "--seed): the resumed run draws other dropout masks "
+                "than an uninterrupted one would have.", prefix)
 
     def save_checkpoint(self):
         """Writes `model.ckpt-<global_step>` (chief only); returns the prefix."""
@@ -477,9 +553,26 @@ class Trainer:
             raise ValueError("this Trainer was built without an "
                              "optimizer_factory and can only evaluate")
         per_replica_batch_size = self.per_replica_train_batch_size
-        dataset = self.strategy.distribute_datasets_from_function(
-            lambda context: self.task.build_inputs(
-                base.TRAIN, per_replica_batch_size, context))
+        # With a seed the input is the same sequence in every run: a resumed
+        # run skips the batches the steps before its checkpoint consumed, so
+        # that it reads what the uninterrupted run reads next.
+        steps_done = (self.global_step if self.config.seed is not None
+                      else 0)
+
+        def dataset_fn(context):
+            dataset = self.task.build_inputs(base.TRAIN,
+                                             per_replica_batch_size, context)
+            if not steps_done:
+                return dataset
+            # Each step takes one batch per replica; a pipeline feeds
+            # num_replicas_in_sync / num_input_pipelines replicas.
+            per_step = context.num_replicas_in_sync // max(
+                context.num_input_pipelines, 1)
+            logging.info("Resuming the input at step %d: skipping %d "
+                         "batches.", steps_done, steps_done * per_step)
+            return dataset.skip(steps_done * per_step)
+
+        dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
         return iter(dataset)
 
     def train_steps(self, iterator, num_steps):
@@ -500,8 +593,10 @@ class Trainer:
         """
         if self._train_loop is None:
             self._train_loop = self._build_train_loop()
-        totals, steps_run, last_loss = self._train_loop(
-            iterator, tf.constant(num_steps, tf.int32))
+        # The generator is read when the loop is traced (its first call).
+        with modeling_layers.random_generator_scope(self._dropout_generator):
+            totals, steps_run, last_loss = self._train_loop(
+                iterator, tf.constant(num_steps, tf.int32))
         return ({k: float(v) for k, v in totals.items()}, int(steps_run),
                 float(last_loss))
 
