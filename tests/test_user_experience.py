@@ -1,0 +1,108 @@
+"""What a user sees: a quiet start, early progress, signals handled.
+
+Each test runs a program as a user does: a subprocess started from the
+repository root with the user's environment, in which nobody set
+`TF_CPP_MIN_LOG_LEVEL` (conftest.py and tests/runner_harness.py set it for
+the other tests; here it is removed).
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bert_tf import checkpoints
+
+from test_pretraining_task import make_pretraining_arrays
+from test_pretraining_task import tiny_bert_config
+from test_pretraining_task import write_pretraining_records
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SEQ, PREDICTIONS = 32, 5
+
+# TensorFlow's C++ logging ("2026-12-01 21:33:30.589671: I external/...cc:31]
+# ..."), Abseil's C++ logging as XLA uses it ("I0000 00:00:1796160820.50 5953
+# device_compiler.h:196] ..."), their notes, and absl's Python warning.
+# Our own lines come from Python files: "I1201 21:33:36.41 1400 trainer.py:249]".
+TENSORFLOW_LINE = re.compile(
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] |"
+    r"^[IWEF]\d{4} [\d:.]+\s+\d+ [^\]\s]+\.(?:cc|h|c|cpp):\d+\] |"
+    r"absl::InitializeLog|Logging before flag parsing|cpu_feature_guard|"
+    r"rebuild TensorFlow|cuInit|Compiled cluster using XLA|"
+    r"TFRecordDataset|Local rendezvous|MLIR")
+
+
+def user_environment(**changes):
+    """The environment of a user who set no TensorFlow variable."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_CPP_MAX_VLOG_LEVEL")}
+    env.update(changes)
+    return env
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """Two record shards and a tiny bert_config.json."""
+    directory = tmp_path_factory.mktemp("ux_data")
+    for shard in range(2):
+        write_pretraining_records(
+            directory / f"records-{shard}.tfrecord",
+            make_pretraining_arrays(48, SEQ, PREDICTIONS, seed=shard))
+    tiny_bert_config().to_json_file(str(directory / "bert_config.json"))
+    return directory
+
+
+def pretraining_command(data_dir, output_dir, **overrides):
+    values = {
+        "input_file": f"{data_dir}/records-*.tfrecord",
+        "output_dir": str(output_dir),
+        "bert_config_file": str(data_dir / "bert_config.json"),
+        "do_train": "True",
+        "do_eval": "True",
+        "train_batch_size": "8",
+        "eval_batch_size": "8",
+        "max_seq_length": str(SEQ),
+        "max_predictions_per_seq": str(PREDICTIONS),
+        "num_train_steps": "6",
+        "num_warmup_steps": "2",
+        "learning_rate": "1e-3",
+        "save_checkpoints_steps": "3",
+        "iterations_per_loop": "3",
+        "log_steps": "2",
+        "max_eval_steps": "3",
+    }
+    values.update(overrides)
+    return [sys.executable, os.path.join(REPO_ROOT, "run_pretraining.py")] + [
+        f"--{k}={v}" for k, v in values.items() if v is not None]
+
+
+# -- a quiet start -------------------------------------------------------------
+
+def test_training_and_evaluation_show_no_tensorflow_line(data_dir, tmp_path):
+    process = subprocess.run(
+        pretraining_command(data_dir, tmp_path / "out"), cwd=REPO_ROOT,
+        env=user_environment(), capture_output=True, text=True, timeout=600)
+    assert process.returncode == 0, process.stderr[-5000:]
+    output = process.stdout + process.stderr
+    noise = [line for line in output.splitlines()
+             if TENSORFLOW_LINE.search(line)]
+    assert noise == []
+    # Our own lines are there: training, a checkpoint, evaluation.
+    assert "step 6/6" in output
+    assert "Eval results" in output
+
+
+def test_verbosity_brings_tensorflow_lines_back(data_dir, tmp_path):
+    """`--verbosity=1` leaves TensorFlow's C++ logging at its default."""
+    process = subprocess.run(
+        pretraining_command(data_dir, tmp_path / "out", num_train_steps="2",
+                            do_eval="False", verbosity="1"),
+        cwd=REPO_ROOT, env=user_environment(), capture_output=True,
+        text=True, timeout=600)
+    assert process.returncode == 0, process.stderr[-5000:]
+    assert any(TENSORFLOW_LINE.search(line)
+               for line in process.stderr.splitlines())
