@@ -172,8 +172,11 @@ def main(argv, flag_values=FLAGS):
         raise app.UsageError(
             f"unexpected arguments: {' '.join(argv[1:])}")
     from bert_tf.training.trainer import NonFiniteLossError
+    from bert_tf.training.trainer import TrainingInterrupted
     try:
         run(flag_values)
+    except TrainingInterrupted as interrupted:
+        runner_flags.exit_after_signal(PROGRAM, interrupted)
     except (ValueError, NonFiniteLossError) as error:
         runner_flags.exit_with_error(PROGRAM, error)
 

@@ -11,7 +11,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -96,6 +95,7 @@ def test_training_and_evaluation_show_no_tensorflow_line(data_dir, tmp_path):
     assert "Eval results" in output
 
 
+@pytest.mark.slow  # one more runner start
 def test_verbosity_brings_tensorflow_lines_back(data_dir, tmp_path):
     """`--verbosity=1` leaves TensorFlow's C++ logging at its default."""
     process = subprocess.run(
@@ -106,3 +106,92 @@ def test_verbosity_brings_tensorflow_lines_back(data_dir, tmp_path):
     assert process.returncode == 0, process.stderr[-5000:]
     assert any(TENSORFLOW_LINE.search(line)
                for line in process.stderr.splitlines())
+
+
+# -- progress from the first seconds -------------------------------------------
+
+PROGRESS_LINE = re.compile(r"train pretraining: (\d+)/(\d+) steps")
+
+
+def test_progress_is_reported_before_the_first_log_steps_boundary(
+        data_dir, tmp_path):
+    """Slow steps, a far --log_steps and a short --log_every_seconds: the
+    run reports progress in between, the first line before any step."""
+    process = subprocess.run(
+        pretraining_command(data_dir, tmp_path / "out", num_train_steps="12",
+                            log_steps="12", iterations_per_loop="12",
+                            save_checkpoints_steps="12", do_eval="False",
+                            log_every_seconds="0.001"),
+        cwd=REPO_ROOT, env=user_environment(), capture_output=True,
+        text=True, timeout=600)
+    assert process.returncode == 0, process.stderr[-5000:]
+    lines = process.stderr.splitlines()
+    boundary = next(i for i, line in enumerate(lines)
+                    if "step 12/12: loss = " in line)
+    before = [int(m.group(1)) for line in lines[:boundary]
+              for m in [PROGRESS_LINE.search(line)] if m]
+    # The start line (step 0) says what the first seconds are spent on.
+    start_line = next(line for line in lines if PROGRESS_LINE.search(line))
+    assert "0/12 steps" in start_line and "tracing" in start_line
+    # Then steps between 0 and the --log_steps boundary, with a speed.
+    assert [s for s in before if 0 < s < 12], lines
+    assert not any("nan" in line or "ETA ?" in line for line in lines)
+
+
+# -- signals -----------------------------------------------------------------
+
+def read_until(stream, pattern, seen):
+    """Reads lines into `seen` until one matches; returns the match."""
+    for line in stream:
+        seen.append(line)
+        match = pattern.search(line)
+        if match:
+            return match
+    raise AssertionError("the program ended before printing "
+                         f"{pattern.pattern!r}:\n" + "".join(seen[-50:]))
+
+
+@pytest.mark.slow  # two runner starts
+def test_sigterm_during_training_saves_a_checkpoint_to_resume_from(
+        data_dir, tmp_path):
+    output_dir = tmp_path / "out"
+    command = pretraining_command(
+        data_dir, output_dir, num_train_steps="100000",
+        save_checkpoints_steps="100000", log_steps="100000",
+        iterations_per_loop="100000", do_eval="False",
+        log_every_seconds="0.001")
+    process = subprocess.Popen(command, cwd=REPO_ROOT, env=user_environment(),
+                               stderr=subprocess.PIPE, text=True)
+    seen = []
+    try:
+        # Training is under way (past the first, tracing call).
+        match = read_until(process.stderr, re.compile(
+            r"train pretraining: ([2-9]|\d\d+)/100000 steps"), seen)
+        step_seen = int(match.group(1))
+        process.send_signal(signal.SIGTERM)
+        seen.extend(process.stderr)
+        returncode = process.wait(timeout=120)
+    finally:
+        process.kill()
+        process.wait()
+    output = "".join(seen)
+    assert returncode == 128 + signal.SIGTERM, output[-5000:]
+    stopped = re.search(r"run_pretraining.py: stopped: received SIGTERM at "
+                        r"step (\d+)/100000: saved (\S+);", output)
+    assert stopped, output[-5000:]
+    step = int(stopped.group(1))
+    assert step >= step_seen
+    assert stopped.group(2) == str(output_dir / f"model.ckpt-{step}")
+    assert checkpoints.checkpoint_shapes(stopped.group(2))
+    assert (sorted(f for f in os.listdir(output_dir) if f.endswith(".index"))
+            == [f"model.ckpt-{step}.index"])
+
+    # The same command resumes from it.
+    resumed = subprocess.run(
+        pretraining_command(data_dir, output_dir,
+                            num_train_steps=str(step + 2), do_eval="False"),
+        cwd=REPO_ROOT, env=user_environment(), capture_output=True,
+        text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-5000:]
+    assert f"Resuming from {output_dir}/model.ckpt-{step} " in resumed.stderr
+    assert (output_dir / f"model.ckpt-{step + 2}.index").exists()
