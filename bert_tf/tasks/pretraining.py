@@ -31,7 +31,6 @@ gives the loss one device computes on the whole batch.
 import dataclasses
 from typing import Optional, Sequence
 
-from absl import logging
 import keras
 import tensorflow as tf
 
@@ -527,8 +526,5 @@ class PretrainingTask(base.Task):
             raise checkpoints.CheckpointError(
                 f"--init_checkpoint {report.checkpoint}: the pretraining "
                 f"heads do not fit the model: {', '.join(report.mismatched)}")
-        if report.missing:
-            logging.info(
-                "--init_checkpoint %s has no pretraining heads for %s; they "
-                "start from random values", report.checkpoint,
-                ", ".join(report.missing))
+        # Heads it lacks keep their initial values; the load's summary
+        # line names them.

@@ -270,8 +270,10 @@ class Trainer:
         elif self.config.init_checkpoint:
             logging.info("Initializing the model from --init_checkpoint %s.",
                          self.config.init_checkpoint)
-            self.task.initialize_from_checkpoint(self.model,
-                                                 self.config.init_checkpoint)
+            # One line however many passes the task makes (encoder, heads).
+            with checkpoints.load_summary():
+                self.task.initialize_from_checkpoint(
+                    self.model, self.config.init_checkpoint)
         else:
             logging.info("No checkpoint in %s and no --init_checkpoint: "
                          "starting from random weights.",
