@@ -25,6 +25,7 @@ import uuid
 from absl import logging
 import numpy as np
 
+from bert_tf import progress as progress_lib
 from bert_tf.checkpoints import tf1_checkpoint
 from bert_tf.config import BertConfig
 
@@ -559,7 +560,14 @@ def convert_hf_to_google(hf_path, output_dir, *, config_file=None,
     if vocab_file is None and os.path.isfile(
             os.path.join(model_dir, VOCAB_NAME)):
         vocab_file = os.path.join(model_dir, VOCAB_NAME)
+    # Three stages; a line at the start of each (a large model takes a
+    # while to read and to write).
+    progress = progress_lib.Progress("convert hf_to_google", total=3,
+                                     unit="stage")
+    progress.start(f"reading {hf_path}")
     hf_tensors, weights_path = read_hf_safetensors(hf_path)
+    progress.update(1, note=f"converting {len(hf_tensors)} tensors",
+                    force=True)
     config = hf_config_to_google(_read_json(config_file), source=config_file,
                                  exact_gelu=exact_gelu)
     google = hf_to_google_tensors(hf_tensors, source=weights_path)
@@ -571,7 +579,10 @@ def convert_hf_to_google(hf_path, output_dir, *, config_file=None,
     vocab_out = os.path.join(output_dir, VOCAB_NAME)
     _check_can_write([prefix + ".index", config_out]
                      + ([vocab_out] if vocab_file else []), overwrite)
+    progress.update(2, note=f"writing {prefix}", force=True)
     tf1_checkpoint.save_checkpoint(google, prefix, overwrite=overwrite)
+    progress.update(3)
+    progress.close()
     config.to_json_file(config_out)
     if vocab_file:
         _copy_atomically(vocab_file, vocab_out)
@@ -627,7 +638,11 @@ def convert_google_to_hf(checkpoint, bert_config_file, output_dir, *,
     if vocab_file is None:
         candidate = os.path.join(os.path.dirname(prefix), VOCAB_NAME)
         vocab_file = candidate if os.path.isfile(candidate) else None
+    progress = progress_lib.Progress("convert google_to_hf", total=3,
+                                     unit="stage")
+    progress.start(f"reading {prefix}")
     google = tf1_checkpoint.read_checkpoint(prefix)
+    progress.update(1, note=f"converting {len(google)} tensors", force=True)
     _check_tensors_fit_config(google, config, prefix, bert_config_file)
     hf = google_to_hf_tensors(google, source=prefix)
 
@@ -637,6 +652,7 @@ def convert_google_to_hf(checkpoint, bert_config_file, output_dir, *,
     vocab_out = os.path.join(output_dir, VOCAB_NAME)
     _check_can_write([weights_out, config_out]
                      + ([vocab_out] if vocab_file else []), overwrite)
+    progress.update(2, note=f"writing {weights_out}", force=True)
     temporary = f"{weights_out}.tmp-{uuid.uuid4().hex}"
     try:
         # "pt" lets transformers' from_pretrained load the file.
@@ -645,6 +661,8 @@ def convert_google_to_hf(checkpoint, bert_config_file, output_dir, *,
     finally:
         if os.path.exists(temporary):
             os.remove(temporary)
+    progress.update(3)
+    progress.close()
     _write_json_atomically(
         google_config_to_hf(config, architectures=_hf_architectures(hf)),
         config_out)
