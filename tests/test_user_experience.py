@@ -6,11 +6,13 @@ repository root with the user's environment, in which nobody set
 the other tests; here it is removed).
 """
 
+import importlib.util
 import os
 import re
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -195,3 +197,64 @@ def test_sigterm_during_training_saves_a_checkpoint_to_resume_from(
     assert resumed.returncode == 0, resumed.stderr[-5000:]
     assert f"Resuming from {output_dir}/model.ckpt-{step} " in resumed.stderr
     assert (output_dir / f"model.ckpt-{step + 2}.index").exists()
+
+
+def child_pids(pid):
+    """The processes whose parent is `pid` (from /proc)."""
+    children = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            children.append(int(entry))
+    return children
+
+
+def running(pid):
+    """Whether `pid` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"),
+                    reason="reads /proc")
+@pytest.mark.skipif(
+    importlib.util.find_spec("gensim") is None,
+    reason="demo.py's first step needs gensim (pip install --no-deps "
+           "gensim==4.4.0)")
+def test_sigterm_of_demo_stops_its_running_step(tmp_path):
+    """`kill <pid>` of demo.py passes SIGTERM on and waits: no orphan."""
+    process = subprocess.Popen(
+        [sys.executable, os.path.join(REPO_ROOT, "demo.py"),
+         f"--work_dir={tmp_path / 'work'}", "--quick"],
+        cwd=tmp_path, env=user_environment(), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    seen = []
+    try:
+        # The first step's command line: its process starts right after.
+        read_until(process.stdout, re.compile(r"^\$ "), seen)
+        children = []
+        for _ in range(600):  # at most a minute
+            children = child_pids(process.pid)
+            if children:
+                break
+            time.sleep(0.1)
+        assert children, "demo.py started no step:\n" + "".join(seen)
+        process.send_signal(signal.SIGTERM)
+        seen.extend(process.stdout)
+        returncode = process.wait(timeout=120)
+    finally:
+        process.kill()
+        process.wait()
+    output = "".join(seen)
+    assert returncode == 128 + signal.SIGTERM, output[-5000:]
+    assert "demo.py: stopped by SIGTERM; run the same command again" in output
+    assert not [pid for pid in children if running(pid)]
