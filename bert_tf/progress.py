@@ -46,7 +46,9 @@ def format_duration(seconds):
 
 
 def _plural(unit, count):
-    return unit if count == 1 else unit + "s"
+    if count == 1:
+        return unit
+    return unit + ("es" if unit.endswith(("s", "sh", "ch", "x")) else "s")
 
 
 class Progress:
@@ -196,7 +198,7 @@ class Progress:
             if self._first_interval_note and self._measures_first_interval():
                 speed += f" ({self._first_interval_note})"
             parts.append(speed)
-            if self.total:
+            if self.total and self.count < self.total:
                 parts.append(
                     f"ETA {format_duration((self.total - self.count) / rate)}")
         else:

@@ -256,7 +256,8 @@ def create_training_instances(corpus, vocab, rng, max_seq_length,
     # One pass over the documents per --dupe_factor.
     progress = progress_lib.Progress("create_pretraining_data: instances",
                                      total=dupe_factor, unit="pass")
-    progress.start(f"{num_documents} documents, {dupe_factor} passes")
+    progress.start(f"{num_documents} documents, --dupe_factor="
+                   f"{dupe_factor}")
     for done in range(1, dupe_factor + 1):
         _append_all_instances(
             store, corpus, vocab, rng, first_sentence, num_sentences,
