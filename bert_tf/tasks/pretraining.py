@@ -31,6 +31,7 @@ gives the loss one device computes on the whole batch.
 import dataclasses
 from typing import Optional, Sequence
 
+from absl import logging
 import keras
 import tensorflow as tf
 
@@ -526,5 +527,8 @@ class PretrainingTask(base.Task):
             raise checkpoints.CheckpointError(
                 f"--init_checkpoint {report.checkpoint}: the pretraining "
                 f"heads do not fit the model: {', '.join(report.mismatched)}")
-        # Heads it lacks keep their initial values; the load's summary
-        # line names them.
+        if report.missing:
+            logging.info(
+                "--init_checkpoint %s has no pretraining heads for %s; they "
+                "start from random values", report.checkpoint,
+                ", ".join(report.missing))

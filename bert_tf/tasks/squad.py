@@ -280,8 +280,10 @@ class SquadTask(base.Task):
             raise checkpoints.CheckpointError(
                 f"--init_checkpoint {report.checkpoint}: its span head does "
                 f"not fit the model: {', '.join(report.mismatched)}")
-        # Heads it lacks keep their initial values; the load's summary
-        # line names them.
+        if report.missing:
+            logging.info(
+                "--init_checkpoint %s has no SQuAD head (%s); it starts from "
+                "random values", report.checkpoint, ", ".join(report.missing))
 
 
 def predict_logits(trainer, global_batch_size, num_features,
