@@ -59,8 +59,8 @@ class Progress:
     """
 
     def __init__(self, description, total=None, *, unit="step", initial=0,
-                 every_seconds=30.0, first_interval_note="", stream=None,
-                 clock=time.monotonic):
+                 every_seconds=30.0, first_interval_note="", speed=True,
+                 stream=None, clock=time.monotonic):
         """Prepares the reports; nothing is printed before `start`.
 
         Args:
@@ -74,6 +74,8 @@ class Progress:
             `start` and `close` (and when `update(..., force=True)`).
           first_interval_note: said after the speed while it is measured on
             the first interval only (e.g. "tracing included").
+          speed: whether lines give the speed and ETA (not for a few
+            unequal stages).
           stream: where a terminal bar is drawn; `sys.stderr` if None. When
             it is not a terminal, reports are absl log lines.
           clock: a monotonic clock (seconds); tests pass a fake one.
@@ -84,6 +86,7 @@ class Progress:
         self.count = initial
         self.every_seconds = every_seconds
         self._first_interval_note = first_interval_note
+        self._speed = speed
         self._stream = stream if stream is not None else sys.stderr
         self._clock = clock
         try:
@@ -193,7 +196,9 @@ class Progress:
         else:
             parts.append(f"{self.count} {_plural(self.unit, self.count)}")
         rate = self.rate()
-        if rate is not None:
+        if not self._speed:
+            pass
+        elif rate is not None:
             speed = f"{rate:.3g} {_plural(self.unit, 2)}/s"
             if self._first_interval_note and self._measures_first_interval():
                 speed += f" ({self._first_interval_note})"

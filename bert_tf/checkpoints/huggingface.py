@@ -563,7 +563,7 @@ def convert_hf_to_google(hf_path, output_dir, *, config_file=None,
     # Three stages; a line at the start of each (a large model takes a
     # while to read and to write).
     progress = progress_lib.Progress("convert hf_to_google", total=3,
-                                     unit="stage")
+                                     unit="stage", speed=False)
     progress.start(f"reading {hf_path}")
     hf_tensors, weights_path = read_hf_safetensors(hf_path)
     progress.update(1, note=f"converting {len(hf_tensors)} tensors",
@@ -639,7 +639,7 @@ def convert_google_to_hf(checkpoint, bert_config_file, output_dir, *,
         candidate = os.path.join(os.path.dirname(prefix), VOCAB_NAME)
         vocab_file = candidate if os.path.isfile(candidate) else None
     progress = progress_lib.Progress("convert google_to_hf", total=3,
-                                     unit="stage")
+                                     unit="stage", speed=False)
     progress.start(f"reading {prefix}")
     google = tf1_checkpoint.read_checkpoint(prefix)
     progress.update(1, note=f"converting {len(google)} tensors", force=True)
