@@ -739,6 +739,14 @@ class Trainer:
         config = self.config
         per_replica_batch_size = distribution.per_replica_batch_size(
             config.eval_batch_size, self.num_replicas, "eval_batch_size")
+        # The total is --max_eval_steps when set: the input may be shorter.
+        progress = progress_lib.Progress(
+            f"evaluate {self.task.name}", total=config.max_eval_steps,
+            unit="batch",
+            every_seconds=config.log_every_seconds if self.is_chief else 0,
+            first_interval_note="tracing included")
+        progress.start("preparing the input and tracing the evaluation step "
+                       "(the first batch includes it)")
         dataset = self.strategy.distribute_datasets_from_function(
             lambda context: self.task.build_inputs(
                 base.EVAL, per_replica_batch_size, context))
@@ -747,14 +755,6 @@ class Trainer:
         totals = {k: 0.0 for k in self._metric_keys()}
         num_batches = 0
         iterator = iter(dataset)
-        # The total is --max_eval_steps when set: the input may be shorter.
-        progress = progress_lib.Progress(
-            f"evaluate {self.task.name}", total=config.max_eval_steps,
-            unit="batch",
-            every_seconds=config.log_every_seconds if self.is_chief else 0,
-            first_interval_note="tracing included")
-        progress.start("tracing the evaluation step (the first batch "
-                       "includes it)")
         while (config.max_eval_steps is None
                or num_batches < config.max_eval_steps):
             try:
