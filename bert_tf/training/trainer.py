@@ -25,6 +25,7 @@ skipped. The input pipeline restarts from its beginning (reshuffled unless
 `--seed` fixes the order); the position in the data is not restored.
 """
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -209,6 +210,10 @@ class Trainer:
         self.strategy = strategy or tf.distribute.get_strategy()
         self.num_replicas = self.strategy.num_replicas_in_sync
         self.is_chief = distribution.is_chief(self.strategy)
+        # Workers must run the same steps in every call and stop together:
+        # calls sized by the clock and stops on SIGTERM are for one process.
+        self._one_process = not isinstance(
+            self.strategy, tf.distribute.MultiWorkerMirroredStrategy)
         self.per_replica_train_batch_size = None
         if optimizer_factory is not None:
             self.per_replica_train_batch_size = (
@@ -569,7 +574,8 @@ class Trainer:
             unit="step", initial=step,
             every_seconds=config.log_every_seconds if self.is_chief else 0,
             first_interval_note="tracing included")
-        with self._stop_request:
+        with (self._stop_request if self._one_process
+              else contextlib.nullcontext()):
             progress.start("tracing and compiling the training step (the "
                            "first step includes it)")
             try:
@@ -625,7 +631,7 @@ class Trainer:
                 config.iterations_per_loop, next_log - step,
                 next_save - step, config.num_train_steps - step)
             fitting = self._steps_until_report(progress, seconds_per_step)
-            if fitting is not None:
+            if fitting is not None and self._one_process:
                 num_steps = min(num_steps, fitting)
             call_start = time.time()
             totals, steps_run, last_loss = self.train_steps(iterator,
