@@ -1,7 +1,7 @@
 r"""The main job: the whole BERT workflow on real text, one script per step.
 
-    python demo.py --work_dir=work_dir          # ~9 minutes on 2 CPU cores
-    python demo.py --work_dir=work_dir --quick  # ~1 minute
+    python demo.py --work_dir=work_dir          # ~9 minutes on 2 idle CPU cores
+    python demo.py --work_dir=work_dir --quick  # ~1-2 minutes idle, ~5 loaded
 
 Steps (each one is the command line a user would type by hand; it is printed,
 shell-quoted, before it runs):
@@ -85,8 +85,10 @@ def define_flags(flag_values=FLAGS):
         flag_values=flag_values)
     flags.DEFINE_bool(
         "quick", False,
-        "A 2-minute version: fewer documents, a smaller vocabulary and a "
-        "tenth of the training steps; it shows the workflow, not results.",
+        "A short version (1-2 minutes on 2 idle cores, ~5 on a loaded "
+        "machine): fewer documents, a smaller vocabulary and a "
+        "200 pretraining steps instead of 5000; it shows the workflow, not "
+        "results.",
         flag_values=flag_values)
     flags.DEFINE_string(
         "vocab_file", None,
@@ -164,8 +166,9 @@ DEFAULT = Settings(
     classifier_batch_size=32, num_train_epochs=1.0,
     classifier_learning_rate=2e-4)
 
-# About a minute, most of it starting TensorFlow in each step: the job's
-# workflow, not its results (too few steps to learn much).
+# 1-2 minutes on 2 idle cores (1m45s of CPU time), most of it starting
+# TensorFlow in each step: the job's workflow, not its results (too few
+# steps to learn much).
 QUICK = Settings(
     max_documents=30, vocab_size=4000,
     num_layers=2, hidden_size=128, num_heads=2, intermediate_size=512,
