@@ -86,7 +86,7 @@ def define_flags(flag_values=FLAGS):
     flags.DEFINE_bool(
         "quick", False,
         "A short version (1-2 minutes on 2 idle cores, ~5 on a loaded "
-        "machine): fewer documents, a smaller vocabulary and a "
+        "machine): fewer documents, a smaller vocabulary and "
         "200 pretraining steps instead of 5000; it shows the workflow, not "
         "results.",
         flag_values=flag_values)
