@@ -33,8 +33,11 @@ import time
 
 from absl import logging
 
-# A bar on a terminal is redrawn at most this often.
+# A bar on a terminal is redrawn at most this often, and a loop that sizes
+# its work by `seconds_until_due` comes back to redraw it at least this
+# often.
 TERMINAL_REFRESH_SECONDS = 0.5
+TERMINAL_BAR_SECONDS = 2.0
 BAR_WIDTH = 24
 
 
@@ -153,11 +156,17 @@ class Progress:
         return now - self._last_report_time >= self.every_seconds
 
     def seconds_until_due(self):
-        """Seconds until the next report is due (inf if reports are off)."""
+        """Seconds until the next report (or bar redraw) is due.
+
+        inf when reports are off (`every_seconds` 0).
+        """
         if self.every_seconds <= 0 or self._last_report_time is None:
             return math.inf
-        return max(0.0, self._last_report_time + self.every_seconds
-                   - self._clock())
+        due = self._last_report_time + self.every_seconds
+        if self._terminal:
+            due = min(due, (self._last_draw_time or self._last_report_time)
+                      + TERMINAL_BAR_SECONDS)
+        return max(0.0, due - self._clock())
 
     def reported_elsewhere(self):
         """The caller logged a line with the same news: restart the timer."""

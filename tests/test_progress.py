@@ -87,6 +87,9 @@ def test_terminal_bar_is_redrawn_in_place_and_ends_with_a_newline(log_lines):
                                      every_seconds=30, stream=stream,
                                      clock=clock)
     progress.start()
+    # A loop comes back to redraw the bar every 2 s, not every 30.
+    assert progress.seconds_until_due() == pytest.approx(
+        progress_lib.TERMINAL_BAR_SECONDS)
     clock.now += 1
     progress.update(2)
     progress.close()
