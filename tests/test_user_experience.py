@@ -258,3 +258,39 @@ def test_sigterm_of_demo_stops_its_running_step(tmp_path):
     assert returncode == 128 + signal.SIGTERM, output[-5000:]
     assert "demo.py: stopped by SIGTERM; run the same command again" in output
     assert not [pid for pid in children if running(pid)]
+
+
+# -- lines that say what they mean ---------------------------------------------
+
+def test_training_log_names_training_metrics_and_gives_a_speed_at_once(
+        tiny_config, tmp_path, caplog):
+    """The classifier's running metrics are `train_*` (its task names them
+    with Google's eval keys); the first line has a speed and an ETA."""
+    import logging as python_logging
+
+    from bert_tf.data import classifier_features as cf
+    from bert_tf.training import optimization
+    from bert_tf.training.trainer import Trainer, TrainerConfig
+
+    from test_classification_task import make_task, random_features
+
+    train_file = str(tmp_path / "train.tf_record")
+    cf.write_tfrecord(random_features(16, 2, seed=3), train_file)
+    task = make_task(tiny_config, num_labels=2, train_file=train_file)
+    trainer = Trainer(
+        task, TrainerConfig(output_dir=str(tmp_path / "out"),
+                            train_batch_size=4, num_train_steps=4,
+                            log_steps=2, save_checkpoints_steps=4),
+        optimizer_factory=lambda: optimization.create_optimizer(
+            "adamw", 1e-3, 4, 0))
+    with caplog.at_level(python_logging.INFO):
+        last = trainer.train()
+    step_lines = [r.getMessage() for r in caplog.records
+                  if r.getMessage().startswith("step ")]
+    assert [line.split(":")[0] for line in step_lines] == ["step 2/4",
+                                                          "step 4/4"]
+    for line in step_lines:
+        assert "train_accuracy = " in line and "train_loss = " in line
+        assert "eval_" not in line
+        assert "nan" not in line and "ETA ?" not in line
+    assert "train_accuracy" in last and "eval_accuracy" not in last
