@@ -11,6 +11,11 @@ Usage:
       --output_file=out.tfrecord --vocab_file=vocab.txt
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 import os
 
 from absl import app

@@ -14,6 +14,11 @@ Example:
     --max_seq_length=128 --batch_size=8
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 from absl import app
 from absl import flags
 from absl import logging

@@ -27,6 +27,11 @@ TSV/CSV files (--text_a_column, --text_b_column, --label_column,
 --output_dir resumes training from its newest checkpoint.
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 import os
 
 from absl import app

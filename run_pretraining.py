@@ -22,6 +22,11 @@ or --dynamic_masking) and write checkpoints with the same variables, which
 run_classifier.py and run_squad.py fine-tune as usual.
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 from absl import app
 from absl import flags
 

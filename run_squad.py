@@ -28,6 +28,11 @@ original's behaviour. Restarting with the same --output_dir resumes
 training from its newest checkpoint.
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 import os
 import random
 

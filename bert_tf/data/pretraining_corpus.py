@@ -36,6 +36,7 @@ from array import array
 from absl import logging
 
 from bert_tf import file_io
+from bert_tf import progress as progress_lib
 from bert_tf.text import tokenization
 
 _BLOCK_BYTES = 1 << 24
@@ -320,11 +321,16 @@ def tokenize_corpus(input_files, tokenizer, num_workers=1):
     sentence_starts = array("q", [0])
     document_starts = array("q", [0])
     line_tokenizer = _ParallelLineTokenizer(tokenizer, num_workers)
+    progress = progress_lib.Progress("create_pretraining_data: tokenize",
+                                     unit="line")
+    progress.start(f"reading {len(input_files)} file"
+                   f"{'' if len(input_files) == 1 else 's'}")
     completed = False
     try:
         for path in input_files:
             for lines in _line_blocks(path):
                 ids, lengths = line_tokenizer.tokenize_lines(lines)
+                progress.update(progress.count + len(lines))
                 token_ids.extend(ids)
                 end = sentence_starts[-1]
                 for length in lengths:
@@ -338,6 +344,7 @@ def tokenize_corpus(input_files, tokenizer, num_workers=1):
         completed = True
     finally:
         line_tokenizer.close(abort=not completed)
+        progress.close()
     if len(sentence_starts) - 1 > document_starts[-1]:
         document_starts.append(len(sentence_starts) - 1)
     if len(document_starts) == 1:

@@ -43,6 +43,7 @@ from array import array
 from absl import logging
 import numpy as np
 
+from bert_tf import progress as progress_lib
 from bert_tf.data import pretraining_corpus
 from bert_tf.data import pretraining_records
 from bert_tf.data import tfrecord_files
@@ -252,11 +253,18 @@ def create_training_instances(corpus, vocab, rng, max_seq_length,
     num_sentences = [document_starts[d + 1] - document_starts[d]
                      for d in document_order]
     store = InstanceStore()
-    for _ in range(dupe_factor):
+    # One pass over the documents per --dupe_factor.
+    progress = progress_lib.Progress("create_pretraining_data: instances",
+                                     total=dupe_factor, unit="pass")
+    progress.start(f"{num_documents} documents, --dupe_factor="
+                   f"{dupe_factor}")
+    for done in range(1, dupe_factor + 1):
         _append_all_instances(
             store, corpus, vocab, rng, first_sentence, num_sentences,
             max_seq_length, short_seq_prob, masked_lm_prob,
             max_predictions_per_seq, do_whole_word_mask)
+        progress.update(done, note=f"{len(store)} instances")
+    progress.close(note=f"{len(store)} instances")
     order = array("q", range(len(store)))
     rng.shuffle(order)
     return store, order
@@ -661,11 +669,16 @@ def write_instances_to_example_files(store, order, corpus, vocab,
     batch_encoder = _BatchRecordEncoder(store, corpus, vocab, encoder)
     spans = [(start, min(start + _RECORDS_PER_BATCH, len(order)))
              for start in range(0, len(order), _RECORDS_PER_BATCH)]
+    progress = progress_lib.Progress("create_pretraining_data: write",
+                                     total=len(order), unit="record")
     with tfrecord_files.RoundRobinRecordWriter(output_files) as writer:
         with _FramedSpans(batch_encoder, order, len(output_files),
                           num_workers if len(spans) > 1 else 1) as framer:
+            progress.start()
             for (start, stop), framed in zip(spans, framer.map(spans)):
                 writer.write_framed_batch(framed, stop - start)
+                progress.update(stop)
+            progress.close()
         for index in order[:num_logged_examples]:
             _log_example(vocab, instance_features(store, index, corpus, vocab),
                          max_seq_length, max_predictions_per_seq)

@@ -22,6 +22,8 @@ fresh `flags.FlagValues()`:
     run_pretraining.run(flag_values)
 """
 
+import sys
+
 from absl import app
 from absl import flags
 import tensorflow as tf
@@ -142,7 +144,7 @@ def define_runtime_flags(flag_values=FLAGS):
 
     `--distribution_strategy`, `--optimizer`, `--num_accumulation_steps`,
     `--dtype`, `--enable_xla`, `--keep_checkpoint_max`, `--log_steps`,
-    `--seed`.
+    `--log_every_seconds`, `--seed`.
     """
     flags.DEFINE_enum(
         "distribution_strategy", "default", distribution.STRATEGY_NAMES,
@@ -179,6 +181,13 @@ def define_runtime_flags(flag_values=FLAGS):
         "log_steps", 100,
         "Log loss, accuracies, learning rate, examples/s and ETA, and write "
         "TensorBoard summaries, every this many steps.",
+        flag_values=flag_values)
+    flags.DEFINE_float(
+        "log_every_seconds", 30.0,
+        "Also report progress (step/total, speed, ETA, running loss) when "
+        "this many seconds passed without a log line, whichever of this and "
+        "--log_steps comes first; a bar on a terminal. 0: --log_steps only. "
+        "More of TensorFlow's own lines: --verbosity=1.",
         flag_values=flag_values)
     flags.DEFINE_integer(
         "seed", None,
@@ -335,6 +344,7 @@ def trainer_config_from_flags(flag_values=FLAGS, *, num_train_steps,
         num_accumulation_steps=flag_values.num_accumulation_steps,
         keep_checkpoint_max=flag_values.keep_checkpoint_max,
         log_steps=flag_values.log_steps,
+        log_every_seconds=flag_values.log_every_seconds,
         dtype=flag_values.dtype,
         enable_xla=flag_values.enable_xla,
         seed=flag_values.seed)
@@ -364,13 +374,24 @@ def optimizer_factory_from_flags(flag_values=FLAGS, *, num_train_steps,
     return create
 
 
+def exit_after_signal(program, interrupted):
+    """Ends the program after a signal stopped training (and it saved).
+
+    The exit status is the shell's for that signal (143 for SIGTERM), so a
+    scheduler sees that the run did not finish.
+    """
+    print(f"{program}: stopped: {interrupted}", file=sys.stderr, flush=True)
+    sys.exit(128 + interrupted.signal_number)
+
+
 def run_main(program, run, argv, flag_values):
     """A runner's `main`: `run(flag_values)`, a bad flag or input ending it.
 
     Errors a user can fix — a bad flag, a missing or malformed input file, a
     checkpoint that does not fit the config (ValueError, FileNotFoundError,
     CheckpointError), a loss that became NaN — end the program with their
-    message (`bert_tf.cli.exit_with_error`) instead of a traceback.
+    message (`bert_tf.cli.exit_with_error`) instead of a traceback. SIGTERM
+    during training ends it after the checkpoint (`exit_after_signal`).
 
     Args:
       program: the runner's file name, e.g. "run_classifier.py".
@@ -384,9 +405,14 @@ def run_main(program, run, argv, flag_values):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     from bert_tf.training.trainer import NonFiniteLossError
-    # Nothing is returned: absl's app.run would exit with it as status.
-    cli.run_or_exit(program, _run_naming_damaged_records, run, flag_values,
-                    user_errors=(NonFiniteLossError, DataLossMessage))
+    from bert_tf.training.trainer import TrainingInterrupted
+    try:
+        # Nothing is returned: absl's app.run would exit with it as status.
+        cli.run_or_exit(program, _run_naming_damaged_records, run,
+                        flag_values,
+                        user_errors=(NonFiniteLossError, DataLossMessage))
+    except TrainingInterrupted as interrupted:
+        exit_after_signal(program, interrupted)
 
 
 def _run_naming_damaged_records(run, flag_values):
