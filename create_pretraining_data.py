@@ -11,7 +11,6 @@ Usage:
       --output_file=out.tfrecord --vocab_file=vocab.txt
 """
 
-import os
 import sys
 
 from absl import app
@@ -21,13 +20,6 @@ from absl import logging
 from bert_tf import file_io
 from bert_tf.data import pretraining_corpus
 from bert_tf.data import pretraining_instances
-
-
-def _available_cores():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # Not on Linux.
-        return os.cpu_count() or 1
 
 
 flags.DEFINE_string(
@@ -61,9 +53,11 @@ flags.DEFINE_float(
     "Probability of creating sequences which are shorter than the maximum "
     "length.")
 flags.DEFINE_integer(
-    "num_workers", _available_cores(),
-    "Processes that tokenize the input and build the records (default: all "
-    "cores). The output is the same for every value.", lower_bound=1)
+    "num_workers", None,
+    "Processes that tokenize the input and build the records. Default: "
+    "chosen from the input's size, one per 8 MB of text up to one per core "
+    "(small inputs run in one process, which is faster for them). The "
+    "output is the same for every value.", lower_bound=1)
 
 FLAGS = flags.FLAGS
 
@@ -80,6 +74,9 @@ def main(argv):
         logging.info("*** Reading from input files ***")
         for input_file in input_files:
             logging.info("  %s", input_file)
+        num_workers = (FLAGS.num_workers
+                       or pretraining_corpus.auto_num_workers(input_files))
+        logging.info("Using %d worker process(es)", num_workers)
         pretraining_instances.create_pretraining_data(
             input_files=input_files,
             output_files=FLAGS.output_file.split(","),
@@ -91,7 +88,7 @@ def main(argv):
             masked_lm_prob=FLAGS.masked_lm_prob,
             short_seq_prob=FLAGS.short_seq_prob,
             do_whole_word_mask=FLAGS.do_whole_word_mask,
-            num_workers=FLAGS.num_workers)
+            num_workers=num_workers)
     except (pretraining_corpus.PretrainingDataError, OSError) as error:
         # Bad input: say what is wrong, without a traceback.
         sys.exit(f"create_pretraining_data.py: error: {error}")

@@ -31,6 +31,7 @@ text itself is read in blocks of `_BLOCK_BYTES` and dropped once tokenized.
 """
 
 import multiprocessing
+import os
 from array import array
 
 from absl import logging
@@ -43,6 +44,11 @@ _BLOCK_BYTES = 1 << 24
 # to worker processes would cost more than it saves.
 _MIN_LINES_PER_WORKER = 2000
 _MAX_CACHED_WORDS = 1 << 22
+# Input text per worker process when the number of workers is chosen from
+# the input's size (`auto_num_workers`): about 5 s of tokenizing and a
+# dupe_factor of 10 of records for each, against a fraction of a second to
+# start a worker (fork, vocabulary, cold word cache, moving the data).
+_BYTES_PER_AUTO_WORKER = 8 << 20
 # How many invalid-UTF-8 lines of one file are named one by one.
 _MAX_ENCODING_WARNINGS = 5
 
@@ -62,6 +68,41 @@ def load_tokenizer(vocab_file, do_lower_case):
                                           do_lower_case=do_lower_case)
     except (OSError, ValueError) as error:
         raise PretrainingDataError(str(error)) from error
+
+
+def available_cores():
+    """Cores this process may run on (its CPU affinity, where known)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # Not on Linux.
+        return os.cpu_count() or 1
+
+
+def auto_num_workers(input_files, cores=None):
+    """Worker processes worth starting for `input_files`.
+
+    Workers pay off only on enough text: each costs a process start, its
+    own tokenizer and a cold word cache, and competes with this process for
+    the cores. One worker per `_BYTES_PER_AUTO_WORKER` of input, at most one
+    per core, at least 1 (then everything runs in this process, so the
+    default is never slower than `num_workers=1`). A file whose size cannot
+    be read cheaply (remote) counts as large.
+
+    Args:
+      input_files: the input paths.
+      cores: cores to use at most (default: `available_cores()`).
+
+    Returns:
+      An int in [1, cores].
+    """
+    cores = cores or available_cores()
+    total = 0
+    for path in input_files:
+        try:
+            total += os.path.getsize(path)
+        except OSError:  # Remote, or unreadable (reported when read).
+            total += cores * _BYTES_PER_AUTO_WORKER
+    return max(1, min(cores, total // _BYTES_PER_AUTO_WORKER))
 
 
 class TokenizedCorpus:

@@ -191,8 +191,9 @@ def exact_fast_shuffle(rng, max_length):
     return _inline_shuffle(rng, _stock_shuffle_steps(max(2, max_length)))
 
 
-def _validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
-                        masked_lm_prob, max_predictions_per_seq):
+def validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
+                       masked_lm_prob, max_predictions_per_seq):
+    """Raises PretrainingDataError naming a flag out of range."""
     if max_seq_length < 5:
         raise PretrainingDataError(
             f"max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP] with "
@@ -234,8 +235,8 @@ def create_training_instances(corpus, vocab, rng, max_seq_length,
     Raises:
       PretrainingDataError: an argument out of range.
     """
-    _validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
-                        masked_lm_prob, max_predictions_per_seq)
+    validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
+                       masked_lm_prob, max_predictions_per_seq)
     num_documents = corpus.num_documents
     if num_documents == 1:
         logging.warning(
@@ -715,8 +716,8 @@ def create_pretraining_data(input_files, output_files, tokenizer,
     """
     vocab = PretrainingVocab(
         tokenizer.vocab, getattr(tokenizer, "vocab_file", "the vocabulary"))
-    _validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
-                        masked_lm_prob, max_predictions_per_seq)
+    validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
+                       masked_lm_prob, max_predictions_per_seq)
     _check_output_files(output_files)
     corpus = pretraining_corpus.tokenize_corpus(
         input_files, tokenizer, num_workers=num_workers)
