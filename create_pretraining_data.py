@@ -59,7 +59,37 @@ flags.DEFINE_integer(
     "(small inputs run in one process, which is faster for them). The "
     "output is the same for every value.", lower_bound=1)
 
+flags.DEFINE_enum(
+    "chinese_word_segmenter", None, ["jieba"],
+    "Chinese whole-word masking (with --do_whole_word_mask): segment each "
+    "line into words with this segmenter (jieba: pip install jieba) and mask "
+    "all characters of a word together, as the Chinese 'wwm' models were "
+    "trained; ids stay the plain characters. Default: Google's (each Chinese "
+    "character is a word of its own).")
+flags.DEFINE_enum(
+    "word_boundaries", None, ["spaces", "word_tag"],
+    "Chinese whole-word masking (with --do_whole_word_mask) for text already "
+    "segmented: spaces (words separated by whitespace) or word_tag "
+    "('word/TAG' items, as the People's Daily corpus; the tags are dropped "
+    "from the text).")
+
 FLAGS = flags.FLAGS
+
+
+def _word_segmentation():
+    """The library's word_segmentation from the two flags (None: Google's)."""
+    if FLAGS.chinese_word_segmenter and FLAGS.word_boundaries:
+        raise pretraining_corpus.PretrainingDataError(
+            "--chinese_word_segmenter and --word_boundaries are "
+            "alternatives; give one")
+    segmentation = FLAGS.chinese_word_segmenter or FLAGS.word_boundaries
+    if segmentation and not FLAGS.do_whole_word_mask:
+        flag = ("--chinese_word_segmenter" if FLAGS.chinese_word_segmenter
+                else "--word_boundaries")
+        raise pretraining_corpus.PretrainingDataError(
+            f"{flag} chooses the words of whole-word masking: it needs "
+            f"--do_whole_word_mask")
+    return segmentation
 
 
 def main(argv):
@@ -68,6 +98,7 @@ def main(argv):
             "unexpected arguments: " + " ".join(argv[1:]))
     logging.set_verbosity(logging.INFO)
     try:
+        word_segmentation = _word_segmentation()
         tokenizer = pretraining_corpus.load_tokenizer(
             FLAGS.vocab_file, FLAGS.do_lower_case)
         input_files = file_io.expand_input_patterns(FLAGS.input_file)
@@ -88,7 +119,8 @@ def main(argv):
             masked_lm_prob=FLAGS.masked_lm_prob,
             short_seq_prob=FLAGS.short_seq_prob,
             do_whole_word_mask=FLAGS.do_whole_word_mask,
-            num_workers=num_workers)
+            num_workers=num_workers,
+            word_segmentation=word_segmentation)
     except (pretraining_corpus.PretrainingDataError, OSError) as error:
         # Bad input: say what is wrong, without a traceback.
         sys.exit(f"create_pretraining_data.py: error: {error}")

@@ -56,6 +56,10 @@ def parse_arguments(argv):
     parser.add_argument("--dupe_factor", type=int, default=10)
     parser.add_argument("--masked_lm_prob", type=float, default=0.15)
     parser.add_argument("--short_seq_prob", type=float, default=0.1)
+    parser.add_argument("--chinese_word_segmenter", choices=["jieba"],
+                        help="as create_pretraining_data.py's")
+    parser.add_argument("--word_boundaries", choices=["spaces", "word_tag"],
+                        help="as create_pretraining_data.py's")
     return parser.parse_known_args(argv)
 
 
@@ -66,6 +70,15 @@ def run(argv):
 
     args, beam_arguments = parse_arguments(argv)
     input_files = file_io.expand_input_patterns(args.input_file, sort=True)
+    if args.chinese_word_segmenter and args.word_boundaries:
+        raise PretrainingDataError(
+            "--chinese_word_segmenter and --word_boundaries are "
+            "alternatives; give one")
+    word_segmentation = args.chinese_word_segmenter or args.word_boundaries
+    if word_segmentation and not args.do_whole_word_mask:
+        raise PretrainingDataError(
+            "--chinese_word_segmenter/--word_boundaries choose the words of "
+            "whole-word masking: they need --do_whole_word_mask")
     options = pretraining_beam.ShardOptions(
         vocab_file=args.vocab_file, do_lower_case=args.do_lower_case,
         max_seq_length=args.max_seq_length,
@@ -73,7 +86,8 @@ def run(argv):
         random_seed=args.random_seed, dupe_factor=args.dupe_factor,
         masked_lm_prob=args.masked_lm_prob,
         short_seq_prob=args.short_seq_prob,
-        do_whole_word_mask=args.do_whole_word_mask)
+        do_whole_word_mask=args.do_whole_word_mask,
+        word_segmentation=word_segmentation)
     # Fail here, before workers start, on what would fail in each of them.
     import os
     from bert_tf.data import pretraining_corpus

@@ -78,7 +78,7 @@ class ShardOptions:
     def __init__(self, vocab_file, do_lower_case=True, max_seq_length=128,
                  max_predictions_per_seq=20, random_seed=12345,
                  dupe_factor=10, masked_lm_prob=0.15, short_seq_prob=0.1,
-                 do_whole_word_mask=False):
+                 do_whole_word_mask=False, word_segmentation=None):
         self.vocab_file = str(vocab_file)
         self.do_lower_case = do_lower_case
         self.instance_arguments = dict(
@@ -86,7 +86,8 @@ class ShardOptions:
             max_predictions_per_seq=max_predictions_per_seq,
             random_seed=random_seed, dupe_factor=dupe_factor,
             masked_lm_prob=masked_lm_prob, short_seq_prob=short_seq_prob,
-            do_whole_word_mask=do_whole_word_mask)
+            do_whole_word_mask=do_whole_word_mask,
+            word_segmentation=word_segmentation)
 
 
 def write_shard(shard, output_file, options, tokenizer=None):

@@ -296,6 +296,8 @@ def _append_all_instances(store, corpus, vocab, rng, first_sentence,
     mask_offsets_append = store.mask_offsets.append
     masks = store.masks
     is_continuation = vocab.is_continuation
+    # With a Chinese word segmentation: CJK characters joining their word.
+    joins_previous = corpus.joins_previous
 
     for document_index in range(num_documents):
         first = first_sentence[document_index]
@@ -366,7 +368,8 @@ def _append_all_instances(store, corpus, vocab, rng, first_sentence,
                 if do_whole_word_mask:
                     positions = _whole_word_positions(
                         candidates, tokens, a_start, b_start, b_offset,
-                        is_continuation, shuffle, num_to_predict)
+                        is_continuation, joins_previous, shuffle,
+                        num_to_predict)
                 else:
                     shuffle(candidates)
                     positions = candidates[:num_to_predict]
@@ -391,21 +394,24 @@ def _append_all_instances(store, corpus, vocab, rng, first_sentence,
 
 
 def _whole_word_positions(candidates, tokens, a_start, b_start, b_offset,
-                          is_continuation, shuffle, num_to_predict):
+                          is_continuation, joins_previous, shuffle,
+                          num_to_predict):
     """Positions to mask with whole-word masking, in Google's draw order.
 
     A "##" piece joins the group of the candidate before it (even across
-    the [SEP] between A and B, as in Google's code); the groups are
-    shuffled and taken whole, skipping any that would exceed
-    `num_to_predict`.
+    the [SEP] between A and B, as in Google's code), and so does, with a
+    Chinese word segmentation (`joins_previous` not None), a CJK character
+    of the same word as the character before it; the groups are shuffled
+    and taken whole, skipping any that would exceed `num_to_predict`.
     """
     groups = []
     for position in candidates:
         if position < b_offset:
-            token = tokens[a_start + position - 1]
+            index = a_start + position - 1
         else:
-            token = tokens[b_start + position - b_offset]
-        if groups and is_continuation[token]:
+            index = b_start + position - b_offset
+        if groups and (is_continuation[tokens[index]] or (
+                joins_previous is not None and joins_previous[index])):
             groups[-1].append(position)
         else:
             groups.append([position])
@@ -695,7 +701,7 @@ def create_pretraining_data(input_files, output_files, tokenizer,
                             random_seed=12345, dupe_factor=10,
                             masked_lm_prob=0.15, short_seq_prob=0.1,
                             do_whole_word_mask=False, num_workers=1,
-                            num_logged_examples=20):
+                            num_logged_examples=20, word_segmentation=None):
     """Google's `create_pretraining_data.py`, from files to files.
 
     Args:
@@ -706,6 +712,9 @@ def create_pretraining_data(input_files, output_files, tokenizer,
       num_workers: processes that tokenize the input and build the
         records; the output does not depend on it.
       num_logged_examples: instances logged in full (Google: 20).
+      word_segmentation: None (Google's), or with `do_whole_word_mask` one
+        of `chinese_words.SEGMENTATIONS`: the characters of a Chinese word
+        are masked together (`chinese_words`).
 
     Returns:
       The number of records written.
@@ -718,9 +727,14 @@ def create_pretraining_data(input_files, output_files, tokenizer,
         tokenizer.vocab, getattr(tokenizer, "vocab_file", "the vocabulary"))
     validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
                        masked_lm_prob, max_predictions_per_seq)
+    if word_segmentation is not None and not do_whole_word_mask:
+        raise PretrainingDataError(
+            f"a Chinese word segmentation ({word_segmentation}) only "
+            f"changes whole-word masking: it needs do_whole_word_mask")
     _check_output_files(output_files)
     corpus = pretraining_corpus.tokenize_corpus(
-        input_files, tokenizer, num_workers=num_workers)
+        input_files, tokenizer, num_workers=num_workers,
+        word_segmentation=word_segmentation)
     rng = random.Random(random_seed)
     store, order = create_training_instances(
         corpus, vocab, rng, max_seq_length, dupe_factor, short_seq_prob,
