@@ -17,10 +17,14 @@ Needs `pip install -e ".[beam]"` (apache-beam).
 """
 
 import argparse
+import os
 import sys
 
 from bert_tf import file_io
+from bert_tf.data import chinese_words
 from bert_tf.data import pretraining_beam
+from bert_tf.data import pretraining_corpus
+from bert_tf.data import pretraining_instances
 from bert_tf.data.pretraining_corpus import PretrainingDataError
 
 PROGRAM = "create_pretraining_data_beam.py"
@@ -65,9 +69,6 @@ def parse_arguments(argv):
 
 def run(argv):
     """Builds and runs the pipeline; returns its Beam result."""
-    import apache_beam as beam
-    from apache_beam.options.pipeline_options import PipelineOptions
-
     args, beam_arguments = parse_arguments(argv)
     input_files = file_io.expand_input_patterns(args.input_file, sort=True)
     if args.chinese_word_segmenter and args.word_boundaries:
@@ -89,9 +90,8 @@ def run(argv):
         do_whole_word_mask=args.do_whole_word_mask,
         word_segmentation=word_segmentation)
     # Fail here, before workers start, on what would fail in each of them.
-    import os
-    from bert_tf.data import pretraining_corpus
-    from bert_tf.data import pretraining_instances
+    if word_segmentation:
+        chinese_words.WordSegmenter(word_segmentation)  # jieba installed?
     pretraining_instances.validate_arguments(
         args.max_seq_length, args.dupe_factor, args.short_seq_prob,
         args.masked_lm_prob, args.max_predictions_per_seq)
@@ -102,6 +102,10 @@ def run(argv):
     if "://" not in args.output_dir and not os.path.isdir(args.output_dir):
         raise PretrainingDataError(
             f"--output_dir={args.output_dir} is not an existing directory")
+    # Beam is imported once the command line is known to be good (it takes
+    # seconds).
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
     with beam.Pipeline(options=PipelineOptions(beam_arguments)) as pipeline:
         pretraining_beam.build_pipeline(
             pipeline, input_files, args.output_dir, options)

@@ -72,7 +72,6 @@ def test_shards_with_the_same_name_are_refused(tmp_path):
 
 def test_missing_output_dir_is_one_line(tmp_path, golden_dir,
                                         uncased_vocab_file):
-    pytest.importorskip("apache_beam")
     shard = _shards(tmp_path, golden_dir, 1)[0]
     result = subprocess.run(
         [sys.executable, str(REPO_ROOT / "create_pretraining_data_beam.py"),
