@@ -58,6 +58,8 @@ H100_BF16_DENSE_TFLOPS = 989.0
 NVIDIA_A100_PHASE1 = 485.6   # sequences/s, sequence 128
 NVIDIA_A100_PHASE2 = 96.5    # sequences/s, sequence 512
 CONTRACT_TOLERANCE = 1e-5
+# Google's max_predictions_per_seq for its two pretraining phases.
+GOOGLE_PREDICTIONS = {128: 20, 512: 80}
 
 BERT_BASE = dict(num_layers=12, hidden_size=768, num_attention_heads=12,
                  intermediate_size=3072, vocab_size=harness.BERT_VOCAB_SIZE)
@@ -77,13 +79,14 @@ ORIGINAL_PRECISION = ("float32", False)
 
 
 def suite_plan(smoke):
-    """The configurations of parts 2 and 3, most important first.
+    """The configurations of parts 2 and 3, in table order.
 
     Full: every shape with every dtype and XLA mode (pretraining), and
-    float32 without XLA / mixed_bfloat16 with XLA (fine-tuning), ordered:
-    mixed_bfloat16 + XLA everywhere (the figures to hold against NVIDIA's),
-    then the original's float32, then the rest. Smoke: tiny shapes, each
-    dtype and each XLA mode once (every code path, a few seconds each).
+    mixed_bfloat16 with XLA / float32 without (fine-tuning); mixed_bfloat16
+    + XLA (the figures to hold against NVIDIA's) first, then the
+    original's float32, then the rest (`run_tables` runs them in that
+    priority across tables). Smoke: tiny shapes, each dtype and each XLA
+    mode once (every code path).
 
     Returns:
       A dict: `pretraining` and `finetuning`, lists of
@@ -206,7 +209,8 @@ def pretraining_row(entry, plan, peak_flops, skip_model_garden):
     name, shape, seq_length, batch_size, dtype, enable_xla = entry
     args = argparse.Namespace(
         **shape, seq_length=seq_length, batch_size=batch_size,
-        num_predictions=max(1, min(80, round(seq_length * 0.15))),
+        num_predictions=GOOGLE_PREDICTIONS.get(
+            seq_length, max(1, round(seq_length * 0.15))),
         steps_per_call=plan["steps"], dtype=dtype, enable_xla=enable_xla)
     batch = pretraining.synthetic_batch(
         batch_size, seq_length, args.num_predictions, args.vocab_size)
@@ -262,30 +266,59 @@ def finetuning_row(entry, plan, work, skip_model_garden):
     return cells
 
 
-def run_rows(title, header, entries, make_row, deadline):
-    """Runs `make_row(entry)` for each entry while time is left.
+def _row_label(entry):
+    name, _, seq_length, _, dtype, enable_xla = entry
+    return [name if name[-1].isdigit() else f"{name}-{seq_length}", dtype,
+            "on" if enable_xla else "off"]
 
-    Rows print as they finish; a row that could not start before
-    `deadline` (a `time.perf_counter()` value) is shown as skipped. The
-    table follows, in the entries' order.
+
+def _priority(precision):
+    """0 for mixed_bfloat16 + XLA, 1 for the original's float32, then 2."""
+    for rank, first in enumerate((FAST_PRECISION, ORIGINAL_PRECISION)):
+        if precision == first:
+            return rank
+    return 2
+
+
+def run_tables(tables, deadline):
+    """Runs every table's rows, most important first, while time is left.
+
+    Rows of all tables run in one order: mixed_bfloat16 with XLA first,
+    then the original's float32, then the rest (pretraining before
+    fine-tuning within each), so a budget cut keeps the rows that matter
+    in every table. Each row prints as it finishes; one that could not
+    start before `deadline` (a `time.perf_counter()` value) shows as
+    "skipped". Then each table prints in its own order.
+
+    Args:
+      tables: a list of (title, header, entries, make_row); `make_row(entry)`
+        returns the row's cells after its label.
+      deadline: when to stop starting rows.
 
     Returns:
-      The rows (lists of cells).
+      A list, per table, of its rows (lists of cells).
     """
-    rows = []
-    for entry in entries:
-        name, _, seq_length, batch_size, dtype, enable_xla = entry
-        label = [f"{name}" if name[-1].isdigit() else f"{name}-{seq_length}",
-                 dtype, "on" if enable_xla else "off"]
+    jobs = sorted(
+        ((table, index) for table, (_, _, entries, _) in enumerate(tables)
+         for index in range(len(entries))),
+        key=lambda job: (_priority(tables[job[0]][2][job[1]][4:]), job[0]))
+    cells = {}
+    for table, index in jobs:
+        entry = tables[table][2][index]
         if time.perf_counter() > deadline:
-            rows.append(label + ["skipped"])
+            cells[table, index] = ["skipped"]
             continue
-        rows.append(label + make_row(entry))
-        print("  " + " ".join(rows[-1]) + f"  (batch {batch_size})",
-              flush=True)
+        cells[table, index] = tables[table][3](entry)
+        print("  " + " ".join(_row_label(entry) + cells[table, index])
+              + f"  (batch {entry[3]})", flush=True)
         release_memory()
-    print_table(title, header, rows)
-    return rows
+    all_rows = []
+    for table, (title, header, entries, _) in enumerate(tables):
+        rows = [_row_label(entry) + cells[table, index]
+                for index, entry in enumerate(entries)]
+        print_table(title, header, rows)
+        all_rows.append(rows)
+    return all_rows
 
 
 def main():
@@ -343,23 +376,23 @@ def main():
             numbers_part(work)
         from bert_tf.training import precision
         precision.set_tensor_float_32(args.allow_tf32)
+        tables = []
         if "pretraining" in parts:
-            run_rows(
+            tables.append((
                 f"pretraining, {plan['steps']} steps a call (MFU against "
                 f"{args.peak_tflops:g} TFLOP/s; NVIDIA's TF2 BERT-Large on "
                 f"one A100-80GB with AMP: {NVIDIA_A100_PHASE1} seq/s at "
                 f"128, {NVIDIA_A100_PHASE2} at 512)",
                 PRETRAINING_HEADER, pretraining_entries,
                 lambda entry: pretraining_row(entry, plan, peak_flops,
-                                              args.skip_model_garden),
-                deadline)
+                                              args.skip_model_garden)))
         if "finetuning" in parts:
-            run_rows(
+            tables.append((
                 f"fine-tuning, {plan['steps']} steps a call",
                 FINETUNING_HEADER, plan["finetuning"],
                 lambda entry: finetuning_row(entry, plan, work,
-                                             args.skip_model_garden),
-                deadline)
+                                             args.skip_model_garden)))
+        run_tables(tables, deadline)
     print(f"gpu_suite done in {time.perf_counter() - started:.0f} s",
           flush=True)
 

@@ -55,6 +55,39 @@ def test_full_plan_covers_every_shape_dtype_and_xla_mode(gpu_suite):
     assert {e[5] for e in smoke} == {False, True}
 
 
+def test_rows_run_most_important_first_and_stop_at_the_budget(gpu_suite,
+                                                              capsys):
+    entry = lambda name, dtype, xla: (name, {}, 128, 8, dtype, xla)
+    pretraining = [entry("base-128", "float32", True),
+                   entry("base-128", "mixed_bfloat16", True),
+                   entry("base-128", "float32", False)]
+    finetuning = [entry("classifier", "float32", False),
+                  entry("classifier", "mixed_bfloat16", True)]
+    calls = []
+
+    def row(part):
+        return lambda e: calls.append((part, e[4], e[5])) or ["1.0x"]
+
+    tables = [("pre", ["model", "dtype", "XLA", "r"], pretraining,
+               row("pre")),
+              ("fine", ["task", "dtype", "XLA", "r"], finetuning,
+               row("fine"))]
+    rows = gpu_suite.run_tables(tables, deadline=float("inf"))
+    assert calls == [("pre", "mixed_bfloat16", True),
+                     ("fine", "mixed_bfloat16", True),
+                     ("pre", "float32", False),
+                     ("fine", "float32", False),
+                     ("pre", "float32", True)]
+    # Tables keep their own order.
+    assert [r[1:3] for r in rows[0]] == [["float32", "on"],
+                                         ["mixed_bfloat16", "on"],
+                                         ["float32", "off"]]
+    assert rows[1][0] == ["classifier-128", "float32", "off", "1.0x"]
+    calls.clear()
+    rows = gpu_suite.run_tables(tables, deadline=0.0)
+    assert calls == [] and all(r[-1] == "skipped" for t in rows for r in t)
+
+
 @pytest.mark.slow
 def test_smoke_run_prints_every_table():
     result = subprocess.run(
