@@ -37,6 +37,7 @@ import argparse
 import ast
 import bz2
 import importlib.util
+import itertools
 import os
 import re
 import subprocess
@@ -225,6 +226,24 @@ def google_script(google_bert_dir):
     return script
 
 
+def same_records(path_a, path_b):
+    """Whether two TFRecord files hold the same parsed tf.train.Examples.
+
+    Parsed, not bytes: Google's records serialize the feature map in
+    protobuf's order, which is not fixed.
+    """
+    import tensorflow as tf
+    from google.protobuf import json_format
+
+    def parsed(path):
+        for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+            yield json_format.MessageToDict(tf.train.Example.FromString(record))
+
+    sentinel = object()
+    return all(a == b for a, b in itertools.zip_longest(
+        parsed(path_a), parsed(path_b), fillvalue=sentinel))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus_mb", type=float, default=5.0)
@@ -297,6 +316,11 @@ def main():
             wall, cpu, peak, records = results[name]
             print(f"{name:28s}{wall:9.1f}{cpu:9.1f}{peak:9.0f}{records:9d}",
                   flush=True)
+        if "Google's original" in results:
+            print("records identical to Google's (parsed): "
+                  + ("yes" if same_records(f"{workdir}/google.tfrecord",
+                                           f"{workdir}/ours.tfrecord")
+                     else "NO"), flush=True)
         for reference in ("Google's original", "Model Garden"):
             if reference not in results:
                 continue
