@@ -24,6 +24,10 @@ one chunk only, so little work is repeated); chunks come back in order as
 arrays of ids. The ids are those of `FullTokenizer.tokenize` on each line,
 whatever `num_workers` is.
 
+With a Chinese word segmentation (`chinese_words`, for whole-word masking)
+each line is first split into words, and a byte per token records whether a
+CJK character joins the word of the character before it.
+
 What is held: the token ids of the whole corpus in one `array('i')` (4 bytes
 a token), sentence boundaries and document boundaries (8 bytes each), and the
 word cache (bounded: emptied beyond `_MAX_CACHED_WORDS` distinct words). The
