@@ -18,7 +18,8 @@ Masking (Google's `create_masked_lm_predictions`): every position but
 [CLS]/[SEP] is a candidate (with whole-word masking a "##" piece joins the
 previous candidate's group, and so does, with a Chinese word segmentation,
 a CJK character of the same word: `chinese_words`), the candidates are
-shuffled and taken in order until `min(max_predictions_per_seq, max(1, round(len * masked_lm_prob)))`
+shuffled and taken in order until
+`min(max_predictions_per_seq, max(1, round(len * masked_lm_prob)))`
 positions are masked; each is [MASK] 80% of the time, kept 10%, a random
 vocabulary word 10%.
 
