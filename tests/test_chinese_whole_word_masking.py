@@ -183,3 +183,27 @@ def test_script_needs_whole_word_mask_for_a_segmenter(tmp_path, golden_dir,
         "create_pretraining_data.py: error: --word_boundaries chooses the "
         "words of whole-word masking: it needs --do_whole_word_mask")
     assert not (tmp_path / "out.tfrecord").exists()
+
+
+def test_script_takes_one_segmentation_only(tmp_path, golden_dir,
+                                            uncased_vocab_file):
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, "create_pretraining_data.py"),
+         f"--input_file={golden_dir / 'create_pretraining_data' / 'corpus.txt'}",
+         f"--output_file={tmp_path / 'out.tfrecord'}",
+         f"--vocab_file={uncased_vocab_file}", "--do_whole_word_mask",
+         "--word_boundaries=spaces", "--chinese_word_segmenter=jieba"],
+        cwd=REPO_ROOT, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "create_pretraining_data.py: error: --chinese_word_segmenter and "
+        "--word_boundaries are alternatives; give one")
+
+
+def test_missing_jieba_is_named_with_its_install_command(monkeypatch):
+    from bert_tf.data import chinese_words
+    monkeypatch.setitem(sys.modules, "jieba", None)  # import jieba fails
+    with pytest.raises(pretraining_corpus.PretrainingDataError,
+                       match=r"^--chinese_word_segmenter=jieba needs the "
+                             r"jieba package: pip install jieba==0\.42\.1$"):
+        chinese_words.WordSegmenter("jieba")
