@@ -39,6 +39,12 @@ def test_numbers_part_reproduces_google_with_tf32_off_and_on(gpu_suite,
         assert float(difference) <= 1e-5 and within == "yes"
 
 
+def test_tf32_drift_part_runs_and_is_zero_on_cpus(gpu_suite):
+    rows = gpu_suite.tf32_drift_part(gpu_suite.TINY, 16, 2)
+    # No TF32 on CPUs: both settings compute the same float32.
+    assert rows[0][1:] == ["0.00e+00", "yes"]
+
+
 def test_full_plan_covers_every_shape_dtype_and_xla_mode(gpu_suite):
     plan = gpu_suite.suite_plan(smoke=False)
     pretraining = plan["pretraining"]
@@ -96,7 +102,8 @@ def test_smoke_run_prints_every_table():
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stderr[-3000:]
     output = result.stdout
-    for title in ("extract_features (golden checkpoint)", "\npretraining,",
+    for title in ("extract_features (golden checkpoint)",
+                  "TF32 against float32", "\npretraining,",
                   "\nfine-tuning,"):
         assert title in output
     assert "skipped" not in output
