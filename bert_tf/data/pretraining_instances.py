@@ -28,8 +28,10 @@ What is held, and why it is small: the corpus is one array of token ids
 an instance is just where its A and B start in that array, their lengths
 after truncation, the next-sentence label, and its masked positions with the
 id each gets (or "keep"). `InstanceStore` keeps these numbers in flat
-`array`s: 56 + 8 * (masked positions) bytes an instance, plus 8 for its
-place in the write order (about 230 bytes with max_predictions_per_seq=20),
+`array`s of the narrowest type that holds them: 32 + 6 * (masked
+positions) bytes an instance, plus 4 for its place in the write order
+(about 150 bytes with max_predictions_per_seq=20; corpora of 2**31 tokens
+or more take 24 bytes more),
 where Google's script holds every instance's tokens as lists of Python
 strings (kilobytes an instance), `dupe_factor` times over. The final shuffle
 permutes an array of instance indices of the same length as Google's list
@@ -106,14 +108,20 @@ class InstanceStore:
 
     Instance k is `fields[6k:6k+6]` = (A's start in the corpus token array,
     A's length, B's start, B's length, next-sentence label, number of masked
-    positions n), and `masks[o:o+2n]` with o = `mask_offsets[k]`: the n
-    masked positions in the order they were drawn, then the id each gets
-    (`KEEP_ORIGINAL` for none).
+    positions n), and, with o = `mask_offsets[k]`, `positions[o:o+n]`: the
+    n masked positions in the order they were drawn, and
+    `replacements[o:o+n]`: the id each gets (`KEEP_ORIGINAL` for none).
     """
 
-    def __init__(self):
-        self.fields = array("q")
-        self.masks = array("i")
+    def __init__(self, num_tokens, max_seq_length):
+        """Args:
+          num_tokens: tokens in the corpus (fields index into it).
+          max_seq_length: positions are below it.
+        """
+        # 4-byte fields unless a corpus position could need 8.
+        self.fields = array("i" if num_tokens < 2 ** 31 else "q")
+        self.positions = array("H" if max_seq_length <= 1 << 16 else "i")
+        self.replacements = array("i")
         self.mask_offsets = array("q", [0])
 
     def __len__(self):
@@ -254,13 +262,13 @@ def create_training_instances(corpus, vocab, rng, max_seq_length,
     first_sentence = [document_starts[d] for d in document_order]
     num_sentences = [document_starts[d + 1] - document_starts[d]
                      for d in document_order]
-    store = InstanceStore()
+    store = InstanceStore(corpus.num_tokens, max_seq_length)
     for _ in range(dupe_factor):
         _append_all_instances(
             store, corpus, vocab, rng, first_sentence, num_sentences,
             max_seq_length, short_seq_prob, masked_lm_prob,
             max_predictions_per_seq, do_whole_word_mask)
-    order = array("q", range(len(store)))
+    order = array("i" if len(store) < 2 ** 31 else "q", range(len(store)))
     rng.shuffle(order)
     return store, order
 
@@ -294,9 +302,10 @@ def _append_all_instances(store, corpus, vocab, rng, first_sentence,
             max(1, int(round(length * masked_lm_prob))))
         for length in range(max_seq_length + 1)]
     fields_extend = store.fields.extend
-    masks_extend = store.masks.extend
+    positions_extend = store.positions.extend
+    replacements_extend = store.replacements.extend
     mask_offsets_append = store.mask_offsets.append
-    masks = store.masks
+    stored_positions = store.positions
     is_continuation = vocab.is_continuation
     # With a Chinese word segmentation: CJK characters joining their word.
     joins_previous = corpus.joins_previous
@@ -386,9 +395,9 @@ def _append_all_instances(store, corpus, vocab, rng, first_sentence,
                         append(word_ids[randbelow(num_words)])
                 fields_extend((a_start, a_length, b_start, b_length,
                                is_random_next, len(positions)))
-                masks_extend(positions)
-                masks_extend(replacements)
-                mask_offsets_append(len(masks))
+                positions_extend(positions)
+                replacements_extend(replacements)
+                mask_offsets_append(len(stored_positions))
 
                 chunk_first = i + 1
                 chunk_start = sentence_starts[first + chunk_first]
@@ -441,8 +450,8 @@ def _instance_ids(store, index, tokens, cls_id, sep_id):
     input_ids += tokens[b_start:b_start + b_length]
     input_ids.append(sep_id)
     offset = store.mask_offsets[index]
-    masks = store.masks[offset:offset + 2 * count]
-    pairs = sorted(zip(masks[:count], masks[count:]))
+    pairs = sorted(zip(store.positions[offset:offset + count],
+                       store.replacements[offset:offset + count]))
     masked_lm_positions = [position for position, _ in pairs]
     masked_lm_ids = [input_ids[position] for position in masked_lm_positions]
     for position, replacement in pairs:
@@ -485,9 +494,15 @@ class _BatchRecordEncoder:
 
     def __init__(self, store, corpus, vocab, encoder):
         self._encoder = encoder
-        self._fields = np.frombuffer(store.fields, dtype=np.int64).reshape(
-            -1, _FIELDS_PER_INSTANCE)
-        self._masks = np.frombuffer(store.masks, dtype=np.int32)
+        # Views of the store's arrays (no copies), widened per batch.
+        self._fields = np.frombuffer(
+            store.fields, dtype=f"i{store.fields.itemsize}").reshape(
+                -1, _FIELDS_PER_INSTANCE)
+        self._masked_positions = np.frombuffer(
+            store.positions, dtype=np.uint16
+            if store.positions.typecode == "H" else np.int32)
+        self._replacements = np.frombuffer(store.replacements,
+                                           dtype=np.int32)
         self._mask_offsets = np.frombuffer(store.mask_offsets, dtype=np.int64)
         self._tokens = np.frombuffer(corpus.token_ids, dtype=np.int32)
         self._cls_id = vocab.cls_id
@@ -499,7 +514,7 @@ class _BatchRecordEncoder:
         indices = np.asarray(indices, dtype=np.int64)
         batch = len(indices)
         rows = np.arange(batch)
-        fields = self._fields[indices]
+        fields = self._fields[indices].astype(np.int64)
         a_start, a_length, b_start, b_length, labels, counts = fields.T
         length = a_length + b_length + 3
         b_first = a_length + 2
@@ -525,8 +540,8 @@ class _BatchRecordEncoder:
         row_starts = np.repeat(np.cumsum(counts) - counts, counts)
         slot = np.arange(len(mask_rows)) - row_starts
         stored = np.repeat(self._mask_offsets[indices], counts) + slot
-        masked_positions = self._masks[stored]
-        replacements = self._masks[stored + np.repeat(counts, counts)]
+        masked_positions = self._masked_positions[stored].astype(np.int64)
+        replacements = self._replacements[stored]
         # Rows are already grouped; sort by position within each row.
         by_position = np.lexsort((masked_positions, mask_rows))
         masked_positions = masked_positions[by_position]
