@@ -31,3 +31,29 @@ def test_one_worker_per_8_mb_up_to_the_cores(tmp_path):
 def test_unsized_input_counts_as_large(tmp_path):
     assert pretraining_corpus.auto_num_workers(
         ["gs://bucket/shard.txt"], cores=4) == 4
+
+
+def test_blocks_of_any_size_give_the_same_corpus(tmp_path, monkeypatch,
+                                                 golden_dir,
+                                                 uncased_vocab_file):
+    from bert_tf.text import tokenization
+    tokenizer = tokenization.FullTokenizer(str(uncased_vocab_file), True)
+    text = (golden_dir / "create_pretraining_data" / "corpus.txt").read_bytes()
+    # Invalid UTF-8, a document break and a line without final newline at
+    # the end, so blocks cut through all of them somewhere.
+    corpus_file = tmp_path / "corpus.txt"
+    corpus_file.write_bytes(text + b"bad \xff byte\n\n\nlast line")
+
+    def corpus_arrays():
+        corpus = pretraining_corpus.tokenize_corpus([str(corpus_file)],
+                                                    tokenizer)
+        return (corpus.token_ids.tolist(), corpus.sentence_starts.tolist(),
+                corpus.document_starts.tolist())
+
+    whole = corpus_arrays()  # The file is smaller than one block.
+    assert len(text) < pretraining_corpus._MIN_BLOCK_BYTES
+    for block_bytes in (1, 7, 100, 4096):
+        monkeypatch.setattr(pretraining_corpus, "_MIN_BLOCK_BYTES",
+                            block_bytes)
+        monkeypatch.setattr(pretraining_corpus, "_BLOCK_BYTES", block_bytes)
+        assert corpus_arrays() == whole, block_bytes

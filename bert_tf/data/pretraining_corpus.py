@@ -31,7 +31,8 @@ CJK character joins the word of the character before it.
 What is held: the token ids of the whole corpus in one `array('i')` (4 bytes
 a token), sentence boundaries and document boundaries (8 bytes each), and the
 word cache (bounded: emptied beyond `_MAX_CACHED_WORDS` distinct words). The
-text itself is read in blocks of `_BLOCK_BYTES` and dropped once tokenized.
+text itself is read in blocks (4 to 16 MB, 1 MB per worker) and dropped once
+tokenized.
 """
 
 import multiprocessing
@@ -43,6 +44,10 @@ from absl import logging
 from bert_tf import file_io
 from bert_tf.text import tokenization
 
+# Text read at a time: 1 MB per worker process, within these bounds. A
+# block in flight costs several times its size (bytes, text, lines, ids);
+# more workers need bigger blocks to share out evenly.
+_MIN_BLOCK_BYTES = 1 << 22
 _BLOCK_BYTES = 1 << 24
 # Fewer lines than this per worker are tokenized in-process: shipping them
 # to worker processes would cost more than it saves.
@@ -329,7 +334,7 @@ def _decode_block(block, path, first_line_number, warnings_left):
     return block.decode("utf-8", "ignore"), warnings_left
 
 
-def _line_blocks(path):
+def _line_blocks(path, block_bytes=_BLOCK_BYTES):
     """Yields lists of the lines of `path` (split at b"\\n"), block by block.
 
     Text after the last newline is a last line; a final newline does not
@@ -350,7 +355,7 @@ def _line_blocks(path):
     with reader:
         pending = b""
         while True:
-            data = reader.read(_BLOCK_BYTES)
+            data = reader.read(block_bytes)
             if not data:
                 break
             data = pending + data
@@ -451,10 +456,12 @@ def tokenize_corpus(input_files, tokenizer, num_workers=1,
     joins_previous = None if word_segmentation is None else bytearray()
     line_tokenizer = _ParallelLineTokenizer(tokenizer, num_workers,
                                             word_segmentation)
+    block_bytes = min(_BLOCK_BYTES,
+                      max(_MIN_BLOCK_BYTES, num_workers * (1 << 20)))
     completed = False
     try:
         for path in input_files:
-            for lines in _line_blocks(path):
+            for lines in _line_blocks(path, block_bytes):
                 ids, lengths, joins = line_tokenizer.tokenize_lines(lines)
                 token_ids.extend(ids)
                 if joins_previous is not None:
