@@ -9,6 +9,7 @@ from bert_tf.modeling.checkpoint_scope import checkpoint_scope
 from bert_tf.modeling.embeddings import BertEmbeddings
 from bert_tf.modeling.encoder import TransformerEncoder
 from bert_tf.modeling.pooler import Pooler
+from bert_tf.modeling.save_signature import int_feature_specs
 
 
 def _as_bert_config(config):
@@ -150,6 +151,27 @@ class BertModel(keras.Model):
             "encoder_outputs": encoder_outputs,
             "embedding_output": embedding_output,
         }
+
+    @property
+    def _default_save_signature(self):
+        """What `tf.saved_model.save(model, path)` exports as serving_default.
+
+        int32 `input_ids`, `input_mask`, `token_type_ids` [batch, seq] ->
+        `sequence_output` and `pooled_output` (see `save_signature`).
+        """
+        specs = int_feature_specs(("input_ids", "input_mask",
+                                   "token_type_ids"))
+
+        @tf.function(input_signature=[specs])
+        def serving_default(features):
+            outputs = self(features["input_ids"],
+                           input_mask=features["input_mask"],
+                           token_type_ids=features["token_type_ids"],
+                           training=False)
+            return {"sequence_output": outputs["sequence_output"],
+                    "pooled_output": outputs["pooled_output"]}
+
+        return serving_default
 
     def get_config(self):
         """Keras config: Google's config dict under "config", plus Keras'."""
