@@ -13,6 +13,7 @@ setup(
     packages=find_packages(include=["bert_tf", "bert_tf.*"]),
     py_modules=[
         "create_pretraining_data",
+        "export_saved_model",
         "extract_features",
         "run_classifier",
         "run_pretraining",
