@@ -125,7 +125,8 @@ def atomic_directory(path, overwrite=False):
     one removed).
 
     Args:
-      path: the directory to create (local file system).
+      path: the directory to create (local file system; missing parent
+        directories are created).
       overwrite: replace an existing `path`.
 
     Yields:
@@ -133,7 +134,6 @@ def atomic_directory(path, overwrite=False):
 
     Raises:
       FileExistsError: `path` exists and `overwrite` is False.
-      FileNotFoundError: the parent directory of `path` does not exist.
     """
     path = os.path.abspath(os.fspath(path))
     parent = os.path.dirname(path)
@@ -141,9 +141,7 @@ def atomic_directory(path, overwrite=False):
         raise FileExistsError(
             f"{path} already exists; choose another directory or allow "
             "replacing it (--overwrite)")
-    if not os.path.isdir(parent):
-        raise FileNotFoundError(
-            f"cannot write {path}: directory {parent} does not exist")
+    os.makedirs(parent, exist_ok=True)
     temporary = tempfile.mkdtemp(dir=parent,
                                  prefix=f".{os.path.basename(path)}.")
     try:

@@ -55,6 +55,11 @@ class _TextExport(tf.Module):
         """
         super().__init__(name=name)
         self.model = model
+        # The tf.Variables under the Keras variables, tracked directly: the
+        # session-based loaders (TensorFlow Serving, `saved_model_cli run`)
+        # restore only variables the SavedModel tracks as such; without
+        # this they find the model's variables uninitialized.
+        self.tf_variables = [variable.value for variable in model.weights]
         # Tracked so that the SavedModel holds the vocabulary table.
         self.vocab_table = tokenizer.vocab_table
         self._tokenizer = tokenizer
@@ -245,7 +250,6 @@ def save_export(module, export_dir, overwrite=False):
 
     Raises:
       FileExistsError: `export_dir` exists and not `overwrite`.
-      FileNotFoundError: the parent of `export_dir` does not exist.
     """
     signatures = module.signatures()
     with file_io.atomic_directory(export_dir, overwrite) as temporary:
