@@ -68,7 +68,7 @@ def _build_parser():
     google_to_hf = commands.add_parser(
         "google_to_hf",
         help="Google TF1 checkpoint + bert_config.json -> Hugging Face "
-             "model.safetensors + config.json")
+             "model.safetensors + config.json + tokenizer files")
     google_to_hf.add_argument("--checkpoint", required=True,
                               help="checkpoint prefix (.../bert_model.ckpt) "
                                    "or the directory holding it")
@@ -78,10 +78,15 @@ def _build_parser():
                               help="vocab.txt to copy (default: next to the "
                                    "checkpoint)")
     google_to_hf.add_argument("--output_dir", required=True,
-                              help="where model.safetensors, config.json and "
-                                   "vocab.txt are written")
+                              help="where model.safetensors, config.json, "
+                                   "vocab.txt and the tokenizer files are "
+                                   "written")
     google_to_hf.add_argument("--overwrite", action="store_true",
                               help="replace existing output files")
+    google_to_hf.add_argument(
+        "--do_lower_case", default="true", choices=("true", "false"),
+        help="whether the model is uncased (Google's runners' default: "
+             "true); written to tokenizer_config.json and tokenizer.json")
     return parser
 
 
@@ -103,7 +108,8 @@ def main(argv=None):
         else:
             written = checkpoints.convert_google_to_hf(
                 args.checkpoint, args.bert_config_file, args.output_dir,
-                vocab_file=args.vocab_file, overwrite=args.overwrite)
+                vocab_file=args.vocab_file, overwrite=args.overwrite,
+                do_lower_case=args.do_lower_case == "true")
     except (checkpoints.ConversionError, checkpoints.CheckpointError,
             BertConfigError) as error:
         print(f"{parser.prog} {args.command}: error: {error}",
