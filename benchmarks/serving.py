@@ -10,9 +10,11 @@ on the same texts, padded to the same sequence length:
   ids           the same SavedModel's `serving_ids`: the ids computed
                 beforehand (outside the timing), model + softmax;
   Model Garden  `official.nlp.tools.export_tfhub_lib`'s preprocessing
-                SavedModel (tensorflow-text's BertTokenizer + packing) +
-                its encoder SavedModel + the same dense/softmax head, called
-                from one tf.function, as TF Hub's BERT is used.
+                (tensorflow-text's BertTokenizer + packing; the model its
+                `export_preprocessing` saves, called directly because that
+                save fails in this environment) + its `export_model`
+                encoder SavedModel + the same dense/softmax head, in one
+                tf.function, as TF Hub's BERT is used.
 
 For each batch size it prints the p50 and p99 latency of one call and the
 throughput (examples per second at the mean latency), then the ratios:
@@ -89,12 +91,16 @@ def _export_model_garden(config, seq_length, work_dir):
     encoder_dir = os.path.join(work_dir, "garden_encoder")
     export_tfhub_lib.export_model(
         encoder_dir, bert_config=garden_config,
-        model_checkpoint_path=checkpoint, with_mlm=False)
-    preprocessing_dir = os.path.join(work_dir, "garden_preprocessing")
-    export_tfhub_lib.export_preprocessing(
-        preprocessing_dir, vocab_file=str(VOCAB_FILE), do_lower_case=True,
+        model_checkpoint_path=checkpoint, with_mlm=False,
+        vocab_file=str(VOCAB_FILE), do_lower_case=True)
+    # Its preprocessing model, called directly: `export_preprocessing`
+    # fails to save here (tf_keras under Python 3.11.7: "this __dict__
+    # descriptor does not support '_DictWrapper' objects"); the SavedModel
+    # would run the same tensorflow-text ops.
+    preprocessing = export_tfhub_lib.create_preprocessing(
+        vocab_file=str(VOCAB_FILE), do_lower_case=True,
         tokenize_with_offsets=False, default_seq_length=seq_length)
-    return preprocessing_dir, encoder_dir
+    return preprocessing, encoder_dir
 
 
 def _latencies(functions, calls):
@@ -133,12 +139,11 @@ def main():
 
     with tempfile.TemporaryDirectory() as work_dir:
         ours_dir, head = _export_ours(config, args.seq_length, work_dir)
-        preprocessing_dir, encoder_dir = _export_model_garden(
+        preprocessing, encoder_dir = _export_model_garden(
             config, args.seq_length, work_dir)
         ours = tf.saved_model.load(ours_dir)
         raw = ours.signatures["serving_default"]
         ids = ours.signatures["serving_ids"]
-        preprocessing = tf.saved_model.load(preprocessing_dir)
         encoder = tf.saved_model.load(encoder_dir)
         kernel = tf.constant(head["kernel"])
         bias = tf.constant(head["bias"])
