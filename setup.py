@@ -34,6 +34,11 @@ setup(
             "pytest==9.0.3",
             "scipy==1.17.1",
             "scikit-learn==1.9.1",
+            "tokenizers==0.23.3",
+        ],
+        # google_to_hf's tokenizer.json.
+        "hf": [
+            "tokenizers==0.23.3",
         ],
         # experiments/paper_in_miniature.py's plots.
         "experiments": [
