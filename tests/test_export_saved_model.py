@@ -168,16 +168,30 @@ def classifier_runs(workspace):
     return results
 
 
-@pytest.fixture(scope="module")
-def squad_run(workspace):
-    output_dir = workspace / "squad_output"
+def _squad_run(workspace, name, *extra_flags):
+    output_dir = workspace / name
     _runner("run_squad.py", workspace, "uncased", "--do_predict=true",
             f"--predict_file={workspace / 'questions.json'}",
             f"--init_checkpoint={workspace / 'squad' / 'model.ckpt'}",
-            f"--output_dir={output_dir}", *SQUAD_FLAGS)
+            f"--output_dir={output_dir}", *SQUAD_FLAGS, *extra_flags)
     read = lambda name: json.loads(  # noqa: E731
         (output_dir / name).read_text(encoding="utf-8"))
     return read("predictions.json"), read("nbest_predictions.json")
+
+
+@pytest.fixture(scope="module")
+def squad_run(workspace):
+    return _squad_run(workspace, "squad_output")
+
+
+# The threshold makes some questions answer "" and others not.
+SQUAD_V2_FLAGS = ["--version_2_with_negative=true",
+                  "--null_score_diff_threshold=-2.0"]
+
+
+@pytest.fixture(scope="module")
+def squad_v2_run(workspace):
+    return _squad_run(workspace, "squad_v2_output", *SQUAD_V2_FLAGS)
 
 
 @pytest.fixture(scope="module")
@@ -194,6 +208,11 @@ def exports(workspace):
                          f"--init_checkpoint="
                          f"{workspace / 'squad' / 'model.ckpt'}",
                          *SQUAD_FLAGS),
+        "squad_v2": _export(workspace, "uncased", "squad_v2",
+                            "--task_name=squad",
+                            f"--init_checkpoint="
+                            f"{workspace / 'squad' / 'model.ckpt'}",
+                            *SQUAD_FLAGS, *SQUAD_V2_FLAGS),
     }
 
 
@@ -238,6 +257,9 @@ def served(workspace, exports):
         "squad": {"export_dir": str(exports["squad"]), "inputs": {
             "question": [q for q, _ in QUESTIONS],
             "context": [c for _, c in QUESTIONS]}},
+        "squad_v2": {"export_dir": str(exports["squad_v2"]), "inputs": {
+            "question": [q for q, _ in QUESTIONS],
+            "context": [c for _, c in QUESTIONS]}},
     }
     (workspace / "requests.json").write_text(json.dumps(requests),
                                              encoding="utf-8")
@@ -266,9 +288,7 @@ def test_classifier_probabilities_are_run_classifiers(classifier_runs,
         assert served[task]["label_id"] == expected.argmax(axis=1).tolist()
 
 
-def test_squad_answers_are_run_squads(squad_run, served):
-    predictions, nbest = squad_run
-    outputs = served["squad"]
+def _assert_same_answers(outputs, predictions, nbest):
     for index in range(len(QUESTIONS)):
         qid = f"q{index}"
         assert outputs["answer"][index] == predictions[qid], qid
@@ -281,13 +301,28 @@ def test_squad_answers_are_run_squads(squad_run, served):
         np.testing.assert_allclose(
             outputs["nbest_start_logit"][index][:count],
             [entry["start_logit"] for entry in nbest[qid]], atol=1e-5)
+        best = next(entry for entry in nbest[qid]
+                    if entry["text"] == predictions[qid])
         assert outputs["probability"][index] == pytest.approx(
-            nbest[qid][0]["probability"], abs=1e-5)
+            best["probability"], abs=1e-5)
+
+
+def test_squad_answers_are_run_squads(squad_run, served):
+    predictions, nbest = squad_run
+    _assert_same_answers(served["squad"], predictions, nbest)
     # The inputs exercise what they are meant to: answers that are not
     # whole words, and several windows.
     assert any(entry["text"] not in QUESTIONS[i][1].split()
                for i in range(len(QUESTIONS))
                for entry in nbest[f"q{i}"])
+
+
+def test_squad_2_answers_are_run_squads(squad_v2_run, served):
+    predictions, nbest = squad_v2_run
+    _assert_same_answers(served["squad_v2"], predictions, nbest)
+    # Both kinds of answers occur.
+    assert "" in predictions.values()
+    assert any(predictions.values())
 
 
 def test_rest_row_format_maps_onto_the_signature(exports, classifier_runs):
