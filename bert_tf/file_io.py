@@ -4,6 +4,7 @@ a half-written file under the real name."""
 import contextlib
 import glob
 import os
+import shutil
 import tempfile
 import uuid
 
@@ -204,3 +205,50 @@ def check_outputs_are_not_inputs(outputs, inputs):
                         f"{out_description} {output_path} is the input "
                         f"{in_description} {input_path}{same}: refusing to "
                         f"overwrite an input; choose another output path")
+
+
+@contextlib.contextmanager
+def atomic_directory(path, overwrite=False):
+    """Yields a temporary directory beside `path` that becomes `path`.
+
+    On success the temporary directory is renamed to `path`; an exception
+    inside the block removes it and leaves `path` as it was. An existing
+    `path` is refused unless `overwrite`; then it is replaced only once the
+    new directory is complete (moved aside, the new one renamed in, the old
+    one removed).
+
+    Args:
+      path: the directory to create (local file system; missing parent
+        directories are created).
+      overwrite: replace an existing `path`.
+
+    Yields:
+      The temporary directory's path (a string).
+
+    Raises:
+      FileExistsError: `path` exists and `overwrite` is False.
+    """
+    path = os.path.abspath(os.fspath(path))
+    parent = os.path.dirname(path)
+    if os.path.lexists(path) and not overwrite:
+        raise FileExistsError(
+            f"{path} already exists; choose another directory or allow "
+            "replacing it (--overwrite)")
+    os.makedirs(parent, exist_ok=True)
+    temporary = tempfile.mkdtemp(dir=parent,
+                                 prefix=f".{os.path.basename(path)}.")
+    try:
+        yield temporary
+        os.chmod(temporary, 0o755)  # mkdtemp makes it private (0700).
+        if os.path.lexists(path):
+            old = tempfile.mkdtemp(dir=parent,
+                                   prefix=f".{os.path.basename(path)}.old.")
+            aside = os.path.join(old, "replaced")
+            os.rename(path, aside)
+            os.rename(temporary, path)
+            shutil.rmtree(old)
+        else:
+            os.rename(temporary, path)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise

@@ -26,6 +26,7 @@ import numpy as np
 
 from bert_tf import file_io
 from bert_tf import progress as progress_lib
+from bert_tf.checkpoints import hf_tokenizer
 from bert_tf.checkpoints import tf1_checkpoint
 from bert_tf.config import BertConfig
 
@@ -620,12 +621,15 @@ def _check_tensors_fit_config(google, config, weights_path, config_file):
 
 
 def convert_google_to_hf(checkpoint, bert_config_file, output_dir, *,
-                         vocab_file=None, overwrite=False):
+                         vocab_file=None, overwrite=False,
+                         do_lower_case=True):
     """Converts a Google BERT checkpoint into Hugging Face files.
 
     Writes `output_dir/model.safetensors` (`bert.` prefix, `weight`/`bias`
-    LayerNorm names, optimizer state dropped), `config.json` and
-    `vocab.txt`.
+    LayerNorm names, optimizer state dropped; mode 0644), `config.json`
+    and, with a vocabulary, `vocab.txt` and the tokenizer files of
+    `hf_tokenizer` (`tokenizer_config.json`, `special_tokens_map.json`,
+    and `tokenizer.json` when the `tokenizers` package is installed).
 
     Args:
       checkpoint: anything `resolve_checkpoint` accepts.
@@ -633,12 +637,20 @@ def convert_google_to_hf(checkpoint, bert_config_file, output_dir, *,
       output_dir: created if missing.
       vocab_file: default: `vocab.txt` next to the checkpoint, if any.
       overwrite: replace existing output files.
+      do_lower_case: whether the model is uncased (written to the
+        tokenizer files; checked against a released checkpoint's name as
+        Google's runners do).
 
     Returns:
       The path of the safetensors file written.
     """
     from safetensors.numpy import save as safetensors_bytes
+    from bert_tf.text import tokenization
     prefix = tf1_checkpoint.resolve_checkpoint(checkpoint)
+    try:
+        tokenization.validate_case_matches_checkpoint(do_lower_case, prefix)
+    except ValueError as error:
+        raise ConversionError(str(error)) from error
     config = BertConfig.from_json_file(bert_config_file)
     if vocab_file is None:
         candidate = os.path.join(os.path.dirname(prefix), VOCAB_NAME)
@@ -655,8 +667,13 @@ def convert_google_to_hf(checkpoint, bert_config_file, output_dir, *,
     weights_out = os.path.join(output_dir, HF_WEIGHTS_NAME)
     config_out = os.path.join(output_dir, HF_CONFIG_NAME)
     vocab_out = os.path.join(output_dir, VOCAB_NAME)
+    tokenizer_outs = [os.path.join(output_dir, name) for name in (
+        hf_tokenizer.TOKENIZER_CONFIG_NAME,
+        hf_tokenizer.SPECIAL_TOKENS_MAP_NAME,
+        hf_tokenizer.TOKENIZER_JSON_NAME)]
     _check_can_write(
-        [weights_out, config_out] + ([vocab_out] if vocab_file else []),
+        [weights_out, config_out]
+        + ([vocab_out] + tokenizer_outs if vocab_file else []),
         overwrite, [("--checkpoint", prefix),
                     ("--bert_config_file", bert_config_file),
                     ("--vocab_file", vocab_file)])
@@ -664,16 +681,19 @@ def convert_google_to_hf(checkpoint, bert_config_file, output_dir, *,
     with file_io.atomic_write(weights_out, "wb") as writer:
         # "pt" lets transformers' from_pretrained load the file.
         writer.write(safetensors_bytes(hf, metadata={"format": "pt"}))
-    progress.update(3)
-    progress.close()
     _write_json_atomically(
         google_config_to_hf(config, architectures=_hf_architectures(hf)),
         config_out)
     if vocab_file:
         _copy_atomically(vocab_file, vocab_out)
+        hf_tokenizer.write_tokenizer_files(
+            vocab_file, do_lower_case, config.max_position_embeddings,
+            output_dir)
     else:
         logging.warning("No vocab.txt next to %s; none copied to %s.",
                         prefix, output_dir)
+    progress.update(3)
+    progress.close()
     logging.info("Converted %s (%d tensors) to %s.", prefix, len(hf),
                  weights_out)
     return weights_out

@@ -287,7 +287,9 @@ def attention_bias_from_mask(input_mask, causal=False):
     """
     mask = tf.cast(input_mask, tf.float32)
     # [batch, 1, 1, to_seq]: one row, repeated over heads and queries.
-    mask = mask[:, tf.newaxis, tf.newaxis, :]
+    # (expand_dims, not [:, None, None, :]: TensorFlow Lite's built-in ops
+    # have no strided slice that adds axes.)
+    mask = tf.expand_dims(tf.expand_dims(mask, 1), 1)
     if causal:
         seq_length = tf.shape(input_mask)[1]
         # Lower triangle of ones, [from_seq, to_seq]: 1 where key <= query.
