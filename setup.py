@@ -33,6 +33,8 @@ setup(
             "pytest==9.0.3",
             "scipy==1.17.1",
             "scikit-learn==1.9.1",
+            # Reference for the tagging metrics (tests/test_tagging_metrics.py).
+            "seqeval==1.2.2",
         ],
         # experiments/paper_in_miniature.py's plots.
         "experiments": [
