@@ -106,7 +106,7 @@ def test_model_scores_each_choice_with_the_shared_head(tiny_config,
                 token_type_ids=arrays["segment_ids"][row, choice][None])[
                     "pooled_output"].numpy()
             assert outputs["logits"].numpy()[row, choice] == pytest.approx(
-                float(pooled @ weights.T + bias), abs=1e-5)
+                float((pooled @ weights.T + bias)[0, 0]), abs=1e-5)
     loss, metrics = task.compute_loss(features, outputs,
                                       task.loss_denominators(features))
     logits = outputs["logits"].numpy().astype(np.float64)
