@@ -12,7 +12,7 @@ or any files by `--train_file`, `--eval_file`, `--predict_file`;
 `--input_format=conll` (a word per line, `--label_column` picks the label
 column, the last by default) or `peoples_daily` / `peoples_daily_ner`
 (People's Daily 1998 `word/TAG` lines; POS tags, or PER/LOC/ORG entities
-from nr/ns/nt). The label list is read from the training file and saved as
+from nr/ns/nt) or `word_tag` (any `word/TAG` line format). The label list is read from the training file and saved as
 `label_list.txt` in `--output_dir`; evaluating or predicting without
 training reads it from there.
 
@@ -41,7 +41,7 @@ from bert_tf.runners import flags as runner_flags
 
 FLAGS = flags.FLAGS
 PROGRAM = "run_tagging.py"
-INPUT_FORMATS = ("conll", "peoples_daily", "peoples_daily_ner")
+INPUT_FORMATS = ("conll", "peoples_daily", "peoples_daily_ner", "word_tag")
 DEFAULT_FILES = {"train": "train.txt", "eval": "dev.txt",
                  "predict": "test.txt"}
 
@@ -89,7 +89,9 @@ def define_flags(flag_values=FLAGS):
         "conll: a word per line with columns, blank lines between sentences, "
         "-DOCSTART- lines. peoples_daily: People's Daily 1998 word/TAG lines, "
         "POS tags. peoples_daily_ner: the same lines, PER/LOC/ORG BIO tags "
-        "from the nr/ns/nt tags and bracketed compounds.",
+        "from the nr/ns/nt tags and bracketed compounds. word_tag: any "
+        "word/TAG sentence-per-line file (e.g. the WSJ sample), tags as "
+        "labels.",
         flag_values=flag_values)
     flags.DEFINE_integer(
         "label_column", -1,

@@ -172,6 +172,32 @@ def _answer_index(path, number, answer, choices):
         f"{len(choices)} choices")
 
 
+def parse_record(path, number, record, num_choices=None):
+    """One JSON-lines record as a `MultipleChoiceExample`.
+
+    Args:
+      path, number: the record's file and line (for messages and the guid).
+      record: the decoded JSON value.
+      num_choices: the number of choices it must have, or None.
+
+    Raises:
+      MultipleChoiceDataError: naming the file and line.
+    """
+    if not isinstance(record, dict) or "question" not in record:
+        raise MultipleChoiceDataError(
+            f"{path}:{number}: expected an object with 'question'")
+    context = record.get("context", record.get("passage"))
+    question = str(record["question"])
+    text = f"{context} {question}" if context else question
+    choices = _options(path, number, record)
+    _check_count(path, number, choices, num_choices)
+    label = None
+    if record.get("answer") is not None:
+        label = _answer_index(path, number, record["answer"], choices)
+    return MultipleChoiceExample(f"{path}-{number}", text, choices, label,
+                                 number)
+
+
 def read_jsonl(path, num_choices=None):
     """Reads a JSON-lines file (see the module docstring).
 
@@ -188,21 +214,9 @@ def read_jsonl(path, num_choices=None):
             except json.JSONDecodeError as error:
                 raise MultipleChoiceDataError(
                     f"{path}:{number}: not JSON ({error.msg})") from None
-            if not isinstance(record, dict) or "question" not in record:
-                raise MultipleChoiceDataError(
-                    f"{path}:{number}: expected an object with 'question'")
-            context = record.get("context", record.get("passage"))
-            question = str(record["question"])
-            text = f"{context} {question}" if context else question
-            choices = _options(path, number, record)
-            _check_count(path, number, choices, num_choices)
-            num_choices = len(choices)
-            label = None
-            if record.get("answer") is not None:
-                label = _answer_index(path, number, record["answer"],
-                                      choices)
-            examples.append(MultipleChoiceExample(
-                f"{path}-{number}", text, choices, label, number))
+            example = parse_record(path, number, record, num_choices)
+            num_choices = len(example.choices)
+            examples.append(example)
     return examples
 
 

@@ -26,6 +26,10 @@ People's Daily 1998 (`peoples_daily`, `peoples_daily_ner`)
   person (the corpus writes surname and given name apart: `江/nr  泽民/nr`).
   Other words are `O`.
 
+Word/TAG (`word_tag`)
+  Any `word/TAG` format with a sentence per line, e.g. the Penn Treebank
+  WSJ sample: read as `peoples_daily` (the same parser), labels the tags.
+
 Labels: the label list is every label in the training file, sorted, and is
 saved (`label_list.txt`, one per line) so prediction uses the same ids. A
 label in an evaluation or prediction file that training never saw is an
@@ -44,7 +48,8 @@ from bert_tf import file_io
 CONLL = "conll"
 PEOPLES_DAILY = "peoples_daily"
 PEOPLES_DAILY_NER = "peoples_daily_ner"
-INPUT_FORMATS = (CONLL, PEOPLES_DAILY, PEOPLES_DAILY_NER)
+WORD_TAG = "word_tag"
+INPUT_FORMATS = (CONLL, PEOPLES_DAILY, PEOPLES_DAILY_NER, WORD_TAG)
 
 DOCSTART = "-DOCSTART-"
 LABEL_LIST_FILE = "label_list.txt"
@@ -306,9 +311,11 @@ def read_tagging_file(path, input_format, label_column=-1):
     """Reads a file in one of `INPUT_FORMATS`."""
     if input_format == CONLL:
         return read_conll(path, label_column)
-    if input_format in (PEOPLES_DAILY, PEOPLES_DAILY_NER):
-        return read_peoples_daily(path,
-                                  entities=input_format == PEOPLES_DAILY_NER)
+    if input_format in (PEOPLES_DAILY, PEOPLES_DAILY_NER, WORD_TAG):
+        tagging_file = read_peoples_daily(
+            path, entities=input_format == PEOPLES_DAILY_NER)
+        tagging_file.input_format = input_format
+        return tagging_file
     raise ValueError(f"--input_format={input_format!r} must be one of "
                      f"{', '.join(INPUT_FORMATS)}")
 
