@@ -37,7 +37,6 @@ from bert_tf.runners import flags as runner_flags
 
 FLAGS = flags.FLAGS
 PROGRAM = "run_classifier.py"
-TEST_RESULTS_FILE = "test_results.tsv"
 
 
 def define_flags(flag_values=FLAGS):
@@ -122,22 +121,6 @@ def num_training_steps(num_examples, train_batch_size, num_train_epochs,
     return num_train_steps, int(num_train_steps * warmup_proportion)
 
 
-def write_test_results(path, rows):
-    """Writes one tab-separated line per row, atomically.
-
-    Values are written with `str` of a float32, as Google's
-    `str(class_probability)`.
-    """
-    import numpy as np
-    import tensorflow as tf
-    text = "".join("\t".join(str(np.float32(value)) for value in row) + "\n"
-                   for row in rows)
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with tf.io.gfile.GFile(temporary, "w") as writer:
-        writer.write(text)
-    tf.io.gfile.rename(temporary, path, overwrite=True)
-
-
 def _validate_flags(flag_values):
     if not (flag_values.do_train or flag_values.do_eval
             or flag_values.do_predict):
@@ -194,11 +177,9 @@ def run(flag_values):
     """
     # Imported here so that `--help` and flag errors come without importing
     # TensorFlow and the model code.
-    import numpy as np
     import tensorflow as tf
 
     from bert_tf.config import BertConfig
-    from bert_tf.data import classifier_metrics
     from bert_tf.data.glue_processors import create_processor
     from bert_tf.tasks import base
     from bert_tf.tasks import classification
@@ -298,7 +279,7 @@ def run(flag_values):
             predict_file=predict_file,
             max_seq_length=flag_values.max_seq_length,
             drop_remainder_for_eval=on_tpu, seed=flag_values.seed),
-        is_regression=is_regression)
+        is_regression=is_regression, glue_task_name=task_name)
     trainer_config = runner_flags.trainer_config_from_flags(
         flag_values, num_train_steps=num_train_steps, max_eval_steps=None)
     optimizer_factory = None
@@ -313,47 +294,12 @@ def run(flag_values):
     if flag_values.do_train:
         results["train"] = trainer.train()
     if flag_values.do_eval:
-        eval_results = trainer.evaluate()
-        extra_metrics = [name for name in classifier_metrics.metric_names(
-            task_name, is_regression) if name != classifier_metrics.ACCURACY]
-        if extra_metrics:
-            # F1, Matthews and the correlations need every prediction.
-            outputs = classification.predict(
-                trainer, base.EVAL, flag_values.eval_batch_size,
-                num_eval_records)
-            real = outputs["is_real_example"] == 1
-            logits = outputs["logits"][real]
-            predictions = (logits[:, 0] if is_regression
-                           else logits.argmax(axis=-1))
-            metrics = classifier_metrics.compute_metrics(
-                task_name, outputs["label_ids"][real], predictions,
-                is_regression)
-            for name in extra_metrics:
-                eval_results[f"eval_{name}"] = np.float32(metrics[name])
-                logging.info("  eval_%s = %s", name, metrics[name])
-            if trainer.is_chief:
-                trainer_lib.write_eval_results(
-                    os.path.join(flag_values.output_dir,
-                                 trainer_lib.EVAL_RESULTS_FILE), eval_results)
-        results["eval"] = eval_results
+        results["eval"] = trainer.evaluate()
     if flag_values.do_predict:
-        outputs = classification.predict(
-            trainer, base.PREDICT, flag_values.predict_batch_size,
-            num_predict_records)
-        real = outputs["is_real_example"] == 1
-        probabilities = classification.probabilities_from_logits(
-            outputs["logits"][real], is_regression)
-        if len(probabilities) != len(predict_examples):
-            raise RuntimeError(
-                f"{len(probabilities)} predictions for "
-                f"{len(predict_examples)} test examples")
-        if trainer.is_chief:
-            write_test_results(
-                os.path.join(flag_values.output_dir, TEST_RESULTS_FILE),
-                probabilities)
-        logging.info("Wrote %d predictions to %s", len(probabilities),
-                     os.path.join(flag_values.output_dir, TEST_RESULTS_FILE))
-        results["predict"] = probabilities
+        state, _ = trainer.run_predictions(
+            base.PREDICT, flag_values.predict_batch_size,
+            num_examples=num_predict_records)
+        results["predict"] = task.predicted_probabilities(state)
     return results
 
 

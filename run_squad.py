@@ -214,17 +214,6 @@ def _write_features(examples, tokenizer, flag_values, path, is_training,
     return writer.num_features, kept
 
 
-def _evaluate_predictions(flag_values, predictions, null_odds):
-    """Official SQuAD metrics of the predictions against --predict_file."""
-    from bert_tf.data import squad_evaluate
-    from bert_tf.data import squad_examples
-    dataset = squad_examples.load_squad_json(flag_values.predict_file)
-    if flag_values.version_2_with_negative:
-        return dict(squad_evaluate.evaluate_v2(dataset, predictions,
-                                               null_odds))
-    return squad_evaluate.evaluate_v1(dataset, predictions)
-
-
 def run(flag_values):
     """Validates the flags, then trains and/or predicts (and scores).
 
@@ -239,7 +228,7 @@ def run(flag_values):
 
     from bert_tf.config import BertConfig
     from bert_tf.data import squad_examples
-    from bert_tf.data import squad_postprocess
+    from bert_tf.tasks import base
     from bert_tf.tasks import squad
     from bert_tf.text import tokenization
     from bert_tf.training import distribution
@@ -309,10 +298,21 @@ def run(flag_values):
         del train_examples  # Not needed any more; the records hold them.
 
     predict_file = os.path.join(output_dir, PREDICT_RECORD_FILE)
-    task = squad.SquadTask(bert_config, squad.SquadDataConfig(
-        train_file=train_file,
-        predict_file=predict_file if flag_values.do_predict else None,
-        max_seq_length=flag_values.max_seq_length, seed=flag_values.seed))
+    task = squad.SquadTask(
+        bert_config,
+        squad.SquadDataConfig(
+            train_file=train_file,
+            predict_file=predict_file if flag_values.do_predict else None,
+            max_seq_length=flag_values.max_seq_length, seed=flag_values.seed),
+        squad.SquadPostprocessConfig(
+            n_best_size=flag_values.n_best_size,
+            max_answer_length=flag_values.max_answer_length,
+            do_lower_case=flag_values.do_lower_case,
+            version_2_with_negative=version_2,
+            null_score_diff_threshold=flag_values.null_score_diff_threshold,
+            verbose_logging=flag_values.verbose_logging,
+            gold_file=(flag_values.predict_file if score_predictions
+                       else None)))
     optimizer_factory = None
     if flag_values.do_train:
         optimizer_factory = runner_flags.optimizer_factory_from_flags(
@@ -335,42 +335,14 @@ def run(flag_values):
     logging.info("  Num orig examples = %d", len(predict_examples))
     logging.info("  Num split examples = %d", num_predict_features)
     logging.info("  Batch size = %d", flag_values.predict_batch_size)
-    start_logits, end_logits = squad.predict_logits(
-        trainer, flag_values.predict_batch_size, num_predict_features,
-        pad_to_full_batches=on_tpu)
-    # Rows of the logit arrays, not copies.
-    raw_results = {
-        feature.unique_id: squad_postprocess.RawResult(
-            feature.unique_id, start_logits[index], end_logits[index])
-        for index, feature in enumerate(predict_features)}
-    predictions, nbest, null_odds = squad_postprocess.compute_predictions(
-        predict_examples, predict_features, raw_results,
-        flag_values.n_best_size, flag_values.max_answer_length,
-        flag_values.do_lower_case, version_2,
-        flag_values.null_score_diff_threshold, flag_values.verbose_logging)
-    del raw_results, start_logits, end_logits
-    outputs = [(squad_postprocess.PREDICTIONS_FILE, predictions),
-               (squad_postprocess.NBEST_PREDICTIONS_FILE, nbest)]
-    if version_2:
-        outputs.append((squad_postprocess.NULL_ODDS_FILE, null_odds))
-    if trainer.is_chief:
-        for name, value in outputs:
-            path = os.path.join(output_dir, name)
-            squad_postprocess.write_json(path, value)
-            logging.info("Wrote %s", path)
-    results["predictions"] = predictions
-
+    state, eval_results = trainer.run_predictions(
+        base.PREDICT, flag_values.predict_batch_size,
+        initial_state=squad.SpanPredictions(
+            num_predict_features, flag_values.max_seq_length,
+            predict_examples, predict_features),
+        pad_to_full_batches=on_tpu, num_examples=num_predict_features)
+    results["predictions"] = state.predictions
     if score_predictions:
-        eval_results = _evaluate_predictions(flag_values, predictions,
-                                             null_odds if version_2 else None)
-        logging.info("***** Eval results (%s) *****",
-                     "SQuAD 2.0" if version_2 else "SQuAD 1.1")
-        for key in sorted(eval_results):
-            logging.info("  %s = %s", key, eval_results[key])
-        if trainer.is_chief:
-            trainer_lib.write_eval_results(
-                os.path.join(output_dir, trainer_lib.EVAL_RESULTS_FILE),
-                eval_results)
         results["eval"] = eval_results
     else:
         logging.info("%s has no answers: predictions are not scored",

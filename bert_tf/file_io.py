@@ -5,6 +5,7 @@ import contextlib
 import glob
 import os
 import tempfile
+import uuid
 
 
 class InputFileError(FileNotFoundError, ValueError):
@@ -77,10 +78,12 @@ def atomic_write(path, mode="w", encoding="utf-8", newline=None):
 
     A crash or an exception inside the block leaves `path` as it was (and no
     temporary file behind), so a user's existing output is never lost to a
-    half-written one.
+    half-written one. Works on every `tf.io.gfile` file system: local paths
+    with `os` (no TensorFlow import), URLs such as `gs://bucket/file` with
+    `tf.io.gfile` (a temporary object renamed over the real name).
 
     Args:
-      path: the file to write.
+      path: the file to write (local or a URL).
       mode: "w" (text) or "wb" (binary).
       encoding: text encoding (text mode only).
       newline: as `open`'s (text mode only).
@@ -94,6 +97,10 @@ def atomic_write(path, mode="w", encoding="utf-8", newline=None):
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write mode must be 'w' or 'wb', got {mode!r}")
     path = os.fspath(path)
+    if is_remote(path):
+        with _remote_atomic_write(path, mode) as writer:
+            yield writer
+        return
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError(
@@ -110,4 +117,20 @@ def atomic_write(path, mode="w", encoding="utf-8", newline=None):
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.remove(temporary)
+        raise
+
+
+@contextlib.contextmanager
+def _remote_atomic_write(path, mode):
+    """`atomic_write` for a `tf.io.gfile` URL (text is written as UTF-8)."""
+    import tensorflow as tf  # Only remote files need it: slow to import.
+    # No directory check: object stores (gs://) have no real directories.
+    temporary = f"{path}.tmp-{uuid.uuid4().hex}"
+    try:
+        with tf.io.gfile.GFile(temporary, mode) as writer:
+            yield writer
+        tf.io.gfile.rename(temporary, path, overwrite=True)
+    except BaseException:
+        with contextlib.suppress(tf.errors.NotFoundError):
+            tf.io.gfile.remove(temporary)
         raise

@@ -134,6 +134,15 @@ def test_init_checkpoint_with_and_without_classifier(tiny_config, tmp_path):
                                               str(fine_tuned))
 
 
+def predict_all(trainer, batch_size, num_examples):
+    """`Trainer.predict` over the test records, batches concatenated."""
+    batches = list(trainer.predict(
+        trainer.task.prediction_inputs(base.PREDICT), batch_size,
+        num_examples=num_examples))
+    return {key: np.concatenate([batch[key] for batch in batches])
+            for key in batches[0]}
+
+
 def write_predict_file(tmp_path, features):
     path = tmp_path / "predict.tf_record"
     cf.write_tfrecord(features, path)
@@ -146,7 +155,7 @@ def test_predict_returns_rows_in_input_order(tiny_config, tmp_path):
     task = make_task(tiny_config, num_labels=3,
                      predict_file=write_predict_file(tmp_path, features))
     trainer = Trainer(task, TrainerConfig(output_dir=str(tmp_path / "out")))
-    outputs = classification.predict(trainer, base.PREDICT, 4, len(features))
+    outputs = predict_all(trainer, 4, len(features))
     # Independent: the model on all rows at once, in file order.
     arrays = cf.features_to_arrays(features)
     expected = trainer.model(
@@ -157,7 +166,56 @@ def test_predict_returns_rows_in_input_order(tiny_config, tmp_path):
     np.testing.assert_array_equal(outputs["is_real_example"],
                                   [1] * 10 + [0])
     with pytest.raises(RuntimeError, match="returned 11 distinct"):
-        classification.predict(trainer, base.PREDICT, 4, 12)
+        predict_all(trainer, 4, 12)
+
+
+def test_evaluation_reports_the_glue_metrics_of_all_predictions(
+        tiny_config, tmp_path):
+    from sklearn.metrics import f1_score
+    from bert_tf.training.trainer import Trainer, TrainerConfig
+    # 13 rows (one padding) in batches of 4: the last batch is partial.
+    features = random_features(13, 2, seed=6, num_padding=1)
+    eval_file = write_predict_file(tmp_path, features)
+    task = classification.ClassificationTask(
+        tiny_config, 2, classification.ClassificationDataConfig(
+            max_seq_length=SEQ_LENGTH, eval_file=eval_file),
+        glue_task_name="mrpc")
+    output_dir = tmp_path / "out"
+    trainer = Trainer(task, TrainerConfig(output_dir=str(output_dir),
+                                          eval_batch_size=4,
+                                          max_eval_steps=None))
+    results = trainer.evaluate()
+    # Independent: the model on all rows at once, scikit-learn's F1 over
+    # the real ones.
+    arrays = cf.features_to_arrays(features)
+    logits = trainer.model({k: tf.constant(v) for k, v in arrays.items()},
+                           training=False)["logits"].numpy()
+    expected = f1_score(arrays["label_ids"][:12], logits[:12].argmax(-1))
+    np.testing.assert_allclose(results["eval_f1"], expected, rtol=1e-6)
+    text = (output_dir / "eval_results.txt").read_text()
+    assert f"eval_f1 = {np.float32(expected)}" in text
+    assert "eval_accuracy = " in text
+
+
+def test_prediction_writes_googles_test_results(tiny_config, tmp_path):
+    from bert_tf.training.trainer import Trainer, TrainerConfig
+    features = random_features(7, 3, seed=7, num_padding=2)
+    task = make_task(tiny_config, num_labels=3,
+                     predict_file=write_predict_file(tmp_path, features))
+    output_dir = tmp_path / "out"
+    trainer = Trainer(task, TrainerConfig(output_dir=str(output_dir)))
+    trainer.run_predictions(base.PREDICT, 3, num_examples=7)
+    arrays = cf.features_to_arrays(features)
+    logits = trainer.model({k: tf.constant(v) for k, v in arrays.items()},
+                           training=False)["logits"].numpy()[:5]
+    # Independent: numpy softmax of the real rows, one line each.
+    expected = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    lines = (output_dir / "test_results.tsv").read_text().splitlines()
+    assert len(lines) == 5
+    np.testing.assert_allclose(
+        [[float(v) for v in line.split("\t")] for line in lines], expected,
+        atol=1e-6)
+    assert not (output_dir / "eval_results.txt").exists()
 
 
 def test_probabilities_from_logits():
@@ -193,8 +251,8 @@ MIRRORED_SCRIPT = textwrap.dedent("""
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     sys.path.insert(0, sys.argv[1])
-    from test_classification_task import (make_task, random_features,
-                                          write_predict_file)
+    from test_classification_task import (make_task, predict_all,
+                                          random_features, write_predict_file)
     from bert_tf.config import BertConfig
     from bert_tf.data import classifier_features as cf
     from bert_tf.tasks import base, classification
@@ -209,7 +267,7 @@ MIRRORED_SCRIPT = textwrap.dedent("""
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     trainer = Trainer(task, TrainerConfig(output_dir=str(tmp / "out")),
                       strategy)
-    outputs = classification.predict(trainer, base.PREDICT, 4, 13)
+    outputs = predict_all(trainer, 4, 13)
     arrays = cf.features_to_arrays(features)
     expected = trainer.model({k: tf.constant(v) for k, v in arrays.items()},
                              training=False)["logits"].numpy()

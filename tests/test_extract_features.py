@@ -14,6 +14,7 @@ import sys
 import numpy as np
 import pytest
 
+from bert_tf import file_io
 from bert_tf.features import extraction
 from bert_tf.text import tokenization
 
@@ -206,7 +207,7 @@ def test_failed_write_keeps_the_previous_output(tmp_path):
     output_file = tmp_path / "features.jsonl"
     output_file.write_text("previous results\n", encoding="utf-8")
     with pytest.raises(RuntimeError):
-        with extraction._AtomicTextFile(output_file) as writer:
+        with file_io.atomic_write(output_file) as writer:
             writer.write("partial")
             raise RuntimeError("interrupted")
     assert output_file.read_text(encoding="utf-8") == "previous results\n"

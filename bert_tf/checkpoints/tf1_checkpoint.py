@@ -406,7 +406,7 @@ def _vocab_hint(misfits):
     return None
 
 
-def load_checkpoint(variables_or_model, path, *, strict=True):
+def load_checkpoint(variables_or_model, path, *, strict=True, optional=()):
     """Assigns every variable the checkpoint tensor of the same name.
 
     Works for Keras 3 variables (named by `.path`) and `tf.Variable`s, also
@@ -425,6 +425,10 @@ def load_checkpoint(variables_or_model, path, *, strict=True):
         shape or dtype does not fit, is an error and nothing is assigned; if
         False, those variables keep their values and are listed in the
         report (and a warning).
+      optional: names of variables that may be absent from the checkpoint
+        (a task's head in a pretrained checkpoint): they keep their values
+        and are listed in `report.missing`, even when `strict`. A tensor of
+        the wrong shape is a misfit all the same.
 
     Returns:
       A `LoadReport`.
@@ -436,14 +440,18 @@ def load_checkpoint(variables_or_model, path, *, strict=True):
         checkpoint, with a hint when the vocabulary size does not fit.
     """
     variables = _collect_variables(variables_or_model)
+    optional = set(optional)
     prefix = resolve_checkpoint(path)
     with CheckpointTensors(prefix) as tensors:
-        misfits, to_assign = [], []
+        misfits, to_assign, absent = [], [], []
         for variable in variables:
             name = variable_name(variable)
             model_shape = tuple(variable.shape)
             if name not in tensors:
-                misfits.append(_Misfit(name, model_shape))
+                if name in optional:
+                    absent.append(name)
+                else:
+                    misfits.append(_Misfit(name, model_shape))
                 continue
             checkpoint_shape = tensors.shape(name)
             if checkpoint_shape != model_shape:
@@ -483,8 +491,8 @@ def load_checkpoint(variables_or_model, path, *, strict=True):
             report.loaded.append(name)
         used = {name for name, _ in to_assign} | {m.name for m in misfits}
         report.unused = sorted(n for n in tensors if n not in used)
-        report.missing = [m.name for m in misfits
-                          if m.checkpoint_shape is None]
+        report.missing = absent + [m.name for m in misfits
+                                   if m.checkpoint_shape is None]
         report.mismatched = [m.name for m in misfits
                              if m.checkpoint_shape is not None]
     logging.info("Loaded %d variables from %s.", len(report.loaded), prefix)

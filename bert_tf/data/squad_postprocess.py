@@ -41,7 +41,6 @@ the next question.
 import collections
 import json
 import math
-import os
 
 from absl import logging
 import numpy as np
@@ -353,18 +352,9 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size,
 
 
 def write_json(path, value):
-    """Writes `json.dumps(value, indent=4) + "\n"` (Google's format).
-
-    A local file is written under a temporary name and renamed, so a reader
-    never sees half of it; a remote one (gs://...) is an object that appears
-    whole when its upload completes.
-    """
+    """Writes `json.dumps(value, indent=4) + "\n"` (Google's format),
+    atomically (`file_io.atomic_write`)."""
     text = json.dumps(value, indent=4) + "\n"
-    if file_io.is_remote(path):
-        import tensorflow as tf  # Only remote files need it: slow to import.
-        with tf.io.gfile.GFile(os.fspath(path), "w") as writer:
-            writer.write(text)
-        return
     with file_io.atomic_write(path) as writer:
         writer.write(text)
 

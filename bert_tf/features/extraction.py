@@ -8,14 +8,15 @@ Google's `extract_features.py`, step for step:
    `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, truncated as the original
    (a pair loses tokens from its longer side; a single text is cut), padded
    to `max_seq_length`.
-3. `FeatureExtractor`: runs the encoder and returns the chosen layers'
-   outputs for every real (not padding) token.
+3. `FeatureExtractor`: runs the encoder through the one prediction loop
+   (`bert_tf.training.prediction`, in order under any strategy) and returns
+   the chosen layers' outputs for every real (not padding) token.
 4. `feature_json`: one JSON object per example,
    `{"linex_index": i, "features": [{"token": ..., "layers": [{"index": -1,
    "values": [...]}, ...]}, ...]}`, values rounded to 6 decimals.
 
-`extract_features` wires the steps and writes the JSON lines file under a
-temporary name, renamed when complete.
+`extract_features` wires the steps and writes the JSON lines file with
+`bert_tf.file_io.atomic_write` (a temporary name, renamed when complete).
 """
 
 import collections
@@ -23,11 +24,11 @@ import dataclasses
 import json
 import os
 import re
-import uuid
 
 from absl import logging
 import numpy as np
 
+from bert_tf import file_io
 from bert_tf.text import tokenization
 
 # "text_a ||| text_b"; the first group is greedy, so with several
@@ -235,12 +236,12 @@ def check_layer_indexes(layer_indexes, num_hidden_layers):
 
 
 class FeatureExtractor:
-    """Runs a `BertModel` on batches of features, keeping chosen layers.
+    """Runs a `BertModel` on features, keeping the chosen layers' outputs.
 
-    The model runs as one `tf.function` over fixed-size batches (the last
-    batch is padded with empty rows, whose outputs are dropped), so it is
-    traced once and also works under a `tf.distribute` strategy (TPU
-    included), whose replicas each take a slice of every batch.
+    Batches are spread over a `tf.distribute` strategy (TPU included) by
+    `bert_tf.training.prediction.predict`; every batch is padded to full
+    size, so the model is traced once, and the padding rows' outputs are
+    dropped.
     """
 
     def __init__(self, model, layer_indexes, batch_size, strategy=None):
@@ -271,21 +272,18 @@ class FeatureExtractor:
         self.layer_indexes = list(layer_indexes)
         self.batch_size = batch_size
 
-        def replica_step(input_ids, input_mask, input_type_ids):
-            outputs = model(input_ids, input_mask=input_mask,
-                            token_type_ids=input_type_ids, training=False)
-            encoder_outputs = outputs["encoder_outputs"]
-            # [batch_size, num_chosen_layers, seq_length, hidden_size]
-            return tf.stack(
-                [tf.cast(encoder_outputs[index], tf.float32)
-                 for index in self.layer_indexes], axis=1)
+    def _layer_outputs(self, features):
+        """[batch, num_chosen_layers, seq_length, hidden_size], float32."""
+        import tensorflow as tf
 
-        @tf.function
-        def step(batch):
-            per_replica = self._strategy.run(replica_step, args=batch)
-            return self._strategy.experimental_local_results(per_replica)
-
-        self._step = step
+        outputs = self.model(features["input_ids"],
+                             input_mask=features["input_mask"],
+                             token_type_ids=features["token_type_ids"],
+                             training=False)
+        encoder_outputs = outputs["encoder_outputs"]
+        return {"layers": tf.stack(
+            [tf.cast(encoder_outputs[index], tf.float32)
+             for index in self.layer_indexes], axis=1)}
 
     def run(self, features):
         """Yields `(feature, layer_outputs)` for each feature, in order.
@@ -295,24 +293,25 @@ class FeatureExtractor:
         """
         import tensorflow as tf
 
+        from bert_tf.training import prediction
+
         if not features:
             return
-        # Whole batches only: pad with empty rows (mask all zero) whose
-        # outputs are never read.
-        num_rows = -(-len(features) // self.batch_size) * self.batch_size
-        columns = []
-        for name in ("input_ids", "input_mask", "input_type_ids"):
-            column = np.zeros((num_rows, len(features[0].input_ids)), np.int32)
-            column[:len(features)] = [getattr(f, name) for f in features]
-            columns.append(column)
-        dataset = tf.data.Dataset.from_tensor_slices(tuple(columns)).batch(
-            self.batch_size, drop_remainder=True)
-        batches = self._strategy.experimental_distribute_dataset(dataset)
-        for start, inputs in zip(range(0, num_rows, self.batch_size), batches):
-            # Replica results in replica order: consecutive slices of the batch.
-            outputs = np.concatenate([r.numpy() for r in self._step(inputs)])
-            for row, feature in enumerate(features[start:start + self.batch_size]):
-                yield feature, outputs[row, :, :len(feature.tokens), :]
+        columns = {
+            "input_ids": [f.input_ids for f in features],
+            "input_mask": [f.input_mask for f in features],
+            "token_type_ids": [f.input_type_ids for f in features]}
+        examples = tf.data.Dataset.from_tensor_slices(
+            {name: np.asarray(column, np.int32)
+             for name, column in columns.items()})
+        remaining = iter(features)
+        for outputs in prediction.predict(
+                self._strategy, self._layer_outputs, examples,
+                self.batch_size, pad_to_full_batches=True,
+                num_examples=len(features), description="input lines"):
+            for layers in outputs["layers"]:
+                feature = next(remaining)
+                yield feature, layers[:, :len(feature.tokens), :]
 
 
 def feature_json(feature, layer_outputs, layer_indexes):
@@ -342,48 +341,6 @@ def feature_json(feature, layer_outputs, layer_indexes):
             ("token", token), ("layers", layers)]))
     return collections.OrderedDict([
         ("linex_index", feature.unique_id), ("features", token_features)])
-
-
-class _AtomicTextFile:
-    """A text file written under a temporary name and renamed on success.
-
-    A crash or an error leaves any earlier file at `path` untouched and no
-    partial output under its name.
-    """
-
-    def __init__(self, path):
-        self.path = os.fspath(path)
-        directory, name = os.path.split(self.path)
-        self._tmp_path = os.path.join(
-            directory, f".{name}.tmp-{uuid.uuid4().hex[:8]}")
-        self._remote = "://" in self.path
-
-    def __enter__(self):
-        if self._remote:
-            import tensorflow as tf
-            self._file = tf.io.gfile.GFile(self._tmp_path, "w")
-        else:
-            directory = os.path.dirname(self.path)
-            if directory and not os.path.isdir(directory):
-                raise FileNotFoundError(
-                    f"cannot write output file {self.path}: directory "
-                    f"{directory} does not exist")
-            self._file = open(self._tmp_path, "w", encoding="utf-8")
-        return self._file
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        self._file.close()
-        if self._remote:
-            import tensorflow as tf
-            if exc_type is None:
-                tf.io.gfile.rename(self._tmp_path, self.path, overwrite=True)
-            else:
-                tf.io.gfile.remove(self._tmp_path)
-        elif exc_type is None:
-            os.replace(self._tmp_path, self.path)
-        else:
-            os.remove(self._tmp_path)
-        return False
 
 
 def extract_features(input_file, output_file, bert_config_file,
@@ -445,7 +402,7 @@ def extract_features(input_file, output_file, bert_config_file,
         load_checkpoint(model, init_checkpoint)
     extractor = FeatureExtractor(model, layer_indexes, batch_size, strategy)
 
-    with _AtomicTextFile(output_file) as writer:
+    with file_io.atomic_write(output_file) as writer:
         for feature, layer_outputs in extractor.run(features):
             writer.write(json.dumps(
                 feature_json(feature, layer_outputs, layer_indexes)) + "\n")

@@ -1,17 +1,69 @@
 """`Task`: what the generic `Trainer` needs to know about one kind of training.
 
 A task owns everything specific to one problem (pretraining, GLUE
-classification, SQuAD): the model with its heads, the input pipeline, the
-loss, the metrics and how an `--init_checkpoint` is applied. The `Trainer`
-(`bert_tf.training.trainer`) owns everything generic: devices and replicas,
-the step loop, gradient accumulation, mixed precision, checkpoints, logging,
-summaries and writing `eval_results.txt`.
+classification, SQuAD, ...): the model with its heads, the input pipeline,
+the loss, the metrics, the outputs it predicts, the files it writes and how
+an `--init_checkpoint` is applied. The `Trainer` (`bert_tf.training.trainer`)
+owns everything generic: devices and replicas, the step loop, gradient
+accumulation, mixed precision, checkpoints, logging, summaries, the one
+in-order prediction loop (`bert_tf.training.prediction`) and writing
+`eval_results.txt`.
 
-Writing a task
---------------
-Subclass `Task` and implement `build_model`, `build_inputs`, `compute_loss`,
-`metric_names` and `aggregate_metrics`; override the others when the default
-does not fit. The trainer calls them like this, in each replica, for every
+How a new task plugs in
+-----------------------
+A new fine-tuning task (say token tagging) is one module in `bert_tf/tasks/`
+with a model, a data config and a `Task` subclass:
+
+1. Training: implement `build_model`, `build_inputs`, `compute_loss`,
+   `metric_names` and `aggregate_metrics` (below). `Trainer.train` needs
+   nothing else.
+2. Evaluation: `Trainer.evaluate` reports the mean loss and
+   `aggregate_metrics` of the summed metrics. A metric that needs every
+   prediction at once (F1, a correlation, span F1) comes from the
+   prediction hooks: return the per-example tensors it needs from
+   `prediction_outputs(features, outputs, EVAL)`, fold each batch of them
+   (numpy) into a state in `aggregate_predictions`, and turn the state into
+   metrics in `reduce_predictions`. They are written to `eval_results.txt`
+   with the others.
+3. Prediction: implement `prediction_inputs(mode)` (the set's examples,
+   unbatched, in file order) and the same three hooks for `PREDICT`, plus
+   `write_predictions` for the task's output files (`test_results.tsv`,
+   `predictions.json`, ...). `Trainer.run_predictions(PREDICT, batch_size)`
+   then predicts in input order under any strategy, aggregates, reduces
+   (metrics, if any, go to `eval_results.txt`) and writes the files on the
+   chief. When aggregation needs host-side data that is not in the records
+   (SQuAD's examples and features, tagging's words), the runner passes it
+   as the `initial_state`.
+4. `initialize_from_checkpoint`: the default loads the encoder strictly and
+   the task's head when the checkpoint has it (a fine-tuned checkpoint
+   predicts as that model); override only for something else.
+
+The hooks, in the spirit of Model Garden's `aggregate_logs` /
+`reduce_aggregated_logs`::
+
+    # in each replica, per batch:
+    outputs = task.forward(model, features, training=False)
+    kept = task.prediction_outputs(features, outputs, mode)
+    # on the host, per batch (rows in input order when predicting):
+    state = task.aggregate_predictions(state, kept_numpy, mode)
+    # once, after the last batch:
+    metrics = task.reduce_predictions(state, mode)
+    paths = task.write_predictions(state, output_dir, mode)  # chief only
+
+Notes: in `PREDICT` the trainer numbers the examples and drops the rows it
+added to fill a TPU batch, so the task sees each example once, in order. In
+`EVAL` the rows are the evaluation input's (`build_inputs(EVAL)`), in no
+particular order, padding records of the data set (`is_real_example = 0`)
+included: filter them in `aggregate_predictions`. Worked examples:
+`ClassificationTask` (GLUE metrics in evaluation, `test_results.tsv`) and
+`SquadTask` (logits by feature id, answers, official scores).
+
+A runner only builds the task from flags and calls `Trainer.train`,
+`Trainer.evaluate` and `Trainer.run_predictions`.
+
+Training
+--------
+The trainer calls the training hooks like this, in each replica, for every
 global batch of `train_batch_size` examples::
 
     features = <one per-replica batch from build_inputs(...)>
@@ -51,15 +103,20 @@ variable's `.path` is its name in Google's checkpoints.
 
 import abc
 
+from absl import logging
 import tensorflow as tf
 
 from bert_tf import checkpoints
 
-# Modes passed to `Task.build_inputs`.
+# Modes passed to `Task.build_inputs` and the prediction hooks.
 TRAIN = "train"
 EVAL = "eval"
 PREDICT = "predict"
 MODES = (TRAIN, EVAL, PREDICT)
+# The checkpoint scope of the encoder (`BertModel`): every task loads it
+# strictly from `--init_checkpoint`; the variables outside it are the task's
+# heads.
+ENCODER_SCOPE = "bert/"
 
 
 def safe_ratio(numerator, denominator):
@@ -169,6 +226,97 @@ class Task(abc.ABC):
           float.
         """
 
+    # -- prediction: what a task predicts, aggregates, reduces and writes ----
+
+    def prediction_inputs(self, mode):
+        """The examples of the evaluation or prediction set, in file order.
+
+        Used by `Trainer.run_predictions`, which numbers, batches (and on
+        TPUs pads) them itself.
+
+        Args:
+          mode: `EVAL` or `PREDICT`.
+
+        Returns:
+          An unbatched `tf.data.Dataset` of feature dicts.
+        """
+        raise NotImplementedError(
+            f"the {self.name} task does not predict ({mode})")
+
+    def prediction_outputs(self, features, outputs, mode):
+        """What to keep of each example's outputs (runs in each replica).
+
+        Args:
+          features: one replica's batch.
+          outputs: `forward(model, features, training=False)`.
+          mode: `EVAL` (inside `Trainer.evaluate`) or `PREDICT`.
+
+        Returns:
+          A dict of tensors whose first dimension is the batch; floating
+          ones are cast to float32. An empty dict (the default in `EVAL`)
+          gathers nothing: evaluation then reports only `aggregate_metrics`.
+          The default in `PREDICT` keeps every model output.
+        """
+        if mode == EVAL:
+            return {}
+        return dict(outputs)
+
+    def aggregate_predictions(self, state, outputs, mode):
+        """Folds one batch of `prediction_outputs` into the state.
+
+        Model Garden's `aggregate_logs`. In `PREDICT` the batches come in
+        input order, each example exactly once; in `EVAL` (when
+        `prediction_outputs` is not empty) they come in no particular order.
+
+        Args:
+          state: what the previous call returned; for the first batch, the
+            `initial_state` given to `Trainer.run_predictions` (None by
+            default).
+          outputs: dict of numpy arrays, one row per example.
+          mode: `EVAL` or `PREDICT`.
+
+        Returns:
+          The new state. The default collects the batches in a list.
+        """
+        del mode  # The default treats both modes alike.
+        state = [] if state is None else state
+        state.append(outputs)
+        return state
+
+    def reduce_predictions(self, state, mode):
+        """Metrics of the whole set (Model Garden's `reduce_aggregated_logs`).
+
+        Args:
+          state: the last `aggregate_predictions` result (None when no batch
+            was gathered).
+          mode: `EVAL` or `PREDICT`.
+
+        Returns:
+          A dict from metric name (as in `eval_results.txt`) to value;
+          empty (the default) when the set has no metrics of this kind.
+        """
+        del state, mode
+        return {}
+
+    def write_predictions(self, state, output_dir, mode):
+        """Writes the task's output files (called on the chief only).
+
+        Use `bert_tf.file_io.atomic_write` (or an atomic writer built on it)
+        so that a reader never sees a half-written file.
+
+        Args:
+          state: the last `aggregate_predictions` result.
+          output_dir: the run's `--output_dir`.
+          mode: `EVAL` or `PREDICT`.
+
+        Returns:
+          The paths written (default: none).
+        """
+        del state, output_dir, mode
+        return []
+
+    # -- variables and checkpoints --------------------------------------------
+
     def trainable_variables(self, model):
         """The variables the optimizer updates (default: all trainable ones)."""
         return list(model.trainable_variables)
@@ -192,11 +340,27 @@ class Task(abc.ABC):
         """Applies `--init_checkpoint` to a freshly built model.
 
         Called only when the output directory holds no checkpoint to resume
-        from. The default requires every model variable in the checkpoint.
+        from. The encoder (`ENCODER_SCOPE`) must be in the checkpoint; the
+        task's heads (every other variable) are loaded when the checkpoint
+        has them -- a fine-tuned checkpoint then predicts as that model, as
+        Google's `init_from_checkpoint` does -- and otherwise keep their
+        initial values. A variable of another shape is an error either way
+        (e.g. a classifier with another number of labels). The checkpoint
+        is read once.
 
         Args:
           model: the model from `build_model`.
           init_checkpoint: anything `bert_tf.checkpoints.resolve_checkpoint`
             accepts.
         """
-        checkpoints.load_checkpoint(model, init_checkpoint, strict=True)
+        variables = self.checkpoint_variables(model)
+        heads = [name for name in variables
+                 if not name.startswith(ENCODER_SCOPE)]
+        report = checkpoints.load_checkpoint(
+            list(variables.values()), init_checkpoint, strict=True,
+            optional=heads)
+        if report.missing:
+            logging.info(
+                "--init_checkpoint %s has no %s head (%s); it starts from "
+                "random values", report.checkpoint, self.name,
+                ", ".join(report.missing))

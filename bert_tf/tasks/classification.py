@@ -14,28 +14,31 @@ regression baselines do; Google's original has no regression.
 Evaluation reports Google's `eval_accuracy` and `eval_loss` (means over the
 real examples: padding rows, `is_real_example = 0`, count for nothing);
 regression reports `eval_loss` only. GLUE's per-task metrics (F1, Matthews,
-Pearson, Spearman) need every prediction at once: `predict` collects them,
-in input order, and `bert_tf.data.classifier_metrics` computes them.
+Pearson, Spearman) need every prediction at once: the task's prediction
+hooks gather the logits and labels of the evaluation set and
+`bert_tf.data.classifier_metrics` computes them, so they land in
+`eval_results.txt` with the others. Prediction writes Google's
+`test_results.tsv`: the class probabilities (or the score) of each real
+test example, in input order.
 """
 
 import dataclasses
 from typing import Optional
 
-from absl import logging
+import os
+
 import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf import checkpoints
+from bert_tf import file_io
 from bert_tf.data import classifier_features as features_lib
+from bert_tf.data import classifier_metrics
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
 
-# The encoder's checkpoint scope: loaded strictly from --init_checkpoint.
-ENCODER_SCOPE = "bert/"
-# Added to prediction batches so outputs can be put back in input order
-# whatever the distribution strategy did to the batches.
-EXAMPLE_INDEX = "example_index"
+TEST_RESULTS_FILE = "test_results.tsv"
+LOGITS = "logits"
 
 
 class ClassificationModel(keras.Model):
@@ -107,6 +110,18 @@ def regression_example_losses(logits, scores):
     return tf.square(predictions - tf.cast(scores, tf.float32))
 
 
+def write_test_results(path, rows):
+    """Writes one tab-separated line per row, atomically.
+
+    Values are written with `str` of a float32, as Google's
+    `str(class_probability)`.
+    """
+    with file_io.atomic_write(path) as writer:
+        for row in rows:
+            writer.write("\t".join(str(np.float32(value)) for value in row)
+                         + "\n")
+
+
 def probabilities_from_logits(logits, is_regression):
     """What `test_results.tsv` holds: softmax probabilities, or the score."""
     logits = np.asarray(logits, np.float32)
@@ -150,7 +165,7 @@ class ClassificationTask(base.Task):
     name = "classification"
 
     def __init__(self, bert_config, num_labels, data_config,
-                 is_regression=False):
+                 is_regression=False, glue_task_name=None):
         """Creates the task.
 
         Args:
@@ -158,6 +173,10 @@ class ClassificationTask(base.Task):
           num_labels: number of classes (ignored for regression).
           data_config: a `ClassificationDataConfig`.
           is_regression: one output trained with mean squared error.
+          glue_task_name: the `--task_name` whose GLUE metrics evaluation
+            adds to accuracy and loss (`classifier_metrics.metric_names`:
+            F1 for MRPC and QQP, Matthews for CoLA; Pearson and Spearman for
+            any regression task).
 
         Raises:
           ValueError: `max_seq_length` exceeds the model's
@@ -175,6 +194,12 @@ class ClassificationTask(base.Task):
         self.num_labels = 1 if is_regression else num_labels
         self.is_regression = is_regression
         self.data_config = data_config
+        # The metrics that need every prediction at once.
+        self.set_metrics = tuple(
+            name for name in classifier_metrics.metric_names(
+                glue_task_name, is_regression)
+            if name != classifier_metrics.ACCURACY)
+        self.glue_task_name = glue_task_name
 
     def build_model(self):
         return ClassificationModel(self.bert_config, self.num_labels)
@@ -200,31 +225,6 @@ class ClassificationTask(base.Task):
                             or self.data_config.drop_remainder_for_eval),
             shuffle_buffer_size=self.data_config.shuffle_buffer_size,
             seed=self.data_config.seed)
-
-    def prediction_inputs(self, mode, global_batch_size):
-        """One in-order pass over a set, each example carrying its index.
-
-        Args:
-          mode: `base.EVAL` (the dev set) or `base.PREDICT` (the test set).
-          global_batch_size: examples per batch, over all replicas.
-
-        Returns:
-          A batched dataset of feature dicts with an extra `example_index`.
-        """
-        dataset = self._records(mode).enumerate().map(
-            lambda index, features: {
-                **features, EXAMPLE_INDEX: tf.cast(index, tf.int32)})
-        dataset = dataset.batch(
-            global_batch_size,
-            drop_remainder=self.data_config.drop_remainder_for_eval)
-        # Every worker of a multi-worker run reads the whole set: then all
-        # run the same number of steps (gathering outputs is a collective
-        # op), and `predict` drops the copies by example index. Sharding by
-        # worker could leave them with different step counts.
-        options = tf.data.Options()
-        options.experimental_distribute.auto_shard_policy = (
-            tf.data.experimental.AutoShardPolicy.OFF)
-        return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
 
     def loss_denominators(self, features):
         # Padding rows of evaluation sets are not examples.
@@ -269,84 +269,59 @@ class ClassificationTask(base.Task):
                 totals["correct"], totals["num_examples"])
         return results
 
-    def initialize_from_checkpoint(self, model, init_checkpoint):
-        """Loads the encoder (required) and the head when the checkpoint has it.
+    # -- prediction hooks (see base.Task) ------------------------------------
 
-        A pretrained checkpoint has no `output_weights`: the head starts from
-        Google's initializer. A fine-tuned one has it, and it is loaded (as
-        Google's `init_from_checkpoint` does), so `--init_checkpoint` of a
-        fine-tuned model predicts as that model. A head of another shape
-        (another number of labels) is an error.
+    def prediction_inputs(self, mode):
+        """The dev (`EVAL`) or test (`PREDICT`) records, in file order."""
+        return self._records(mode)
+
+    def prediction_outputs(self, features, outputs, mode):
+        """Logits, labels and `is_real_example` of each row.
+
+        In `EVAL` only when a metric needs every prediction.
         """
-        variables = self.checkpoint_variables(model)
-        available = checkpoints.checkpoint_shapes(init_checkpoint)
-        # One strict load: every encoder variable, and the head's variables
-        # the checkpoint has (a head of another shape is reported as such).
-        to_load = [variable for name, variable in variables.items()
-                   if name.startswith(ENCODER_SCOPE) or name in available]
-        checkpoints.load_checkpoint(to_load, init_checkpoint, strict=True)
-        missing = sorted(name for name in variables
-                         if not name.startswith(ENCODER_SCOPE)
-                         and name not in available)
-        if missing:
-            logging.info(
-                "--init_checkpoint %s has no classifier (%s); it starts from "
-                "random values", init_checkpoint, ", ".join(missing))
+        if mode == base.EVAL and not self.set_metrics:
+            return {}
+        return {LOGITS: outputs[LOGITS],
+                features_lib.LABEL_IDS: features[features_lib.LABEL_IDS],
+                features_lib.IS_REAL_EXAMPLE:
+                    features[features_lib.IS_REAL_EXAMPLE]}
 
+    def aggregate_predictions(self, state, outputs, mode):
+        """Keeps the real examples' logits and labels (not the padding)."""
+        state = state or {LOGITS: [], features_lib.LABEL_IDS: []}
+        real = outputs[features_lib.IS_REAL_EXAMPLE] == 1
+        for key in state:
+            state[key].append(outputs[key][real])
+        return state
 
-# -- prediction ---------------------------------------------------------------
+    def _concatenated(self, state):
+        if state is None:
+            raise RuntimeError("the classification set has no examples")
+        return {key: np.concatenate(value) for key, value in state.items()}
 
-def predict(trainer, mode, global_batch_size, num_examples):
-    """Runs the trainer's model over a set and returns outputs in input order.
+    def reduce_predictions(self, state, mode):
+        """The GLUE metrics over all real dev examples (`EVAL` only)."""
+        if mode != base.EVAL or not self.set_metrics:
+            return {}
+        outputs = self._concatenated(state)
+        logits = outputs[LOGITS]
+        predictions = (logits[:, 0] if self.is_regression
+                       else logits.argmax(axis=-1))
+        metrics = classifier_metrics.compute_metrics(
+            self.glue_task_name, outputs[features_lib.LABEL_IDS],
+            predictions, self.is_regression)
+        return {f"eval_{name}": metrics[name] for name in self.set_metrics}
 
-    Batches are spread over the trainer's strategy; the outputs of all
-    replicas (and workers) are gathered and put back in input order by each
-    example's index.
+    def predicted_probabilities(self, state):
+        """`test_results.tsv`'s rows: probabilities (or scores), numpy."""
+        return probabilities_from_logits(self._concatenated(state)[LOGITS],
+                                         self.is_regression)
 
-    Args:
-      trainer: a `bert_tf.training.trainer.Trainer` of a `ClassificationTask`.
-      mode: `base.EVAL` (the dev records) or `base.PREDICT` (test records).
-      global_batch_size: examples per batch over all replicas.
-      num_examples: how many records the set has (padding rows included);
-        a check that nothing was lost or repeated.
-
-    Returns:
-      A dict of numpy arrays, one row per record in file order: `logits`
-      [n, num_outputs], `label_ids` [n], `is_real_example` [n].
-
-    Raises:
-      RuntimeError: the strategy did not return each record exactly once.
-    """
-    task, model, strategy = trainer.task, trainer.model, trainer.strategy
-    dataset = strategy.experimental_distribute_dataset(
-        task.prediction_inputs(mode, global_batch_size))
-    keys = (features_lib.LABEL_IDS, features_lib.IS_REAL_EXAMPLE,
-            EXAMPLE_INDEX)
-
-    def replica_step(features):
-        outputs = task.forward(model, features, training=False)
-        values = {key: features[key] for key in keys}
-        values["logits"] = tf.cast(outputs["logits"], tf.float32)
-        return values
-
-    # The last batch may be partial: retrace for it only once.
-    @tf.function(reduce_retracing=True)
-    def step(features):
-        per_replica = strategy.run(replica_step, args=(features,))
-        return {key: strategy.gather(value, axis=0)
-                for key, value in per_replica.items()}
-
-    batches = [{key: value.numpy() for key, value in step(features).items()}
-               for features in dataset]
-    if not batches:
-        raise RuntimeError(f"the {mode} set has no records to predict")
-    outputs = {key: np.concatenate([batch[key] for batch in batches])
-               for key in batches[0]}
-    indices, first_positions = np.unique(outputs.pop(EXAMPLE_INDEX),
-                                         return_index=True)
-    if not np.array_equal(indices, np.arange(num_examples)):
-        raise RuntimeError(
-            f"prediction over {num_examples} {mode} records returned "
-            f"{len(indices)} distinct ones under {type(strategy).__name__}")
-    # Sorted by index; a record repeated by a strategy is kept once.
-    return {key: value[first_positions] for key, value in outputs.items()}
+    def write_predictions(self, state, output_dir, mode):
+        """Google's `test_results.tsv` (`PREDICT` only)."""
+        if mode != base.PREDICT:
+            return []
+        path = os.path.join(output_dir, TEST_RESULTS_FILE)
+        write_test_results(path, self.predicted_probabilities(state))
+        return [path]

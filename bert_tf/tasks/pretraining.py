@@ -31,19 +31,15 @@ gives the loss one device computes on the whole batch.
 import dataclasses
 from typing import Optional, Sequence
 
-from absl import logging
 import keras
 import tensorflow as tf
 
-from bert_tf import checkpoints
 from bert_tf.data import pretraining_records as records
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
 
 # Google's epsilon in the masked-LM denominator.
 MASKED_LM_DENOMINATOR_EPSILON = 1e-5
-# The encoder's checkpoint scope: loaded strictly from --init_checkpoint.
-ENCODER_SCOPE = "bert/"
 
 # The pretraining objectives (`--pretraining_objective`).
 MLM_NSP = "mlm_nsp"
@@ -502,33 +498,3 @@ class PretrainingTask(base.Task):
                 totals["next_sentence_count"]),
         })
         return results
-
-    def initialize_from_checkpoint(self, model, init_checkpoint):
-        """Loads the encoder (required) and whatever heads the checkpoint has.
-
-        A released `bert_model.ckpt` holds the encoder and both heads; an
-        encoder-only checkpoint (e.g. converted from elsewhere) leaves the
-        heads freshly initialized. A head tensor of the wrong shape is an
-        error either way.
-        """
-        encoder = {name: variable for name, variable
-                   in self.checkpoint_variables(model).items()
-                   if name.startswith(ENCODER_SCOPE)}
-        heads = {name: variable for name, variable
-                 in self.checkpoint_variables(model).items()
-                 if not name.startswith(ENCODER_SCOPE)}
-        checkpoints.load_checkpoint(list(encoder.values()), init_checkpoint,
-                                    strict=True)
-        if not heads:
-            return
-        report = checkpoints.load_checkpoint(list(heads.values()),
-                                             init_checkpoint, strict=False)
-        if report.mismatched:
-            raise checkpoints.CheckpointError(
-                f"--init_checkpoint {report.checkpoint}: the pretraining "
-                f"heads do not fit the model: {', '.join(report.mismatched)}")
-        if report.missing:
-            logging.info(
-                "--init_checkpoint %s has no pretraining heads for %s; they "
-                "start from random values", report.checkpoint,
-                ", ".join(report.missing))

@@ -10,35 +10,38 @@ answer has its target at [CLS], position 0).
 Training logs, next to the loss, how often the highest logit is at the
 target start and end position (`start_accuracy`, `end_accuracy`).
 
-Prediction (`predict_logits`) runs the model over the `eval.tf_record`
-features and returns every feature's start and end logits in two float32
-arrays indexed by feature, which `bert_tf.data.squad_postprocess` turns
-into answers.
+Prediction (`Trainer.run_predictions(PREDICT, ...)` with a
+`SpanPredictions` as the initial state) runs the model over the
+`eval.tf_record` features and stores every feature's start and end logits
+in two float32 arrays indexed by feature; `bert_tf.data.squad_postprocess`
+turns them into answers (`predictions.json`, `nbest_predictions.json`,
+`null_odds.json`), which are scored with the official metrics when the
+predict file has answers.
 """
 
 import dataclasses
 from typing import Optional
 
-from absl import logging
+import os
+
 import keras
 import numpy as np
 import tensorflow as tf
 
 from bert_tf import checkpoints
 from bert_tf.data import classifier_features
+from bert_tf.data import squad_evaluate
+from bert_tf.data import squad_examples
 from bert_tf.data import squad_features as features_lib
+from bert_tf.data import squad_postprocess
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
 
-# The encoder's checkpoint scope: loaded strictly from --init_checkpoint.
-ENCODER_SCOPE = "bert/"
 # The pooler is part of the encoder's checkpoint but not of this model's
 # computation.
-POOLER_SCOPE = "bert/pooler/"
+POOLER_SCOPE = base.ENCODER_SCOPE + "pooler/"
 START_LOGITS = "start_logits"
 END_LOGITS = "end_logits"
-# `unique_ids` of the rows added to fill the last prediction batch.
-PADDING_UNIQUE_ID = -1
 
 
 class SquadModel(keras.Model):
@@ -107,6 +110,90 @@ def span_example_losses(outputs, features):
 
 
 @dataclasses.dataclass(frozen=True)
+class SquadPostprocessConfig:
+    """How logits become answers (Google's run_squad.py flags of the names).
+
+    Attributes:
+      n_best_size: start and end positions combined into candidates, and
+        the length of each n-best list.
+      max_answer_length: longest answer, in word pieces.
+      do_lower_case: the tokenizer's setting (to align answers with text).
+      version_2_with_negative: SQuAD 2.0: questions may have no answer.
+      null_score_diff_threshold: 2.0: predict no answer when its score beats
+        the best answer's by more than this.
+      verbose_logging: log every answer whose text could not be aligned.
+      gold_file: the SQuAD JSON whose answers score the predictions (the
+        `--predict_file` when it has answers); None: not scored.
+    """
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    do_lower_case: bool = True
+    version_2_with_negative: bool = False
+    null_score_diff_threshold: float = 0.0
+    verbose_logging: bool = False
+    gold_file: Optional[str] = None
+
+
+class SpanPredictions:
+    """The state `SquadTask`'s prediction hooks fill and reduce.
+
+    Holds the prediction set's examples and features (host-side data the
+    records lack) and every feature's start and end logits, stored by
+    `unique_id` straight into two preallocated float32 arrays; then the
+    answers computed from them.
+
+    Attributes:
+      start_logits, end_logits: float32 [num_features, max_seq_length], row
+        `i` for unique id `first_unique_id + i` (released once the answers
+        are computed).
+      predictions, nbest, null_odds: the answers (set by the task's
+        `reduce_predictions` when examples were given).
+    """
+
+    def __init__(self, num_features, max_seq_length, examples=None,
+                 features=None, first_unique_id=features_lib.BASE_UNIQUE_ID):
+        """Args:
+          num_features: records in the prediction file; their `unique_ids`
+            are `first_unique_id` .. `first_unique_id + num_features - 1`.
+          max_seq_length: the records' sequence length.
+          examples: the `SquadExample`s, to compute answers; None keeps only
+            the logits.
+          features: their features (`without_model_inputs()` suffices).
+          first_unique_id: the first feature's id.
+        """
+        self.num_features = num_features
+        self.first_unique_id = first_unique_id
+        self.examples = examples
+        self.features = features
+        self.start_logits = np.zeros([num_features, max_seq_length],
+                                     np.float32)
+        self.end_logits = np.zeros([num_features, max_seq_length], np.float32)
+        self._filled = np.zeros([num_features], np.int32)
+        self.predictions = self.nbest = self.null_odds = None
+
+    def add(self, outputs):
+        """Stores one batch of outputs in the rows of their unique ids."""
+        rows = outputs[features_lib.UNIQUE_IDS] - self.first_unique_id
+        if rows.size and (rows.min() < 0 or rows.max() >= self.num_features):
+            raise RuntimeError(
+                f"prediction returned feature ids outside "
+                f"{self.first_unique_id}.."
+                f"{self.first_unique_id + self.num_features - 1}")
+        self.start_logits[rows] = outputs[START_LOGITS]
+        self.end_logits[rows] = outputs[END_LOGITS]
+        np.add.at(self._filled, rows, 1)
+
+    def check_complete(self):
+        """Raises RuntimeError when a feature got no output."""
+        if not np.all(self._filled >= 1):
+            missing = np.flatnonzero(self._filled == 0)
+            raise RuntimeError(
+                f"prediction over {self.num_features} features returned no "
+                f"output for {missing.size} of them (first unique id "
+                f"{self.first_unique_id + int(missing[0])})")
+
+
+@dataclasses.dataclass(frozen=True)
 class SquadDataConfig:
     """Where the SQuAD task's features come from.
 
@@ -130,12 +217,14 @@ class SquadTask(base.Task):
 
     name = "squad"
 
-    def __init__(self, bert_config, data_config):
+    def __init__(self, bert_config, data_config,
+                 postprocess_config=SquadPostprocessConfig()):
         """Creates the task.
 
         Args:
           bert_config: a `BertConfig`.
           data_config: a `SquadDataConfig`.
+          postprocess_config: a `SquadPostprocessConfig`.
 
         Raises:
           ValueError: `max_seq_length` exceeds the model's
@@ -149,6 +238,7 @@ class SquadTask(base.Task):
                 f"{bert_config.max_position_embeddings}")
         self.bert_config = bert_config
         self.data_config = data_config
+        self.postprocess_config = postprocess_config
 
     def build_model(self):
         return SquadModel(self.bert_config)
@@ -178,41 +268,6 @@ class SquadTask(base.Task):
             dataset, per_replica_batch_size, is_training,
             shuffle_buffer_size=self.data_config.shuffle_buffer_size,
             seed=self.data_config.seed)
-
-    def prediction_inputs(self, global_batch_size, num_features,
-                          pad_to_full_batches=False):
-        """One in-order pass over the prediction features.
-
-        Args:
-          global_batch_size: features per batch, over all replicas.
-          num_features: how many records the prediction file holds.
-          pad_to_full_batches: append rows with `unique_ids` = -1 so every
-            batch is full (TPUs need static shapes); they are dropped from
-            the outputs.
-
-        Returns:
-          A batched dataset of feature dicts.
-        """
-        dataset = self._records(base.PREDICT)
-        num_padding = -num_features % global_batch_size
-        if pad_to_full_batches and num_padding:
-            length = self.data_config.max_seq_length
-            padding = {
-                features_lib.UNIQUE_IDS: tf.fill([num_padding],
-                                                 tf.constant(PADDING_UNIQUE_ID,
-                                                             tf.int64)),
-                features_lib.INPUT_IDS: tf.zeros([num_padding, length],
-                                                 tf.int32),
-                features_lib.INPUT_MASK: tf.zeros([num_padding, length],
-                                                  tf.int32),
-                features_lib.SEGMENT_IDS: tf.zeros([num_padding, length],
-                                                   tf.int32),
-            }
-            dataset = dataset.concatenate(
-                tf.data.Dataset.from_tensor_slices(padding))
-        return dataset.batch(
-            global_batch_size, drop_remainder=pad_to_full_batches
-        ).prefetch(tf.data.AUTOTUNE)
 
     @property
     def metric_names(self):
@@ -248,6 +303,72 @@ class SquadTask(base.Task):
                                             totals["num_examples"]),
         }
 
+    # -- prediction hooks (see base.Task) ------------------------------------
+
+    def prediction_inputs(self, mode):
+        """The prediction features (`eval.tf_record`), in file order."""
+        return self._records(mode)
+
+    def prediction_outputs(self, features, outputs, mode):
+        return {features_lib.UNIQUE_IDS: features[features_lib.UNIQUE_IDS],
+                START_LOGITS: outputs[START_LOGITS],
+                END_LOGITS: outputs[END_LOGITS]}
+
+    def aggregate_predictions(self, state, outputs, mode):
+        """Stores the logits in the `SpanPredictions` given as initial state."""
+        if not isinstance(state, SpanPredictions):
+            raise ValueError("SQuAD prediction needs a SpanPredictions as "
+                             "the initial state")
+        state.add(outputs)
+        return state
+
+    def reduce_predictions(self, state, mode):
+        """Answers from the logits; the official metrics when scored."""
+        state.check_complete()
+        if state.examples is None:
+            return {}
+        options = self.postprocess_config
+        # Rows of the logit arrays, not copies.
+        raw_results = {
+            feature.unique_id: squad_postprocess.RawResult(
+                feature.unique_id, state.start_logits[row],
+                state.end_logits[row])
+            for row, feature in enumerate(state.features)}
+        state.predictions, state.nbest, state.null_odds = (
+            squad_postprocess.compute_predictions(
+                state.examples, state.features, raw_results,
+                options.n_best_size, options.max_answer_length,
+                options.do_lower_case, options.version_2_with_negative,
+                options.null_score_diff_threshold, options.verbose_logging))
+        del raw_results
+        state.start_logits = state.end_logits = None  # Not needed any more.
+        if not options.gold_file:
+            return {}
+        dataset = squad_examples.load_squad_json(options.gold_file)
+        if options.version_2_with_negative:
+            return dict(squad_evaluate.evaluate_v2(dataset, state.predictions,
+                                                   state.null_odds))
+        return squad_evaluate.evaluate_v1(dataset, state.predictions)
+
+    def write_predictions(self, state, output_dir, mode):
+        """Google's `predictions.json`, `nbest_predictions.json` and, for
+        SQuAD 2.0, `null_odds.json`."""
+        if state.predictions is None:
+            return []
+        outputs = [(squad_postprocess.PREDICTIONS_FILE, state.predictions),
+                   (squad_postprocess.NBEST_PREDICTIONS_FILE, state.nbest)]
+        if self.postprocess_config.version_2_with_negative:
+            outputs.append((squad_postprocess.NULL_ODDS_FILE,
+                            state.null_odds))
+        paths = []
+        for name, value in outputs:
+            path = os.path.join(output_dir, name)
+            squad_postprocess.write_json(path, value)
+            paths.append(path)
+        return paths
+
+    # -- checkpoints ---------------------------------------------------------
+
     def trainable_variables(self, model):
         """Every trainable variable except the pooler's.
 
@@ -259,104 +380,3 @@ class SquadTask(base.Task):
         return [variable for variable in model.trainable_variables
                 if not checkpoints.variable_name(variable).startswith(
                     POOLER_SCOPE)]
-
-    def initialize_from_checkpoint(self, model, init_checkpoint):
-        """Loads the encoder (required) and the span head when present.
-
-        A pretrained checkpoint has no `cls/squad/...`: the head starts from
-        Google's initializer. A fine-tuned one has it and it is loaded (as
-        Google's `init_from_checkpoint` does), so `--init_checkpoint` of a
-        fine-tuned model predicts as that model.
-        """
-        variables = self.checkpoint_variables(model)
-        encoder = [v for name, v in variables.items()
-                   if name.startswith(ENCODER_SCOPE)]
-        head = [v for name, v in variables.items()
-                if not name.startswith(ENCODER_SCOPE)]
-        checkpoints.load_checkpoint(encoder, init_checkpoint, strict=True)
-        report = checkpoints.load_checkpoint(head, init_checkpoint,
-                                             strict=False)
-        if report.mismatched:
-            raise checkpoints.CheckpointError(
-                f"--init_checkpoint {report.checkpoint}: its span head does "
-                f"not fit the model: {', '.join(report.mismatched)}")
-        if report.missing:
-            logging.info(
-                "--init_checkpoint %s has no SQuAD head (%s); it starts from "
-                "random values", report.checkpoint, ", ".join(report.missing))
-
-
-def predict_logits(trainer, global_batch_size, num_features,
-                   first_unique_id=features_lib.BASE_UNIQUE_ID,
-                   pad_to_full_batches=False):
-    """Start and end logits of every prediction feature.
-
-    Batches are spread over the trainer's strategy; the outputs of all
-    replicas are gathered and stored by each feature's `unique_id`, straight
-    into two preallocated arrays (the logits exist once, as float32).
-
-    Args:
-      trainer: a `Trainer` of a `SquadTask` (its model and strategy).
-      global_batch_size: features per batch over all replicas.
-      num_features: records in the prediction file; their `unique_ids`
-        are `first_unique_id` .. `first_unique_id + num_features - 1`.
-      first_unique_id: the first feature's id.
-      pad_to_full_batches: see `SquadTask.prediction_inputs`.
-
-    Returns:
-      `(start_logits, end_logits)`: float32 [num_features, max_seq_length],
-      row `i` for unique id `first_unique_id + i`.
-
-    Raises:
-      RuntimeError: some feature got no output, or an output has an id
-        outside the range.
-    """
-    task, model, strategy = trainer.task, trainer.model, trainer.strategy
-    dataset = strategy.experimental_distribute_dataset(
-        task.prediction_inputs(global_batch_size, num_features,
-                               pad_to_full_batches))
-
-    def replica_step(features):
-        outputs = task.forward(model, features, training=False)
-        return {features_lib.UNIQUE_IDS: features[features_lib.UNIQUE_IDS],
-                START_LOGITS: tf.cast(outputs[START_LOGITS], tf.float32),
-                END_LOGITS: tf.cast(outputs[END_LOGITS], tf.float32)}
-
-    # The last batch may be partial: retrace for it only once.
-    @tf.function(reduce_retracing=True)
-    def step(features):
-        per_replica = strategy.run(replica_step, args=(features,))
-        return {key: strategy.gather(value, axis=0)
-                for key, value in per_replica.items()}
-
-    length = task.data_config.max_seq_length
-    start_logits = np.zeros([num_features, length], np.float32)
-    end_logits = np.zeros([num_features, length], np.float32)
-    filled = np.zeros([num_features], np.int32)
-    next_report = 1000
-    for features in dataset:
-        outputs = step(features)
-        unique_ids = outputs[features_lib.UNIQUE_IDS].numpy()
-        real = unique_ids != PADDING_UNIQUE_ID
-        rows = unique_ids[real] - first_unique_id
-        if rows.size and (rows.min() < 0 or rows.max() >= num_features):
-            raise RuntimeError(
-                f"prediction returned feature ids outside "
-                f"{first_unique_id}..{first_unique_id + num_features - 1}")
-        start_logits[rows] = outputs[START_LOGITS].numpy()[real]
-        end_logits[rows] = outputs[END_LOGITS].numpy()[real]
-        np.add.at(filled, rows, 1)
-        done = int(np.count_nonzero(filled))
-        if done >= next_report:
-            logging.info("Processing example: %d", done)
-            next_report = (done // 1000 + 1) * 1000
-    # A feature output twice (a strategy repeating a row) is harmless: both
-    # copies hold the same logits. A missing one is a bug.
-    if not np.all(filled >= 1):
-        missing = np.flatnonzero(filled == 0)
-        raise RuntimeError(
-            f"prediction over {num_features} features returned no output for "
-            f"{missing.size} of them (first unique id "
-            f"{first_unique_id + int(missing[0])}) under "
-            f"{type(strategy).__name__}")
-    return start_logits, end_logits

@@ -41,6 +41,7 @@ from bert_tf.tasks import base
 from bert_tf.training import checkpoint_manager as checkpoint_manager_lib
 from bert_tf.training import distribution
 from bert_tf.training import precision
+from bert_tf.training import prediction
 
 EVAL_RESULTS_FILE = "eval_results.txt"
 
@@ -420,7 +421,14 @@ class Trainer:
 
         return train_loop
 
+    def _prediction_outputs(self, features, outputs, mode):
+        """The task's `prediction_outputs`, floating tensors as float32."""
+        kept = self.task.prediction_outputs(features, outputs, mode)
+        return {key: tf.cast(value, tf.float32) if value.dtype.is_floating
+                else value for key, value in kept.items()}
+
     def _build_eval_step(self):
+        """The eval step: summed loss and metrics, and gathered outputs."""
         strategy, task, model = self.strategy, self.task, self.model
         metric_names = tuple(task.metric_names)
 
@@ -436,15 +444,21 @@ class Trainer:
             values = {"loss": tf.cast(loss, tf.float32)}
             values.update({k: tf.cast(metrics[k], tf.float32)
                            for k in metric_names})
-            return replica_context.all_reduce(tf.distribute.ReduceOp.SUM,
+            sums = replica_context.all_reduce(tf.distribute.ReduceOp.SUM,
                                               values)
+            return sums, self._prediction_outputs(features, outputs,
+                                                  base.EVAL)
 
         # The last batch may be partial: retrace for it only once.
         @tf.function(reduce_retracing=True)
         def eval_step(features):
-            per_replica = strategy.run(replica_step, args=(features,))
-            return {k: strategy.experimental_local_results(v)[0]
-                    for k, v in per_replica.items()}
+            sums, kept = strategy.run(replica_step, args=(features,))
+            sums = {k: strategy.experimental_local_results(v)[0]
+                    for k, v in sums.items()}
+            # Every replica's (and worker's) examples, for metrics that need
+            # all predictions; their order does not matter.
+            kept = {k: strategy.gather(v, axis=0) for k, v in kept.items()}
+            return sums, kept
 
         return eval_step
 
@@ -640,6 +654,7 @@ class Trainer:
             self._eval_step = self._build_eval_step()
         totals = {k: 0.0 for k in self._metric_keys()}
         num_batches = 0
+        state = None
         iterator = iter(dataset)
         while (config.max_eval_steps is None
                or num_batches < config.max_eval_steps):
@@ -647,8 +662,13 @@ class Trainer:
                 features = next(iterator)
             except StopIteration:
                 break
-            for key, value in self._eval_step(features).items():
+            sums, kept = self._eval_step(features)
+            for key, value in sums.items():
                 totals[key] += float(value)
+            if kept:
+                state = self.task.aggregate_predictions(
+                    state, {k: v.numpy() for k, v in kept.items()},
+                    base.EVAL)
             num_batches += 1
         if not num_batches:
             raise ValueError(
@@ -660,14 +680,10 @@ class Trainer:
                    "loss": np.float32(totals["loss"] / num_batches)}
         metrics = self.task.aggregate_metrics(
             {k: totals[k] for k in self.task.metric_names})
+        metrics.update(self.task.reduce_predictions(state, base.EVAL))
         results.update({k: np.float32(v) for k, v in metrics.items()})
-        logging.info("***** Eval results (%d batches) *****", num_batches)
-        for key in sorted(results):
-            logging.info("  %s = %s", key, results[key])
+        self._report_eval_results(results, f"{num_batches} batches")
         if self.is_chief:
-            tf.io.gfile.makedirs(config.output_dir)
-            write_eval_results(
-                os.path.join(config.output_dir, EVAL_RESULTS_FILE), results)
             writer = self._summary_writer("eval")
             with writer.as_default(step=step):
                 for key, value in results.items():
@@ -675,3 +691,85 @@ class Trainer:
                         tf.summary.scalar(key, float(value))
             writer.flush()
         return results
+
+    def _report_eval_results(self, results, description):
+        """Logs the results and writes `eval_results.txt` (chief only)."""
+        logging.info("***** Eval results (%s) *****", description)
+        for key in sorted(results):
+            logging.info("  %s = %s", key, results[key])
+        if self.is_chief:
+            tf.io.gfile.makedirs(self.config.output_dir)
+            write_eval_results(
+                os.path.join(self.config.output_dir, EVAL_RESULTS_FILE),
+                results)
+
+    # -- prediction ----------------------------------------------------------
+
+    def predict(self, examples, global_batch_size, pad_to_full_batches=False,
+                num_examples=None, mode=base.PREDICT):
+        """The task's `prediction_outputs` of every example, in input order.
+
+        The one prediction loop (`bert_tf.training.prediction.predict`) run
+        on this trainer's model and strategy: correct under one device,
+        mirrored replicas, several workers and TPUs, streaming batch by
+        batch.
+
+        Args:
+          examples: an unbatched `tf.data.Dataset` of feature dicts, e.g.
+            `task.prediction_inputs(mode)`.
+          global_batch_size: examples per step, over all replicas.
+          pad_to_full_batches: fill the last batch with rows that are
+            dropped again (TPUs need full batches).
+          num_examples: when given, the count the set must have.
+          mode: passed to `prediction_outputs`.
+
+        Yields:
+          Dicts of numpy arrays, one row per example, in input order.
+        """
+        task, model = self.task, self.model
+
+        def predict_fn(features):
+            outputs = task.forward(model, features, training=False)
+            return self._prediction_outputs(features, outputs, mode)
+
+        return prediction.predict(
+            self.strategy, predict_fn, examples, global_batch_size,
+            pad_to_full_batches=pad_to_full_batches,
+            num_examples=num_examples, description=f"{mode} records")
+
+    def run_predictions(self, mode, global_batch_size, initial_state=None,
+                        pad_to_full_batches=False, num_examples=None):
+        """Predicts a set, then lets the task aggregate, score and write it.
+
+        `predict` over `task.prediction_inputs(mode)`; every batch is folded
+        into the task's state (`aggregate_predictions`), which is reduced
+        to metrics (`reduce_predictions`) and written to the task's files
+        (`write_predictions`, chief only). Metrics, if there are any, are
+        logged and written to `eval_results.txt` (chief only).
+
+        Args:
+          mode: `base.EVAL` or `base.PREDICT`.
+          global_batch_size: examples per step, over all replicas.
+          initial_state: the state `aggregate_predictions` starts from.
+          pad_to_full_batches: see `predict`.
+          num_examples: see `predict`.
+
+        Returns:
+          `(state, metrics)`: the aggregated state and the metrics dict.
+        """
+        task = self.task
+        state = initial_state
+        for outputs in self.predict(
+                task.prediction_inputs(mode), global_batch_size,
+                pad_to_full_batches=pad_to_full_batches,
+                num_examples=num_examples, mode=mode):
+            state = task.aggregate_predictions(state, outputs, mode)
+        metrics = task.reduce_predictions(state, mode)
+        if self.is_chief:
+            tf.io.gfile.makedirs(self.config.output_dir)
+            for path in task.write_predictions(state, self.config.output_dir,
+                                               mode):
+                logging.info("Wrote %s", path)
+        if metrics:
+            self._report_eval_results(metrics, f"{task.name} {mode}")
+        return state, metrics
