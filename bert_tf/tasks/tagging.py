@@ -361,7 +361,7 @@ class TaggingTask(base.Task):
             path = os.path.join(output_dir, TEST_RESULTS_FILE)
             with file_io.atomic_write(path) as writer:
                 writer.write("".join(
-                    f"{key} = {np.float32(metrics[key])}\n"
+                    f"{key} = {str(np.float32(metrics[key]))}\n"
                     for key in sorted(metrics)))
             paths.append(path)
         return paths
