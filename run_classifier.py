@@ -34,6 +34,7 @@ from absl import flags
 from absl import logging
 
 from bert_tf.runners import flags as runner_flags
+from bert_tf.runners import multi_label as multi_label_runner
 
 FLAGS = flags.FLAGS
 PROGRAM = "run_classifier.py"
@@ -101,6 +102,7 @@ def define_flags(flag_values=FLAGS):
         "--task_name=generic: train/dev/test.tsv (tab separated, no quoting) "
         "or train/dev/test.csv (comma separated, double-quote quoting), each "
         "with a header row.", flag_values=flag_values)
+    multi_label_runner.define_flags(flag_values)
 
     flags.mark_flag_as_required("data_dir", flag_values=flag_values)
     flags.mark_flag_as_required("task_name", flag_values=flag_values)
@@ -197,6 +199,9 @@ def run(flag_values):
             f"(--bert_config_file={flag_values.bert_config_file})")
     tokenization.validate_case_matches_checkpoint(
         flag_values.do_lower_case, flag_values.init_checkpoint)
+    if flag_values.multi_label:
+        return multi_label_runner.run(flag_values, bert_config,
+                                      num_training_steps)
 
     task_name = flag_values.task_name.lower()
     processor = create_processor(

@@ -150,7 +150,8 @@ class MultiLabelTask(base.Task):
             state[key].append(np.asarray(outputs[key]))
         return state
 
-    def _stacked(self, state):
+    def stacked_predictions(self, state):
+        """(probabilities, label_ids) of every example, in order."""
         if state is None:
             return (np.zeros([0, len(self.label_list)], np.float32),
                     np.zeros([0, len(self.label_list)], np.int32))
@@ -164,7 +165,7 @@ class MultiLabelTask(base.Task):
     def reduce_predictions(self, state, mode):
         if mode != base.EVAL:
             return {}
-        probabilities, label_ids = self._stacked(state)
+        probabilities, label_ids = self.stacked_predictions(state)
         metrics = multi_label_lib.multi_label_metrics(
             label_ids, self.predict_labels(probabilities))
         return {f"eval_{key}": np.float32(value)
@@ -174,7 +175,7 @@ class MultiLabelTask(base.Task):
         """`test_results.tsv`: each label's probability, per example."""
         if mode != base.PREDICT:
             return []
-        probabilities, _ = self._stacked(state)
+        probabilities, _ = self.stacked_predictions(state)
         path = os.path.join(output_dir, TEST_RESULTS_FILE)
         with file_io.atomic_write(path) as writer:
             for row in probabilities:
