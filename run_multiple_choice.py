@@ -30,6 +30,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from bert_tf.runners import finetune
 from bert_tf.runners import flags as runner_flags
 
 FLAGS = flags.FLAGS
@@ -43,26 +44,11 @@ DEFAULT_FILES = {
 
 def define_flags(flag_values=FLAGS):
     """run_classifier.py's flags where they apply, plus the input's."""
-    runner_flags.define_model_flags(flag_values)
-    runner_flags.define_tokenizer_flags(flag_values, do_lower_case=True)
-    runner_flags.define_training_flags(
+    finetune.define_flags(
         flag_values, max_seq_length=128, train_batch_size=16,
-        eval_batch_size=8, learning_rate=2e-5)
-    runner_flags.define_tpu_flags(flag_values)
-    runner_flags.define_runtime_flags(flag_values)
-    flags.DEFINE_bool("do_predict", False,
-                      "Whether to score the predict file's choices (writes "
-                      "test_results.tsv).", flag_values=flag_values)
-    flags.DEFINE_integer("predict_batch_size", 8,
-                         "Total batch size for predict (in examples).",
-                         flag_values=flag_values)
-    flags.DEFINE_float("num_train_epochs", 3.0,
-                       "Total number of training epochs to perform.",
-                       flag_values=flag_values)
-    flags.DEFINE_float(
-        "warmup_proportion", 0.1,
-        "Proportion of training to perform linear learning rate warmup for.",
-        flag_values=flag_values)
+        eval_batch_size=8, learning_rate=2e-5,
+        do_predict_help="Whether to score the predict file's choices "
+                        "(writes test_results.tsv).")
     flags.DEFINE_string(
         "data_dir", None,
         "Directory with the train/dev/test files: SWAG's train.csv, val.csv, "
@@ -104,22 +90,7 @@ def _validate_flags(flag_values):
         raise ValueError(
             "At least one of `do_train`, `do_eval` or `do_predict' must be "
             "True.")
-    runner_flags.require(flag_values, "vocab_file", "bert_config_file",
-                         "output_dir")
-    runner_flags.check_file("bert_config_file", flag_values.bert_config_file)
-    runner_flags.check_file("vocab_file", flag_values.vocab_file)
-    if flag_values.predict_batch_size <= 0:
-        raise ValueError(f"--predict_batch_size="
-                         f"{flag_values.predict_batch_size} must be positive")
-    if flag_values.do_train:
-        if flag_values.num_train_epochs <= 0:
-            raise ValueError(
-                f"--num_train_epochs={flag_values.num_train_epochs} must be "
-                "positive")
-        if not 0 <= flag_values.warmup_proportion <= 1:
-            raise ValueError(f"--warmup_proportion="
-                             f"{flag_values.warmup_proportion} must be in "
-                             "[0, 1]")
+    finetune.validate_flags(flag_values)
 
 
 def run(flag_values):
@@ -129,25 +100,18 @@ def run(flag_values):
       A dict: "train", "eval" (the results), "predict" (probabilities
       [n, num_choices]), for the phases that ran.
     """
-    import tensorflow as tf
-
-    from bert_tf.config import BertConfig
     from bert_tf.data import multiple_choice
     from bert_tf.tasks import base
     from bert_tf.tasks import multiple_choice as task_lib
-    from bert_tf.text import tokenization
-    from bert_tf.training import trainer as trainer_lib
 
     _validate_flags(flag_values)
-    bert_config = BertConfig.from_json_file(flag_values.bert_config_file)
+    bert_config = finetune.load_bert_config(flag_values)
     if flag_values.max_seq_length > bert_config.max_position_embeddings:
         raise ValueError(
             f"Cannot use sequence length {flag_values.max_seq_length} "
             "(--max_seq_length) because the BERT model was only trained up to "
             f"sequence length {bert_config.max_position_embeddings} "
             f"(--bert_config_file={flag_values.bert_config_file})")
-    tokenization.validate_case_matches_checkpoint(
-        flag_values.do_lower_case, flag_values.init_checkpoint)
 
     # Every file is read (and checked) before any training; the first file
     # read fixes the number of choices for the others.
@@ -171,49 +135,27 @@ def run(flag_values):
                     f"{path}:{unlabelled[0].line_number}: no answer (a "
                     f"{phase} file needs one for every example)")
 
-    strategy = runner_flags.strategy_from_flags(flag_values)
-    runner_flags.set_seed_from_flags(flag_values)
-    tf.io.gfile.makedirs(flag_values.output_dir)
-    tokenizer = tokenization.FullTokenizer(
-        vocab_file=flag_values.vocab_file,
-        do_lower_case=flag_values.do_lower_case)
+    steps = finetune.training_steps(flag_values,
+                                    len(examples.get("train", ())))
+    run = finetune.start(flag_values)
     arrays = {phase: multiple_choice.examples_to_arrays(
-        phase_examples, flag_values.max_seq_length, tokenizer)
+        phase_examples, flag_values.max_seq_length, run.tokenizer)
         for phase, phase_examples in examples.items()}
-
-    num_train_steps = num_warmup_steps = 0
     if flag_values.do_train:
-        num_train_steps = int(len(examples["train"])
-                              / flag_values.train_batch_size
-                              * flag_values.num_train_epochs)
-        num_warmup_steps = int(num_train_steps
-                               * flag_values.warmup_proportion)
-        if num_train_steps <= 0:
-            raise ValueError(
-                f"{len(examples['train'])} training examples / "
-                f"--train_batch_size={flag_values.train_batch_size} * "
-                f"--num_train_epochs={flag_values.num_train_epochs} gives no "
-                "training step")
         logging.info("***** Running training *****")
         logging.info("  Num examples = %d, choices = %d",
                      len(examples["train"]), num_choices)
-        logging.info("  Num steps = %d", num_train_steps)
+        logging.info("  Num steps = %d", steps.num_train_steps)
 
     task = task_lib.MultipleChoiceTask(
         bert_config, task_lib.MultipleChoiceDataConfig(
             train_arrays=arrays.get("train"), eval_arrays=arrays.get("eval"),
             predict_arrays=arrays.get("predict"),
             max_seq_length=flag_values.max_seq_length,
-            seed=flag_values.seed))
-    trainer_config = runner_flags.trainer_config_from_flags(
-        flag_values, num_train_steps=num_train_steps, max_eval_steps=None)
-    optimizer_factory = None
-    if flag_values.do_train:
-        optimizer_factory = runner_flags.optimizer_factory_from_flags(
-            flag_values, num_train_steps=num_train_steps,
-            num_warmup_steps=num_warmup_steps)
-    trainer = trainer_lib.Trainer(task, trainer_config, strategy,
-                                  optimizer_factory=optimizer_factory)
+            seed=flag_values.seed),
+        init_checkpoint=run.init_checkpoint)
+    trainer = finetune.make_trainer(run, task, flag_values, steps,
+                                    flag_values.eval_batch_size)
 
     results = {}
     if flag_values.do_train:

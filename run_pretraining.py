@@ -150,7 +150,8 @@ def run(flag_values):
     strategy = runner_flags.strategy_from_flags(flag_values)
     runner_flags.set_seed_from_flags(flag_values)
     task = PretrainingTask(bert_config, data_config,
-                           objective=flag_values.pretraining_objective)
+                           objective=flag_values.pretraining_objective,
+                           init_checkpoint=flag_values.init_checkpoint or None)
     trainer = Trainer(task, trainer_config, strategy,
                       optimizer_factory=optimizer_factory)
     result = None

@@ -30,12 +30,12 @@ training from its newest checkpoint.
 
 import os
 import random
-import types
 
 from absl import app
 from absl import flags
 from absl import logging
 
+from bert_tf.runners import finetune
 from bert_tf.runners import flags as runner_flags
 
 FLAGS = flags.FLAGS
@@ -45,30 +45,20 @@ PREDICT_RECORD_FILE = "eval.tf_record"
 # Google shuffles the training examples with this seed before writing them.
 TRAIN_EXAMPLE_SHUFFLE_SEED = 12345
 
+
 def define_flags(flag_values=FLAGS):
     """Defines Google's run_squad.py flags, plus the new shared ones.
 
     Called on the global FLAGS when this file runs as a program; tests call
     it on a fresh `flags.FlagValues()` so several runners can be tested in
-    one process.
+    one process. Google's run_squad.py has no --do_eval or --eval_batch_size
+    (its dev-set pass is --do_predict with --predict_batch_size).
     """
-    runner_flags.define_model_flags(flag_values)
-    runner_flags.define_tokenizer_flags(flag_values, do_lower_case=True)
-    runner_flags.define_tpu_flags(flag_values)
-    runner_flags.define_runtime_flags(flag_values)
-    # Google's run_squad.py has no --do_eval or --eval_batch_size (its
-    # dev-set pass is --do_predict with --predict_batch_size): register only
-    # the shared training flags it does have, with its defaults.
-    training_flags = flags.FlagValues()
-    runner_flags.define_training_flags(
-        training_flags, max_seq_length=384, train_batch_size=32,
-        learning_rate=5e-5)
-    for name in ("do_train", "max_seq_length", "train_batch_size",
-                 "learning_rate", "save_checkpoints_steps",
-                 "iterations_per_loop"):
-        flag_values[name] = training_flags[name]
-        flags.declare_key_flag(name, flag_values=flag_values)
-
+    finetune.define_flags(
+        flag_values, max_seq_length=384, train_batch_size=32,
+        learning_rate=5e-5, has_eval=False,
+        do_predict_help="Whether to predict answers for --predict_file (and "
+                        "score them when it has answers).")
     flags.DEFINE_string(
         "train_file", None,
         "SQuAD JSON file to train on, e.g. train-v1.1.json or "
@@ -87,23 +77,6 @@ def define_flags(flag_values=FLAGS):
     flags.DEFINE_integer(
         "max_query_length", 64,
         "Questions are cut to this many word pieces.",
-        flag_values=flag_values)
-    flags.DEFINE_bool(
-        "do_predict", False,
-        "Whether to predict answers for --predict_file (and score them when "
-        "it has answers).", flag_values=flag_values)
-    flags.DEFINE_integer(
-        "predict_batch_size", 8,
-        "Total batch size for predictions, over all replicas.",
-        flag_values=flag_values)
-    flags.DEFINE_float(
-        "num_train_epochs", 3.0,
-        "Number of passes over the training examples.",
-        flag_values=flag_values)
-    flags.DEFINE_float(
-        "warmup_proportion", 0.1,
-        "Fraction of the training steps during which the learning rate "
-        "rises linearly from 0, e.g. 0.1 = the first 10%.",
         flag_values=flag_values)
     flags.DEFINE_integer(
         "n_best_size", 20,
@@ -127,26 +100,10 @@ def define_flags(flag_values=FLAGS):
         "null_score_diff_threshold", 0.0,
         "SQuAD 2.0: predict no answer when the no-answer score exceeds the "
         "best answer's score by more than this.", flag_values=flag_values)
-    for name in ("vocab_file", "bert_config_file", "output_dir"):
-        flags.mark_flag_as_required(name, flag_values=flag_values)
-
-
-def num_training_steps(num_examples, train_batch_size, num_train_epochs,
-                       warmup_proportion):
-    """Google's step counts: `(num_train_steps, num_warmup_steps)`.
-
-    Counted in examples (questions), not features (windows), as the
-    original: `int(num_examples / train_batch_size * num_train_epochs)`.
-    """
-    num_train_steps = int(num_examples / train_batch_size * num_train_epochs)
-    return num_train_steps, int(num_train_steps * warmup_proportion)
 
 
 def _validate_flags(flag_values, bert_config):
     """Google's `validate_flags_or_throw`, plus checks of the new flags."""
-    from bert_tf.text import tokenization
-    tokenization.validate_case_matches_checkpoint(
-        flag_values.do_lower_case, flag_values.init_checkpoint)
     if not flag_values.do_train and not flag_values.do_predict:
         raise ValueError(
             "At least one of `do_train` or `do_predict` must be True.")
@@ -166,30 +123,11 @@ def _validate_flags(flag_values, bert_config):
             f"The max_seq_length ({flag_values.max_seq_length}) must be "
             f"greater than max_query_length ({flag_values.max_query_length}) "
             "+ 3")
-    for name in ("doc_stride", "max_query_length", "predict_batch_size",
-                 "n_best_size", "max_answer_length"):
+    for name in ("doc_stride", "max_query_length", "n_best_size",
+                 "max_answer_length"):
         if flag_values[name].value <= 0:
             raise ValueError(
                 f"--{name}={flag_values[name].value} must be positive")
-    if flag_values.do_train:
-        if flag_values.num_train_epochs <= 0:
-            raise ValueError(
-                f"--num_train_epochs={flag_values.num_train_epochs} must be "
-                "positive")
-        if not 0 <= flag_values.warmup_proportion <= 1:
-            raise ValueError(f"--warmup_proportion="
-                             f"{flag_values.warmup_proportion} must be in "
-                             "[0, 1]")
-
-
-def _trainer_config(flag_values, num_train_steps):
-    """The shared `TrainerConfig`; run_squad's batch for inference is
-    --predict_batch_size (it has no --eval_batch_size)."""
-    values = types.SimpleNamespace(
-        **flag_values.flag_values_dict(),
-        eval_batch_size=flag_values.predict_batch_size)
-    return runner_flags.trainer_config_from_flags(
-        values, num_train_steps=num_train_steps, max_eval_steps=None)
 
 
 def _write_features(examples, tokenizer, flag_values, path, is_training,
@@ -224,42 +162,24 @@ def run(flag_values):
     """
     # Imported here so that `--help` and flag errors come without importing
     # TensorFlow and the model code.
-    import tensorflow as tf
-
-    from bert_tf.config import BertConfig
     from bert_tf.data import squad_examples
     from bert_tf.tasks import base
     from bert_tf.tasks import squad
-    from bert_tf.text import tokenization
-    from bert_tf.training import distribution
-    from bert_tf.training import trainer as trainer_lib
 
-    runner_flags.require(flag_values, "vocab_file", "bert_config_file",
-                         "output_dir")
-    runner_flags.check_file("bert_config_file", flag_values.bert_config_file)
-    runner_flags.check_file("vocab_file", flag_values.vocab_file)
-    bert_config = BertConfig.from_json_file(flag_values.bert_config_file)
+    bert_config = finetune.load_bert_config(flag_values)
+    finetune.validate_flags(flag_values)
     _validate_flags(flag_values, bert_config)
     version_2 = flag_values.version_2_with_negative
 
     # Both SQuAD files are read (and checked) before any training, so a bad
     # predict file fails in seconds, not after hours of training.
     train_examples = predict_examples = None
-    num_train_steps = num_warmup_steps = 0
     if flag_values.do_train:
         runner_flags.check_file("train_file", flag_values.train_file)
         train_examples = squad_examples.read_squad_examples(
             flag_values.train_file, is_training=True,
             version_2_with_negative=version_2)
-        num_train_steps, num_warmup_steps = num_training_steps(
-            len(train_examples), flag_values.train_batch_size,
-            flag_values.num_train_epochs, flag_values.warmup_proportion)
-        if num_train_steps <= 0:
-            raise ValueError(
-                f"{len(train_examples)} training examples / "
-                f"--train_batch_size={flag_values.train_batch_size} * "
-                f"--num_train_epochs={flag_values.num_train_epochs} gives no "
-                "training step")
+    steps = finetune.training_steps(flag_values, len(train_examples or ()))
     score_predictions = False
     if flag_values.do_predict:
         runner_flags.check_file("predict_file", flag_values.predict_file)
@@ -269,18 +189,8 @@ def run(flag_values):
         score_predictions = squad_examples.has_gold_answers(
             flag_values.predict_file, version_2)
 
-    # The strategy comes before any other TensorFlow work: multi-worker and
-    # TPU strategies must configure the runtime before it starts.
-    strategy = runner_flags.strategy_from_flags(flag_values)
-    runner_flags.set_seed_from_flags(flag_values)
-    on_tpu = distribution.resolve_strategy_name(
-        flag_values.distribution_strategy, flag_values.use_tpu) == "tpu"
+    run = finetune.start(flag_values)
     output_dir = flag_values.output_dir
-    tf.io.gfile.makedirs(output_dir)
-    tokenizer = tokenization.FullTokenizer(
-        vocab_file=flag_values.vocab_file,
-        do_lower_case=flag_values.do_lower_case)
-
     train_file = None
     if train_examples is not None:
         # Google's fixed order: windows of one document are spread over
@@ -288,13 +198,13 @@ def run(flag_values):
         random.Random(TRAIN_EXAMPLE_SHUFFLE_SEED).shuffle(train_examples)
         train_file = os.path.join(output_dir, TRAIN_RECORD_FILE)
         num_train_features, _ = _write_features(
-            train_examples, tokenizer, flag_values, train_file,
+            train_examples, run.tokenizer, flag_values, train_file,
             is_training=True)
         logging.info("***** Running training *****")
         logging.info("  Num orig examples = %d", len(train_examples))
         logging.info("  Num split examples = %d", num_train_features)
         logging.info("  Batch size = %d", flag_values.train_batch_size)
-        logging.info("  Num steps = %d", num_train_steps)
+        logging.info("  Num steps = %d", steps.num_train_steps)
         del train_examples  # Not needed any more; the records hold them.
 
     predict_file = os.path.join(output_dir, PREDICT_RECORD_FILE)
@@ -312,15 +222,10 @@ def run(flag_values):
             null_score_diff_threshold=flag_values.null_score_diff_threshold,
             verbose_logging=flag_values.verbose_logging,
             gold_file=(flag_values.predict_file if score_predictions
-                       else None)))
-    optimizer_factory = None
-    if flag_values.do_train:
-        optimizer_factory = runner_flags.optimizer_factory_from_flags(
-            flag_values, num_train_steps=num_train_steps,
-            num_warmup_steps=num_warmup_steps)
-    trainer = trainer_lib.Trainer(
-        task, _trainer_config(flag_values, num_train_steps), strategy,
-        optimizer_factory=optimizer_factory)
+                       else None)),
+        init_checkpoint=run.init_checkpoint)
+    trainer = finetune.make_trainer(run, task, flag_values, steps,
+                                    flag_values.predict_batch_size)
 
     results = {}
     if flag_values.do_train:
@@ -329,7 +234,7 @@ def run(flag_values):
         return results
 
     num_predict_features, predict_features = _write_features(
-        predict_examples, tokenizer, flag_values, predict_file,
+        predict_examples, run.tokenizer, flag_values, predict_file,
         is_training=False, keep_for_prediction=True)
     logging.info("***** Running predictions *****")
     logging.info("  Num orig examples = %d", len(predict_examples))
@@ -340,7 +245,7 @@ def run(flag_values):
         initial_state=squad.SpanPredictions(
             num_predict_features, flag_values.max_seq_length,
             predict_examples, predict_features),
-        pad_to_full_batches=on_tpu, num_examples=num_predict_features)
+        pad_to_full_batches=run.on_tpu, num_examples=num_predict_features)
     results["predictions"] = state.predictions
     if score_predictions:
         results["eval"] = eval_results

@@ -37,6 +37,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from bert_tf.runners import finetune
 from bert_tf.runners import flags as runner_flags
 
 FLAGS = flags.FLAGS
@@ -48,27 +49,11 @@ DEFAULT_FILES = {"train": "train.txt", "eval": "dev.txt",
 
 def define_flags(flag_values=FLAGS):
     """run_classifier.py's flags where they apply, plus tagging's own."""
-    runner_flags.define_model_flags(flag_values)
-    runner_flags.define_tokenizer_flags(flag_values, do_lower_case=True)
-    runner_flags.define_training_flags(
+    finetune.define_flags(
         flag_values, max_seq_length=128, train_batch_size=32,
-        eval_batch_size=8, learning_rate=5e-5)
-    runner_flags.define_tpu_flags(flag_values)
-    runner_flags.define_runtime_flags(flag_values)
-    flags.DEFINE_bool(
-        "do_predict", False,
-        "Whether to tag the predict file (writes test_predictions.txt).",
-        flag_values=flag_values)
-    flags.DEFINE_integer("predict_batch_size", 8,
-                         "Total batch size for predict.",
-                         flag_values=flag_values)
-    flags.DEFINE_float("num_train_epochs", 3.0,
-                       "Total number of training epochs to perform.",
-                       flag_values=flag_values)
-    flags.DEFINE_float(
-        "warmup_proportion", 0.1,
-        "Proportion of training to perform linear learning rate warmup for.",
-        flag_values=flag_values)
+        eval_batch_size=8, learning_rate=5e-5,
+        do_predict_help="Whether to tag the predict file (writes "
+                        "test_predictions.txt).")
     flags.DEFINE_string(
         "data_dir", None,
         "Directory with train.txt, dev.txt and test.txt (CoNLL-2003's "
@@ -112,13 +97,6 @@ def define_flags(flag_values=FLAGS):
         flag_values=flag_values)
 
 
-def num_training_steps(num_examples, train_batch_size, num_train_epochs,
-                       warmup_proportion):
-    """Google's step counts: `(num_train_steps, num_warmup_steps)`."""
-    num_train_steps = int(num_examples / train_batch_size * num_train_epochs)
-    return num_train_steps, int(num_train_steps * warmup_proportion)
-
-
 def input_file(flag_values, phase):
     """The file of a phase ("train", "eval", "predict") from the flags."""
     path = flag_values[f"{phase}_file"].value
@@ -141,28 +119,13 @@ def _validate_flags(flag_values):
         raise ValueError(
             "At least one of `do_train`, `do_eval` or `do_predict' must be "
             "True.")
-    runner_flags.require(flag_values, "vocab_file", "bert_config_file",
-                         "output_dir")
-    runner_flags.check_file("bert_config_file", flag_values.bert_config_file)
-    runner_flags.check_file("vocab_file", flag_values.vocab_file)
-    if flag_values.predict_batch_size <= 0:
-        raise ValueError(f"--predict_batch_size="
-                         f"{flag_values.predict_batch_size} must be positive")
+    finetune.validate_flags(flag_values)
     if flag_values.doc_stride <= 0:
         raise ValueError(
             f"--doc_stride={flag_values.doc_stride} must be positive")
     if flag_values.max_seq_length < 3:
         raise ValueError(f"--max_seq_length={flag_values.max_seq_length} "
                          "leaves no room for a word between [CLS] and [SEP]")
-    if flag_values.do_train:
-        if flag_values.num_train_epochs <= 0:
-            raise ValueError(
-                f"--num_train_epochs={flag_values.num_train_epochs} must be "
-                "positive")
-        if not 0 <= flag_values.warmup_proportion <= 1:
-            raise ValueError(f"--warmup_proportion="
-                             f"{flag_values.warmup_proportion} must be in "
-                             "[0, 1]")
 
 
 def run(flag_values):
@@ -172,25 +135,18 @@ def run(flag_values):
       A dict: "train" (the last training log), "eval" (the eval results),
       "predict" (each predict sentence's labels), for the phases that ran.
     """
-    import tensorflow as tf
-
-    from bert_tf.config import BertConfig
     from bert_tf.data import tagging_examples
     from bert_tf.tasks import base
     from bert_tf.tasks import tagging
-    from bert_tf.text import tokenization
-    from bert_tf.training import trainer as trainer_lib
 
     _validate_flags(flag_values)
-    bert_config = BertConfig.from_json_file(flag_values.bert_config_file)
+    bert_config = finetune.load_bert_config(flag_values)
     if flag_values.max_seq_length > bert_config.max_position_embeddings:
         raise ValueError(
             f"Cannot use sequence length {flag_values.max_seq_length} "
             "(--max_seq_length) because the BERT model was only trained up to "
             f"sequence length {bert_config.max_position_embeddings} "
             f"(--bert_config_file={flag_values.bert_config_file})")
-    tokenization.validate_case_matches_checkpoint(
-        flag_values.do_lower_case, flag_values.init_checkpoint)
 
     def read(phase):
         return tagging_examples.read_tagging_file(
@@ -222,43 +178,29 @@ def run(flag_values):
         if tagging_file is not None:
             tagging_examples.check_labels(tagging_file, label_list)
 
-    # The strategy comes before any other TensorFlow work.
-    strategy = runner_flags.strategy_from_flags(flag_values)
-    runner_flags.set_seed_from_flags(flag_values)
-    tf.io.gfile.makedirs(flag_values.output_dir)
-    tokenizer = tokenization.FullTokenizer(
-        vocab_file=flag_values.vocab_file,
-        do_lower_case=flag_values.do_lower_case)
+    run = finetune.start(flag_values)
 
     def make_set(tagging_file):
         if tagging_file is None:
             return None
         return tagging.make_tagging_set(
             tagging_file, label_list, flag_values.max_seq_length,
-            flag_values.doc_stride, tokenizer)
+            flag_values.doc_stride, run.tokenizer)
 
     train_set, eval_set, predict_set = map(
         make_set, (train_file, eval_file, predict_file))
-    num_train_steps = num_warmup_steps = 0
+    # An epoch is a pass over the windows (the sentences, when none is
+    # longer than --max_seq_length).
+    steps = finetune.training_steps(
+        flag_values, train_set.num_windows if train_set else 0)
     if train_set is not None:
-        # An epoch is a pass over the windows (sentences, when none is
-        # longer than --max_seq_length).
-        num_train_steps, num_warmup_steps = num_training_steps(
-            train_set.num_windows, flag_values.train_batch_size,
-            flag_values.num_train_epochs, flag_values.warmup_proportion)
-        if num_train_steps <= 0:
-            raise ValueError(
-                f"{train_set.num_windows} training windows / "
-                f"--train_batch_size={flag_values.train_batch_size} * "
-                f"--num_train_epochs={flag_values.num_train_epochs} gives no "
-                "training step")
         tagging_examples.write_label_list(label_list_path, label_list)
         logging.info("***** Running training *****")
         logging.info("  Num sentences = %d, windows = %d, labels = %d",
                      len(train_file.sentences), train_set.num_windows,
                      len(label_list))
         logging.info("  Batch size = %d", flag_values.train_batch_size)
-        logging.info("  Num steps = %d", num_train_steps)
+        logging.info("  Num steps = %d", steps.num_train_steps)
 
     task = tagging.TaggingTask(
         bert_config, label_list,
@@ -266,16 +208,9 @@ def run(flag_values):
             train_set=train_set, eval_set=eval_set, predict_set=predict_set,
             max_seq_length=flag_values.max_seq_length,
             seed=flag_values.seed),
-        use_crf=flag_values.use_crf)
-    trainer_config = runner_flags.trainer_config_from_flags(
-        flag_values, num_train_steps=num_train_steps, max_eval_steps=None)
-    optimizer_factory = None
-    if flag_values.do_train:
-        optimizer_factory = runner_flags.optimizer_factory_from_flags(
-            flag_values, num_train_steps=num_train_steps,
-            num_warmup_steps=num_warmup_steps)
-    trainer = trainer_lib.Trainer(task, trainer_config, strategy,
-                                  optimizer_factory=optimizer_factory)
+        use_crf=flag_values.use_crf, init_checkpoint=run.init_checkpoint)
+    trainer = finetune.make_trainer(run, task, flag_values, steps,
+                                    flag_values.eval_batch_size)
 
     results = {}
     if flag_values.do_train:

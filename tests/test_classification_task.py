@@ -193,7 +193,7 @@ def test_evaluation_reports_the_glue_metrics_of_all_predictions(
     expected = f1_score(arrays["label_ids"][:12], logits[:12].argmax(-1))
     np.testing.assert_allclose(results["eval_f1"], expected, rtol=1e-6)
     text = (output_dir / "eval_results.txt").read_text()
-    assert f"eval_f1 = {np.float32(expected)}" in text
+    assert f"eval_f1 = {str(np.float32(expected))}" in text
     assert "eval_accuracy = " in text
 
 

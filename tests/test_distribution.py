@@ -129,7 +129,8 @@ def _mirrored_check(out_path, work_dir):
             iterations_per_loop=100, log_steps=100, max_eval_steps=None)
         trainer_options.update(options)
         return trainer_lib.Trainer(
-            ArrayPretrainingTask(config, arrays),
+            ArrayPretrainingTask(config, arrays, init_checkpoint=(
+                trainer_options.pop("init_checkpoint", None))),
             trainer_lib.TrainerConfig(**trainer_options), strategy,
             optimizer_factory=lambda: optimization.create_optimizer(
                 "adamw", 1e-2, 10, 1))

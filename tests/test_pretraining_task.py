@@ -89,12 +89,14 @@ class ArrayPretrainingTask(pretraining.PretrainingTask):
     input pipelines (workers), each reads every k-th example.
     """
 
-    def __init__(self, bert_config, arrays, **data_changes):
+    def __init__(self, bert_config, arrays, init_checkpoint=None,
+                 **data_changes):
         data = dict(input_patterns=("<in memory>",), max_seq_length=len(
             arrays[records.INPUT_IDS][0]), max_predictions_per_seq=len(
             arrays[records.MASKED_LM_IDS][0]))
         data.update(data_changes)
-        super().__init__(bert_config, pretraining.PretrainingDataConfig(**data))
+        super().__init__(bert_config, pretraining.PretrainingDataConfig(**data),
+                         init_checkpoint=init_checkpoint)
         self.arrays = arrays
 
     def build_inputs(self, mode, per_replica_batch_size, input_context=None):

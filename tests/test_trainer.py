@@ -34,7 +34,9 @@ def make_trainer(output_dir, arrays, *, optimizer_factory=None,
                    save_checkpoints_steps=100, iterations_per_loop=100,
                    log_steps=100, max_eval_steps=None)
     options.update(trainer_options)
-    task = ArrayPretrainingTask(config or tiny_bert_config(), arrays)
+    task = ArrayPretrainingTask(config or tiny_bert_config(), arrays,
+                                init_checkpoint=options.pop(
+                                    "init_checkpoint", None))
     return trainer_lib.Trainer(task, trainer_lib.TrainerConfig(**options),
                                optimizer_factory=optimizer_factory)
 

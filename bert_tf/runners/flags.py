@@ -268,8 +268,7 @@ def trainer_config_from_flags(flag_values=FLAGS, *, num_train_steps,
         keep_checkpoint_max=flag_values.keep_checkpoint_max,
         log_steps=flag_values.log_steps,
         dtype=flag_values.dtype,
-        enable_xla=flag_values.enable_xla,
-        init_checkpoint=flag_values.init_checkpoint or None)
+        enable_xla=flag_values.enable_xla)
     config.validate()
     return config
 

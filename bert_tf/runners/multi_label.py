@@ -9,7 +9,6 @@ multi-label ones) and hands a multi-label run to `run`.
 from absl import flags
 from absl import logging
 
-from bert_tf.runners import flags as runner_flags
 
 
 def define_flags(flag_values):
@@ -32,25 +31,21 @@ def define_flags(flag_values):
         "least this.", flag_values=flag_values)
 
 
-def run(flag_values, bert_config, num_training_steps):
+def run(flag_values, bert_config):
     """Trains, evaluates and/or predicts a multi-label task.
 
     Args:
       flag_values: run_classifier.py's parsed flags (already validated).
       bert_config: the `BertConfig`.
-      num_training_steps: run_classifier.py's `num_training_steps`.
 
     Returns:
       A dict as `run_classifier.run`'s: "train", "eval", "predict"
       (probabilities [n, num_labels]).
     """
-    import tensorflow as tf
-
     from bert_tf.data import multi_label as data_lib
+    from bert_tf.runners import finetune
     from bert_tf.tasks import base
     from bert_tf.tasks import multi_label as task_lib
-    from bert_tf.text import tokenization
-    from bert_tf.training import trainer as trainer_lib
 
     if flag_values.task_name.lower() != "generic":
         raise ValueError("--multi_label needs --task_name=generic (your own "
@@ -71,26 +66,12 @@ def run(flag_values, bert_config, num_training_steps):
         examples["eval"] = processor.get_dev_examples(data_dir)
     if flag_values.do_predict:
         examples["predict"] = processor.get_test_examples(data_dir)
-    num_train_steps = num_warmup_steps = 0
-    if flag_values.do_train:
-        num_train_steps, num_warmup_steps = num_training_steps(
-            len(examples["train"]), flag_values.train_batch_size,
-            flag_values.num_train_epochs, flag_values.warmup_proportion)
-        if num_train_steps <= 0:
-            raise ValueError(
-                f"{len(examples['train'])} training examples / "
-                f"--train_batch_size={flag_values.train_batch_size} * "
-                f"--num_train_epochs={flag_values.num_train_epochs} gives no "
-                "training step")
-
-    strategy = runner_flags.strategy_from_flags(flag_values)
-    runner_flags.set_seed_from_flags(flag_values)
-    tf.io.gfile.makedirs(flag_values.output_dir)
-    tokenizer = tokenization.FullTokenizer(
-        vocab_file=flag_values.vocab_file,
-        do_lower_case=flag_values.do_lower_case)
+    steps = finetune.training_steps(flag_values,
+                                    len(examples.get("train", ())))
+    run_setup = finetune.start(flag_values)
     arrays = {phase: data_lib.examples_to_arrays(
-        phase_examples, label_list, flag_values.max_seq_length, tokenizer)
+        phase_examples, label_list, flag_values.max_seq_length,
+        run_setup.tokenizer)
         for phase, phase_examples in examples.items()}
     logging.info("Multi-label classification: %d labels (%s)",
                  len(label_list), ", ".join(label_list))
@@ -101,16 +82,10 @@ def run(flag_values, bert_config, num_training_steps):
             predict_arrays=arrays.get("predict"),
             max_seq_length=flag_values.max_seq_length,
             seed=flag_values.seed),
-        threshold=flag_values.threshold)
-    trainer_config = runner_flags.trainer_config_from_flags(
-        flag_values, num_train_steps=num_train_steps, max_eval_steps=None)
-    optimizer_factory = None
-    if flag_values.do_train:
-        optimizer_factory = runner_flags.optimizer_factory_from_flags(
-            flag_values, num_train_steps=num_train_steps,
-            num_warmup_steps=num_warmup_steps)
-    trainer = trainer_lib.Trainer(task, trainer_config, strategy,
-                                  optimizer_factory=optimizer_factory)
+        threshold=flag_values.threshold,
+        init_checkpoint=run_setup.init_checkpoint)
+    trainer = finetune.make_trainer(run_setup, task, flag_values, steps,
+                                    flag_values.eval_batch_size)
     results = {}
     if flag_values.do_train:
         results["train"] = trainer.train()

@@ -136,6 +136,10 @@ class Task(abc.ABC):
 
     #: A short name, used in log lines.
     name = "task"
+    #: The checkpoint (prefix or directory) `initialize_from_checkpoint`
+    #: starts a new run from (`--init_checkpoint`); None: random weights.
+    #: Set by the subclass's constructor: it is part of the task's config.
+    init_checkpoint = None
 
     @abc.abstractmethod
     def build_model(self):

@@ -165,7 +165,8 @@ class ClassificationTask(base.Task):
     name = "classification"
 
     def __init__(self, bert_config, num_labels, data_config,
-                 is_regression=False, glue_task_name=None):
+                 is_regression=False, glue_task_name=None,
+                 init_checkpoint=None):
         """Creates the task.
 
         Args:
@@ -177,6 +178,7 @@ class ClassificationTask(base.Task):
             adds to accuracy and loss (`classifier_metrics.metric_names`:
             F1 for MRPC and QQP, Matthews for CoLA; Pearson and Spearman for
             any regression task).
+          init_checkpoint: see `base.Task.init_checkpoint`.
 
         Raises:
           ValueError: `max_seq_length` exceeds the model's
@@ -200,6 +202,7 @@ class ClassificationTask(base.Task):
                 glue_task_name, is_regression)
             if name != classifier_metrics.ACCURACY)
         self.glue_task_name = glue_task_name
+        self.init_checkpoint = init_checkpoint
 
     def build_model(self):
         return ClassificationModel(self.bert_config, self.num_labels)

@@ -51,13 +51,15 @@ class MultiLabelTask(base.Task):
 
     name = "multi_label"
 
-    def __init__(self, bert_config, label_list, data_config, threshold=0.5):
+    def __init__(self, bert_config, label_list, data_config, threshold=0.5,
+                 init_checkpoint=None):
         """Args:
           bert_config: a `BertConfig`.
           label_list: the labels (column order of `label_ids`).
           data_config: a `MultiLabelDataConfig`.
           threshold: a label is predicted when its probability is at least
             this.
+          init_checkpoint: see `base.Task.init_checkpoint`.
 
         Raises:
           ValueError: no label, a threshold outside (0, 1), or a sequence
@@ -76,6 +78,7 @@ class MultiLabelTask(base.Task):
         self.label_list = list(label_list)
         self.data_config = data_config
         self.threshold = threshold
+        self.init_checkpoint = init_checkpoint
 
     def build_model(self):
         from bert_tf.tasks.classification import ClassificationModel

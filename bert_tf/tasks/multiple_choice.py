@@ -78,7 +78,12 @@ class MultipleChoiceTask(base.Task):
 
     name = "multiple_choice"
 
-    def __init__(self, bert_config, data_config):
+    def __init__(self, bert_config, data_config, init_checkpoint=None):
+        """Args:
+          bert_config: a `BertConfig`.
+          data_config: a `MultipleChoiceDataConfig`.
+          init_checkpoint: see `base.Task.init_checkpoint`.
+        """
         if data_config.max_seq_length > bert_config.max_position_embeddings:
             raise ValueError(
                 f"--max_seq_length={data_config.max_seq_length} exceeds the "
@@ -86,6 +91,7 @@ class MultipleChoiceTask(base.Task):
                 f"({bert_config.max_position_embeddings}, --bert_config_file)")
         self.bert_config = bert_config
         self.data_config = data_config
+        self.init_checkpoint = init_checkpoint
 
     def build_model(self):
         return MultipleChoiceModel(self.bert_config)

@@ -327,13 +327,16 @@ class PretrainingTask(base.Task):
 
     name = "pretraining"
 
-    def __init__(self, bert_config, data_config, objective=MLM_NSP):
+    def __init__(self, bert_config, data_config, objective=MLM_NSP,
+                 init_checkpoint=None):
         """Creates the task.
 
         Args:
           bert_config: a `bert_tf.config.BertConfig`.
           data_config: a `PretrainingDataConfig`.
           objective: one of `OBJECTIVES` (`--pretraining_objective`).
+          init_checkpoint: see `base.Task.init_checkpoint`; its heads are
+            loaded when it has them (a released `bert_model.ckpt` has both).
 
         Raises:
           ValueError: `--max_seq_length` exceeds the model's
@@ -348,6 +351,7 @@ class PretrainingTask(base.Task):
         self.bert_config = bert_config
         self.data_config = data_config
         self.objective = objective
+        self.init_checkpoint = init_checkpoint
 
     def build_model(self):
         return BertPretrainingModel(self.bert_config, objective=self.objective)

@@ -218,13 +218,15 @@ class SquadTask(base.Task):
     name = "squad"
 
     def __init__(self, bert_config, data_config,
-                 postprocess_config=SquadPostprocessConfig()):
+                 postprocess_config=SquadPostprocessConfig(),
+                 init_checkpoint=None):
         """Creates the task.
 
         Args:
           bert_config: a `BertConfig`.
           data_config: a `SquadDataConfig`.
           postprocess_config: a `SquadPostprocessConfig`.
+          init_checkpoint: see `base.Task.init_checkpoint`.
 
         Raises:
           ValueError: `max_seq_length` exceeds the model's
@@ -239,6 +241,7 @@ class SquadTask(base.Task):
         self.bert_config = bert_config
         self.data_config = data_config
         self.postprocess_config = postprocess_config
+        self.init_checkpoint = init_checkpoint
 
     def build_model(self):
         return SquadModel(self.bert_config)

@@ -32,7 +32,7 @@ file has labels, `test_results.txt` with the evaluation's metrics under
 import dataclasses
 import json
 import os
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 import keras
 import numpy as np
@@ -159,12 +159,14 @@ class TaggingTask(base.Task):
 
     name = "tagging"
 
-    def __init__(self, bert_config, label_list, data_config, use_crf=False):
+    def __init__(self, bert_config, label_list, data_config, use_crf=False,
+                 init_checkpoint=None):
         """Args:
           bert_config: a `BertConfig`.
           label_list: the labels; ids are indexes into it.
           data_config: a `TaggingDataConfig`.
           use_crf: a CRF over each window's words.
+          init_checkpoint: see `base.Task.init_checkpoint`.
 
         Raises:
           ValueError: `max_seq_length` exceeds `max_position_embeddings`, or
@@ -181,6 +183,7 @@ class TaggingTask(base.Task):
         self.label_list = list(label_list)
         self.data_config = data_config
         self.use_crf = use_crf
+        self.init_checkpoint = init_checkpoint
         self.chunk_scheme = is_chunk_scheme(self.label_list)
 
     def build_model(self):

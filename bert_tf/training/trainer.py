@@ -72,8 +72,9 @@ class TrainerConfig:
       dtype: one of `precision.DTYPES`.
       enable_xla: compile with XLA: the whole step on one device, the
         forward and backward pass with several replicas.
-      init_checkpoint: initial weights, used only when `output_dir` holds no
-        checkpoint to resume from.
+
+    The initial weights (`--init_checkpoint`) are the task's
+    (`Task.init_checkpoint`).
     """
     output_dir: str
     train_batch_size: int = 32
@@ -87,7 +88,6 @@ class TrainerConfig:
     log_steps: int = 100
     dtype: str = "float32"
     enable_xla: bool = False
-    init_checkpoint: Optional[str] = None
 
     def validate(self):
         """Raises ValueError naming the first flag whose value cannot work."""
@@ -162,7 +162,7 @@ class Trainer:
 
         If `config.output_dir` holds a checkpoint, the model (and, when
         training, the optimizer state and step) are restored from the newest;
-        otherwise `config.init_checkpoint`, if set, initializes the model via
+        otherwise `task.init_checkpoint`, if set, initializes the model via
         `task.initialize_from_checkpoint`.
 
         Args:
@@ -241,11 +241,11 @@ class Trainer:
             self.restored_checkpoint = latest
             logging.info("Resuming from %s (global step %d).", latest,
                          self.global_step)
-        elif self.config.init_checkpoint:
+        elif self.task.init_checkpoint:
             logging.info("Initializing the model from --init_checkpoint %s.",
-                         self.config.init_checkpoint)
+                         self.task.init_checkpoint)
             self.task.initialize_from_checkpoint(self.model,
-                                                 self.config.init_checkpoint)
+                                                 self.task.init_checkpoint)
         else:
             logging.info("No checkpoint in %s and no --init_checkpoint: "
                          "starting from random weights.",

@@ -1,0 +1,231 @@
+"""What the fine-tuning runners (run_classifier.py, run_squad.py) share.
+
+A fine-tuning runner is its own flags plus a few lines of wiring:
+
+    define_flags(flag_values, max_seq_length=128, ...)   # the shared flags
+    bert_config = load_bert_config(flag_values)           # checked once
+    ... read every input file (fail before any training) ...
+    steps = training_steps(flag_values, len(train_examples))
+    run = start(flag_values)          # strategy, seed, output dir, tokenizer
+    ... write the task's records, build the task ...
+    trainer = make_trainer(run, task, flag_values, steps, eval_batch_size)
+
+Everything here reads parsed flags and hands plain values to the library
+(see `bert_tf.runners.flags`); the `--init_checkpoint` is resolved once,
+here, and travels in the task (`Task.init_checkpoint`), which opens it once.
+"""
+
+import dataclasses
+import types
+from typing import Optional
+
+from absl import flags
+
+from bert_tf.runners import flags as runner_flags
+
+FLAGS = flags.FLAGS
+
+
+# -- flags ---------------------------------------------------------------------
+
+def define_flags(flag_values=FLAGS, *, max_seq_length, train_batch_size=32,
+                 learning_rate=5e-5, eval_batch_size=8, has_eval=True,
+                 do_predict_help="Whether to run the model in inference "
+                                 "mode on the test set."):
+    """Defines the flags every fine-tuning runner has (Google's names).
+
+    The model, tokenizer, TPU and runtime flags; Google's training flags
+    (`--do_train`, `--max_seq_length`, `--train_batch_size`,
+    `--learning_rate`, ...), with `--do_eval` and `--eval_batch_size` only
+    when `has_eval` (Google's run_squad.py has neither); and
+    `--do_predict`, `--predict_batch_size`, `--num_train_epochs`,
+    `--warmup_proportion`.
+
+    Args:
+      flag_values: where to define them.
+      max_seq_length, train_batch_size, learning_rate, eval_batch_size: the
+        runner's defaults (Google's differ between runners).
+      has_eval: define `--do_eval` and `--eval_batch_size`.
+      do_predict_help: the runner's description of `--do_predict`.
+    """
+    runner_flags.define_model_flags(flag_values)
+    runner_flags.define_tokenizer_flags(flag_values, do_lower_case=True)
+    runner_flags.define_tpu_flags(flag_values)
+    runner_flags.define_runtime_flags(flag_values)
+    if has_eval:
+        runner_flags.define_training_flags(
+            flag_values, max_seq_length=max_seq_length,
+            train_batch_size=train_batch_size,
+            eval_batch_size=eval_batch_size, learning_rate=learning_rate)
+    else:
+        # Register only the shared training flags the runner has.
+        training_flags = flags.FlagValues()
+        runner_flags.define_training_flags(
+            training_flags, max_seq_length=max_seq_length,
+            train_batch_size=train_batch_size, learning_rate=learning_rate)
+        for name in ("do_train", "max_seq_length", "train_batch_size",
+                     "learning_rate", "save_checkpoints_steps",
+                     "iterations_per_loop"):
+            flag_values[name] = training_flags[name]
+            flags.declare_key_flag(name, flag_values=flag_values)
+    flags.DEFINE_bool("do_predict", False, do_predict_help,
+                      flag_values=flag_values)
+    flags.DEFINE_integer(
+        "predict_batch_size", 8,
+        "Total batch size for predictions, over all replicas.",
+        flag_values=flag_values)
+    flags.DEFINE_float(
+        "num_train_epochs", 3.0,
+        "Total number of training epochs (passes over the training "
+        "examples) to perform.", flag_values=flag_values)
+    flags.DEFINE_float(
+        "warmup_proportion", 0.1,
+        "Proportion of training to perform linear learning rate warmup for. "
+        "E.g., 0.1 = 10% of training.", flag_values=flag_values)
+    for name in ("vocab_file", "bert_config_file", "output_dir"):
+        flags.mark_flag_as_required(name, flag_values=flag_values)
+
+
+def validate_flags(flag_values):
+    """Checks the shared flags; raises ValueError naming the first bad one."""
+    runner_flags.require(flag_values, "vocab_file", "bert_config_file",
+                         "output_dir")
+    runner_flags.check_file("bert_config_file", flag_values.bert_config_file)
+    runner_flags.check_file("vocab_file", flag_values.vocab_file)
+    if flag_values.predict_batch_size <= 0:
+        raise ValueError(f"--predict_batch_size="
+                         f"{flag_values.predict_batch_size} must be positive")
+    if flag_values.do_train:
+        if flag_values.num_train_epochs <= 0:
+            raise ValueError(
+                f"--num_train_epochs={flag_values.num_train_epochs} must be "
+                "positive")
+        if not 0 <= flag_values.warmup_proportion <= 1:
+            raise ValueError(f"--warmup_proportion="
+                             f"{flag_values.warmup_proportion} must be in "
+                             "[0, 1]")
+    from bert_tf.text import tokenization
+    tokenization.validate_case_matches_checkpoint(
+        flag_values.do_lower_case, flag_values.init_checkpoint)
+
+
+def load_bert_config(flag_values):
+    """The `--bert_config_file`'s `BertConfig` (the file checked first)."""
+    runner_flags.require(flag_values, "bert_config_file")
+    runner_flags.check_file("bert_config_file", flag_values.bert_config_file)
+    from bert_tf.config import BertConfig
+    return BertConfig.from_json_file(flag_values.bert_config_file)
+
+
+# -- steps -------------------------------------------------------------------
+
+def num_training_steps(num_examples, train_batch_size, num_train_epochs,
+                       warmup_proportion):
+    """Google's step counts: `(num_train_steps, num_warmup_steps)`.
+
+    `int(num_examples / train_batch_size * num_train_epochs)` and
+    `int(num_train_steps * warmup_proportion)`, exactly as the originals
+    compute them (run_squad.py counts questions, not windows).
+    """
+    num_train_steps = int(num_examples / train_batch_size * num_train_epochs)
+    return num_train_steps, int(num_train_steps * warmup_proportion)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingSteps:
+    """`num_train_steps` and `num_warmup_steps` of a run (0 without
+    training)."""
+    num_train_steps: int = 0
+    num_warmup_steps: int = 0
+
+
+def training_steps(flag_values, num_train_examples):
+    """The run's `TrainingSteps` from `--num_train_epochs` and friends.
+
+    Raises:
+      ValueError: the flags give no training step at all.
+    """
+    if not flag_values.do_train:
+        return TrainingSteps()
+    num_train_steps, num_warmup_steps = num_training_steps(
+        num_train_examples, flag_values.train_batch_size,
+        flag_values.num_train_epochs, flag_values.warmup_proportion)
+    if num_train_steps <= 0:
+        raise ValueError(
+            f"{num_train_examples} training examples / "
+            f"--train_batch_size={flag_values.train_batch_size} * "
+            f"--num_train_epochs={flag_values.num_train_epochs} gives no "
+            "training step")
+    return TrainingSteps(num_train_steps, num_warmup_steps)
+
+
+# -- set-up ------------------------------------------------------------------
+
+@dataclasses.dataclass
+class FineTuningRun:
+    """What a fine-tuning run sets up once, before converting its data.
+
+    Attributes:
+      strategy: the `tf.distribute.Strategy` of the flags.
+      on_tpu: whether it is a TPU strategy (TPUs need full batches).
+      tokenizer: the `FullTokenizer` of `--vocab_file`/`--do_lower_case`.
+      init_checkpoint: `--init_checkpoint` resolved to a checkpoint prefix,
+        or None.
+    """
+    strategy: object
+    on_tpu: bool
+    tokenizer: object
+    init_checkpoint: Optional[str]
+
+
+def start(flag_values):
+    """Strategy, seed, output directory, tokenizer, initial checkpoint.
+
+    The strategy comes before any other TensorFlow work: multi-worker and
+    TPU strategies must configure the runtime before it starts.
+    """
+    import tensorflow as tf
+
+    from bert_tf import checkpoints
+    from bert_tf.text import tokenization
+    from bert_tf.training import distribution
+
+    strategy = runner_flags.strategy_from_flags(flag_values)
+    runner_flags.set_seed_from_flags(flag_values)
+    on_tpu = distribution.resolve_strategy_name(
+        flag_values.distribution_strategy, flag_values.use_tpu) == "tpu"
+    init_checkpoint = None
+    if flag_values.init_checkpoint:
+        init_checkpoint = checkpoints.resolve_checkpoint(
+            flag_values.init_checkpoint)
+    tf.io.gfile.makedirs(flag_values.output_dir)
+    tokenizer = tokenization.FullTokenizer(
+        vocab_file=flag_values.vocab_file,
+        do_lower_case=flag_values.do_lower_case)
+    return FineTuningRun(strategy, on_tpu, tokenizer, init_checkpoint)
+
+
+def make_trainer(run, task, flag_values, steps, eval_batch_size):
+    """The `Trainer` of a fine-tuning task, with an optimizer when training.
+
+    Args:
+      run: the `FineTuningRun`.
+      task: the task (its `init_checkpoint` set from `run`).
+      flag_values: the parsed flags.
+      steps: the run's `TrainingSteps`.
+      eval_batch_size: the batch size of evaluation (run_squad.py's is
+        `--predict_batch_size`).
+    """
+    from bert_tf.training import trainer as trainer_lib
+
+    values = types.SimpleNamespace(**flag_values.flag_values_dict())
+    values.eval_batch_size = eval_batch_size
+    trainer_config = runner_flags.trainer_config_from_flags(
+        values, num_train_steps=steps.num_train_steps, max_eval_steps=None)
+    optimizer_factory = None
+    if flag_values.do_train:
+        optimizer_factory = runner_flags.optimizer_factory_from_flags(
+            flag_values, num_train_steps=steps.num_train_steps,
+            num_warmup_steps=steps.num_warmup_steps)
+    return trainer_lib.Trainer(task, trainer_config, run.strategy,
+                               optimizer_factory=optimizer_factory)
