@@ -15,8 +15,10 @@ setup(
         "create_pretraining_data",
         "extract_features",
         "run_classifier",
+        "run_multiple_choice",
         "run_pretraining",
         "run_squad",
+        "run_tagging",
     ],
     install_requires=[
         "tensorflow==2.20.0",
