@@ -165,7 +165,9 @@ def run(flag_values):
     if flag_values.do_predict:
         state, _ = trainer.run_predictions(
             base.PREDICT, flag_values.predict_batch_size,
-            num_examples=len(examples["predict"]))
+            num_examples=len(examples["predict"]),
+            # TPUs need full batches: the last is padded (and dropped).
+            pad_to_full_batches=run.on_tpu)
         results["predict"] = task.probabilities(state)
     return results
 

@@ -226,7 +226,9 @@ def run(flag_values):
                      len(predict_file.sentences), predict_set.num_windows)
         state, _ = trainer.run_predictions(
             base.PREDICT, flag_values.predict_batch_size,
-            num_examples=predict_set.num_windows)
+            num_examples=predict_set.num_windows,
+            # TPUs need full batches: the last is padded (and dropped).
+            pad_to_full_batches=run.on_tpu)
         results["predict"] = task.predicted_labels(state, base.PREDICT)
     return results
 
