@@ -40,6 +40,7 @@ from absl import logging
 
 from bert_tf.runners import finetune
 from bert_tf.runners import flags as runner_flags
+from bert_tf.runners import multi_label as multi_label_runner
 
 FLAGS = flags.FLAGS
 PROGRAM = "run_classifier.py"
@@ -91,6 +92,7 @@ def define_flags(flag_values=FLAGS):
         "--task_name=generic: train/dev/test.tsv (tab separated, no quoting) "
         "or train/dev/test.csv (comma separated, double-quote quoting), each "
         "with a header row.", flag_values=flag_values)
+    multi_label_runner.define_flags(flag_values)
 
     flags.mark_flag_as_required("data_dir", flag_values=flag_values)
     flags.mark_flag_as_required("task_name", flag_values=flag_values)
@@ -161,6 +163,9 @@ def run(flag_values):
             "(--max_seq_length) because the BERT model was only trained up to "
             f"sequence length {bert_config.max_position_embeddings} "
             f"(--bert_config_file={flag_values.bert_config_file})")
+    if flag_values.multi_label:
+        return multi_label_runner.run(flag_values, bert_config)
+
     task_name = flag_values.task_name.lower()
     processor = create_processor(
         task_name, xnli_language=flag_values.xnli_language,

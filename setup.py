@@ -17,8 +17,10 @@ setup(
         "export_saved_model",
         "extract_features",
         "run_classifier",
+        "run_multiple_choice",
         "run_pretraining",
         "run_squad",
+        "run_tagging",
     ],
     install_requires=[
         "tensorflow==2.20.0",
@@ -40,6 +42,8 @@ setup(
             "jieba==0.42.1",
             "snownlp==0.12.3",
             "tokenizers==0.23.3",
+            # Reference for the tagging metrics (tests/test_tagging_metrics.py).
+            "seqeval==1.2.2",
         ],
         # create_pretraining_data.py --chinese_word_segmenter=jieba.
         "chinese": [

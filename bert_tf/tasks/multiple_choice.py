@@ -1,0 +1,177 @@
+"""Multiple choice (SWAG, OpenBookQA, ...): a softmax over N scored choices.
+
+Each choice is a `[CLS] context [SEP] choice [SEP]` sequence; the encoder's
+pooled output of each is scored by one shared dense layer,
+
+    score_i = dropout(pooled_output_i, 0.1) output_weights^T + output_bias
+
+(`output_weights` [1, hidden], `output_bias` [1]: the classifier head of
+`run_classifier.py` with one output, Google's names), and the N scores of
+an example go through a softmax. The loss is the mean cross-entropy of the
+right choice; evaluation reports `eval_accuracy` and `eval_loss`;
+prediction writes `test_results.tsv`, each example's N choice
+probabilities on a line (as the classifier's file).
+"""
+
+import dataclasses
+import os
+from typing import Dict, Optional
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_tf import file_io
+from bert_tf.data import classifier_features as features_lib
+from bert_tf.tasks import base
+from bert_tf.tasks import losses
+
+TEST_RESULTS_FILE = "test_results.tsv"
+
+
+class MultipleChoiceModel(keras.Model):
+    """`BertModel` + a one-output `ClassifierHead` applied to each choice.
+
+    Called on features with `input_ids`, `input_mask`, `segment_ids` of
+    shape [batch, num_choices, seq]; returns `{"logits": float32 [batch,
+    num_choices]}`.
+    """
+
+    def __init__(self, bert_config, name="bert_multiple_choice_model",
+                 **kwargs):
+        super().__init__(name=name, **kwargs)
+        from bert_tf.modeling import BertModel, ClassifierHead
+        self.bert_config = bert_config
+        self.bert = BertModel(bert_config)
+        self.classifier = ClassifierHead(bert_config, 1)
+        dummy = tf.zeros([1, 2, 2], tf.int32)
+        self({features_lib.INPUT_IDS: dummy, features_lib.INPUT_MASK: dummy,
+              features_lib.SEGMENT_IDS: dummy})
+
+    def call(self, features, training=False):
+        input_ids = features[features_lib.INPUT_IDS]
+        shape = tf.shape(input_ids)  # [batch, num_choices, seq]
+
+        def flat(name):  # [batch * num_choices, seq]
+            return tf.reshape(features[name], [-1, shape[2]])
+
+        pooled = self.bert(flat(features_lib.INPUT_IDS),
+                           input_mask=flat(features_lib.INPUT_MASK),
+                           token_type_ids=flat(features_lib.SEGMENT_IDS),
+                           training=training)["pooled_output"]
+        scores = self.classifier(pooled, training=training)  # [b * n, 1]
+        return {"logits": tf.reshape(scores, shape[:2])}
+
+
+@dataclasses.dataclass(frozen=True)
+class MultipleChoiceDataConfig:
+    """In-memory arrays of each set (`multiple_choice.examples_to_arrays`)."""
+    train_arrays: Optional[Dict[str, np.ndarray]] = None
+    eval_arrays: Optional[Dict[str, np.ndarray]] = None
+    predict_arrays: Optional[Dict[str, np.ndarray]] = None
+    max_seq_length: int = 128
+    seed: Optional[int] = None
+
+
+class MultipleChoiceTask(base.Task):
+    """A softmax over each example's choices; see the module docstring."""
+
+    name = "multiple_choice"
+
+    def __init__(self, bert_config, data_config, init_checkpoint=None):
+        """Args:
+          bert_config: a `BertConfig`.
+          data_config: a `MultipleChoiceDataConfig`.
+          init_checkpoint: see `base.Task.init_checkpoint`.
+        """
+        if data_config.max_seq_length > bert_config.max_position_embeddings:
+            raise ValueError(
+                f"--max_seq_length={data_config.max_seq_length} exceeds the "
+                f"model's max_position_embeddings "
+                f"({bert_config.max_position_embeddings}, --bert_config_file)")
+        self.bert_config = bert_config
+        self.data_config = data_config
+        self.init_checkpoint = init_checkpoint
+
+    def build_model(self):
+        return MultipleChoiceModel(self.bert_config)
+
+    def _arrays(self, mode):
+        data = self.data_config
+        arrays = {base.TRAIN: data.train_arrays, base.EVAL: data.eval_arrays,
+                  base.PREDICT: data.predict_arrays}[mode]
+        if arrays is None:
+            raise ValueError(f"the multiple-choice task has no {mode} data")
+        return arrays
+
+    def num_examples(self, mode):
+        return len(self._arrays(mode)[features_lib.LABEL_IDS])
+
+    def build_inputs(self, mode, per_replica_batch_size, input_context=None):
+        dataset = tf.data.Dataset.from_tensor_slices(self._arrays(mode))
+        if input_context is not None and input_context.num_input_pipelines > 1:
+            dataset = dataset.shard(input_context.num_input_pipelines,
+                                    input_context.input_pipeline_id)
+        if mode == base.TRAIN:
+            dataset = dataset.repeat().shuffle(self.num_examples(mode),
+                                               seed=self.data_config.seed)
+            return dataset.batch(per_replica_batch_size,
+                                 drop_remainder=True).prefetch(
+                                     tf.data.AUTOTUNE)
+        return dataset.batch(per_replica_batch_size).prefetch(
+            tf.data.AUTOTUNE)
+
+    @property
+    def metric_names(self):
+        return ("loss_sum", "correct", "num_examples")
+
+    def compute_loss(self, features, outputs, denominators):
+        logits = outputs["logits"]
+        labels = tf.cast(features[features_lib.LABEL_IDS], tf.int32)
+        per_example = losses.cross_entropy(logits, labels)
+        loss_sum = tf.reduce_sum(per_example)
+        correct = tf.reduce_sum(tf.cast(tf.equal(
+            tf.argmax(logits, axis=-1, output_type=tf.int32), labels),
+            tf.float32))
+        loss = loss_sum / tf.maximum(denominators["num_examples"], 1.0)
+        return loss, {"loss_sum": loss_sum, "correct": correct,
+                      "num_examples": tf.cast(tf.shape(logits)[0],
+                                              tf.float32)}
+
+    def aggregate_metrics(self, totals):
+        return {"eval_loss": base.safe_ratio(totals["loss_sum"],
+                                             totals["num_examples"]),
+                "eval_accuracy": base.safe_ratio(totals["correct"],
+                                                 totals["num_examples"])}
+
+    # -- prediction -------------------------------------------------------------
+
+    def prediction_inputs(self, mode):
+        return tf.data.Dataset.from_tensor_slices(self._arrays(mode))
+
+    def prediction_outputs(self, features, outputs, mode):
+        if mode == base.EVAL:
+            return {}  # Accuracy and loss come from the summed metrics.
+        return {"probabilities": tf.nn.softmax(
+            tf.cast(outputs["logits"], tf.float32), axis=-1)}
+
+    def aggregate_predictions(self, state, outputs, mode):
+        del mode
+        state = [] if state is None else state
+        state.append(np.asarray(outputs["probabilities"]))
+        return state
+
+    def probabilities(self, state):
+        """[examples, num_choices] probabilities, in input order."""
+        return np.concatenate(state) if state else np.zeros([0, 0])
+
+    def write_predictions(self, state, output_dir, mode):
+        """`test_results.tsv`: each example's choice probabilities."""
+        if mode != base.PREDICT:
+            return []
+        path = os.path.join(output_dir, TEST_RESULTS_FILE)
+        with file_io.atomic_write(path) as writer:
+            for row in self.probabilities(state):
+                writer.write("\t".join(str(np.float32(value))
+                                       for value in row) + "\n")
+        return [path]

