@@ -7,9 +7,12 @@ the optimizer slots and `global_step` under Google's names (written by
 latest one. Rotation keeps the newest `max_to_keep`.
 
 Safety rules:
-- only files inside the directory are ever deleted: a state-file entry that
-  points elsewhere (TF1's absolute paths in a copied run directory) stands
-  for the checkpoint of the same name inside it, or is ignored;
+- only a checkpoint's own files (index, data shards, `.meta`) inside the
+  directory are ever deleted: a state-file entry that points elsewhere
+  (TF1's absolute paths in a copied run directory) stands for the
+  checkpoint of the same name inside it, or is ignored;
+- a damaged checkpoint is never deleted: `set_aside` renames it
+  `damaged-model.ckpt-<step>`, out of rotation and resume;
 - the state file is rewritten (atomically) before an old checkpoint is
   deleted, so it never points at missing files;
 - a checkpoint that already exists is never rewritten (the run may have been
