@@ -57,7 +57,8 @@ def tokenizer_files(vocab_file, do_lower_case, model_max_length):
 
     Returns:
       A dict from file name to its text. `tokenizer.json` is included only
-      when the `tokenizers` package can be imported.
+      when the `tokenizers` package can be imported and the vocabulary has
+      "[UNK]".
     """
     vocab = tokenization.load_vocab(vocab_file)
     special = {name: token for name, token in SPECIAL_TOKENS.items()
@@ -75,6 +76,9 @@ def tokenizer_files(vocab_file, do_lower_case, model_max_length):
             **special,
         }),
     }
+    if SPECIAL_TOKENS["unk_token"] not in vocab:
+        # WordPiece needs it for words it cannot split.
+        return files
     try:
         import tokenizers
     except ImportError:
