@@ -106,8 +106,10 @@ def atomic_write(path, mode="w", encoding="utf-8", newline=None):
     if not os.path.isdir(directory):
         raise FileNotFoundError(
             f"cannot write {path}: directory {directory} does not exist")
+    # `.<name>.tmp-<pid>-<random>`: a run that finds such a file of a dead
+    # process in its output_dir removes it (`run_lock`).
     descriptor, temporary = tempfile.mkstemp(
-        dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        dir=directory, prefix=f".{os.path.basename(path)}.tmp-{os.getpid()}-")
     try:
         text_options = {} if "b" in mode else {"encoding": encoding,
                                                "newline": newline}

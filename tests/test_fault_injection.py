@@ -694,8 +694,12 @@ def test_only_this_projects_stale_temporary_files_are_removed(tmp_path):
             f"checkpoint.tmp-{hex32}", f"checkpoint.tmp-{dead}",
             f"eval_results.txt.tmp-{dead}", f"test_results.tsv.tmp-{dead}",
             f".train.tf_record.tmp-{dead}-0123abcd",
+            f".checkpoint.tmp-{dead}-k3_x9q0z",  # file_io.atomic_write's
+            f".eval_results.txt.tmp-{dead}-a1b2c3d4",
             f"{LOCK_FILE}.tmp-{dead}"]
     kept = [f"checkpoint.tmp-{os.getpid()}",  # a live writer's
+            f".checkpoint.tmp-{os.getpid()}-k3_x9q0z",
+            f".eval_results.txt.tmp-{dead}-a1b2",
             f".model.ckpt-12.tmp-{hex32[:-1]}.index", "model.ckpt-12.index",
             "notes.tmp", f"results.txt.tmp-{dead}", ".hidden",
             f".train.tf_record.tmp-{dead}", "checkpoint"]

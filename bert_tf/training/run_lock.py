@@ -55,12 +55,15 @@ TEMPORARY_NAME_PATTERNS = (
     # and TensorFlow's own `.tempstate<digits>` files beside them.
     re.compile(r"\.model\.ckpt-\d+\.tmp-[0-9a-f]{32}"
                r"\.(index|data-\d{5}-of-\d{5})(\.tempstate\d+)?"),
-    # The state file: `checkpoint.tmp-<pid>` / `checkpoint.tmp-<uuid hex>`.
+    # The state file as earlier versions wrote it: `checkpoint.tmp-<pid>` /
+    # `checkpoint.tmp-<uuid hex>`.
     re.compile(r"checkpoint\.tmp-((?P<pid>\d+)|[0-9a-f]{32})"),
-    # write_eval_results, run_classifier's test results.
+    # Eval and test results as earlier versions wrote them.
     re.compile(r"(eval_results\.txt|test_results\.tsv)\.tmp-(?P<pid>\d+)"),
-    # TFRecordFileWriter, for the runners' `*.tf_record` feature files.
-    re.compile(r"\.[\w.-]+\.tf_record\.tmp-(?P<pid>\d+)-[0-9a-f]{8}"),
+    # TFRecordFileWriter (the runners' `*.tf_record` feature files) and
+    # file_io.atomic_write (the state file, eval results, predictions):
+    # `.<name>.tmp-<pid>-<8 random characters>`.
+    re.compile(r"\.[\w.-]+\.tmp-(?P<pid>\d+)-[0-9a-z_]{8}"),
     # A lock being taken over (`_take_over_stale`).
     re.compile(re.escape(LOCK_FILE) + r"\.tmp-(?P<pid>\d+)"),
 )
