@@ -16,6 +16,11 @@ Local (Beam's DirectRunner, one process per core):
 Needs `pip install -e ".[beam]"` (apache-beam).
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 import argparse
 import os
 import sys

@@ -26,6 +26,11 @@ written under a temporary name and renamed at the end; an existing
 `--export_dir` is refused unless `--overwrite`.
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 from absl import app
 from absl import flags
 
