@@ -38,7 +38,7 @@ import tensorflow as tf
 
 from bert_tf import checkpoints
 from bert_tf import file_io
-from bert_tf.tasks import base
+from bert_tf import modes
 from bert_tf.training import checkpoint_manager as checkpoint_manager_lib
 from bert_tf.training import distribution
 from bert_tf.training import precision
@@ -165,7 +165,7 @@ class Trainer:
         `task.initialize_from_checkpoint`.
 
         Args:
-          task: a `bert_tf.tasks.base.Task`.
+          task: a `bert_tf.tasks.base.Task` (any object with its methods).
           config: a `TrainerConfig`.
           strategy: a `tf.distribute.Strategy`; the default strategy if None.
           optimizer_factory: a callable returning a bert_tf optimizer
@@ -439,7 +439,7 @@ class Trainer:
             sums = replica_context.all_reduce(tf.distribute.ReduceOp.SUM,
                                               values)
             return sums, self._prediction_outputs(features, outputs,
-                                                  base.EVAL)
+                                                  modes.EVAL)
 
         # The last batch may be partial: retrace for it only once.
         @tf.function(reduce_retracing=True)
@@ -479,7 +479,7 @@ class Trainer:
         per_replica_batch_size = self.per_replica_train_batch_size
         dataset = self.strategy.distribute_datasets_from_function(
             lambda context: self.task.build_inputs(
-                base.TRAIN, per_replica_batch_size, context))
+                modes.TRAIN, per_replica_batch_size, context))
         return iter(dataset)
 
     def train_steps(self, iterator, num_steps):
@@ -641,7 +641,7 @@ class Trainer:
             config.eval_batch_size, self.num_replicas, "eval_batch_size")
         dataset = self.strategy.distribute_datasets_from_function(
             lambda context: self.task.build_inputs(
-                base.EVAL, per_replica_batch_size, context))
+                modes.EVAL, per_replica_batch_size, context))
         if self._eval_step is None:
             self._eval_step = self._build_eval_step()
         totals = {k: 0.0 for k in self._metric_keys()}
@@ -660,7 +660,7 @@ class Trainer:
             if kept:
                 state = self.task.aggregate_predictions(
                     state, {k: v.numpy() for k, v in kept.items()},
-                    base.EVAL)
+                    modes.EVAL)
             num_batches += 1
         if not num_batches:
             raise ValueError(
@@ -672,7 +672,7 @@ class Trainer:
                    "loss": np.float32(totals["loss"] / num_batches)}
         metrics = self.task.aggregate_metrics(
             {k: totals[k] for k in self.task.metric_names})
-        metrics.update(self.task.reduce_predictions(state, base.EVAL))
+        metrics.update(self.task.reduce_predictions(state, modes.EVAL))
         results.update({k: np.float32(v) for k, v in metrics.items()})
         self._report_eval_results(results, f"{num_batches} batches")
         if self.is_chief:
@@ -698,7 +698,7 @@ class Trainer:
     # -- prediction ----------------------------------------------------------
 
     def predict(self, examples, global_batch_size, pad_to_full_batches=False,
-                num_examples=None, mode=base.PREDICT):
+                num_examples=None, mode=modes.PREDICT):
         """The task's `prediction_outputs` of every example, in input order.
 
         The one prediction loop (`bert_tf.training.prediction.predict`) run
@@ -740,7 +740,7 @@ class Trainer:
         logged and written to `eval_results.txt` (chief only).
 
         Args:
-          mode: `base.EVAL` or `base.PREDICT`.
+          mode: `modes.EVAL` or `modes.PREDICT`.
           global_batch_size: examples per step, over all replicas.
           initial_state: the state `aggregate_predictions` starts from.
           pad_to_full_batches: see `predict`.
