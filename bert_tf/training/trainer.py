@@ -40,9 +40,9 @@ import tensorflow as tf
 
 from bert_tf import checkpoints
 from bert_tf import file_io
+from bert_tf import modes
 from bert_tf import progress as progress_lib
 from bert_tf.modeling import layers as modeling_layers
-from bert_tf.tasks import base
 from bert_tf.training import checkpoint_manager as checkpoint_manager_lib
 from bert_tf.training import distribution
 from bert_tf.training import precision
@@ -204,7 +204,7 @@ class Trainer:
         `task.initialize_from_checkpoint`.
 
         Args:
-          task: a `bert_tf.tasks.base.Task`.
+          task: a `bert_tf.tasks.base.Task` (any object with its methods).
           config: a `TrainerConfig`.
           strategy: a `tf.distribute.Strategy`; the default strategy if None.
           optimizer_factory: a callable returning a bert_tf optimizer
@@ -554,7 +554,7 @@ class Trainer:
             sums = replica_context.all_reduce(tf.distribute.ReduceOp.SUM,
                                               values)
             return sums, self._prediction_outputs(features, outputs,
-                                                  base.EVAL)
+                                                  modes.EVAL)
 
         # The last batch may be partial: retrace for it only once.
         @tf.function(reduce_retracing=True)
@@ -599,7 +599,7 @@ class Trainer:
                       else 0)
 
         def dataset_fn(context):
-            dataset = self.task.build_inputs(base.TRAIN,
+            dataset = self.task.build_inputs(modes.TRAIN,
                                              per_replica_batch_size, context)
             if not steps_done:
                 return dataset
@@ -856,7 +856,7 @@ class Trainer:
                        "(the first batch includes it)")
         dataset = self.strategy.distribute_datasets_from_function(
             lambda context: self.task.build_inputs(
-                base.EVAL, per_replica_batch_size, context))
+                modes.EVAL, per_replica_batch_size, context))
         if self._eval_step is None:
             self._eval_step = self._build_eval_step()
         totals = {k: 0.0 for k in self._metric_keys()}
@@ -875,7 +875,7 @@ class Trainer:
             if kept:
                 state = self.task.aggregate_predictions(
                     state, {k: v.numpy() for k, v in kept.items()},
-                    base.EVAL)
+                    modes.EVAL)
             num_batches += 1
             progress.update(num_batches)
         progress.total = num_batches  # the input may end before the limit
@@ -890,7 +890,7 @@ class Trainer:
                    "loss": np.float32(totals["loss"] / num_batches)}
         metrics = self.task.aggregate_metrics(
             {k: totals[k] for k in self.task.metric_names})
-        metrics.update(self.task.reduce_predictions(state, base.EVAL))
+        metrics.update(self.task.reduce_predictions(state, modes.EVAL))
         results.update({k: np.float32(v) for k, v in metrics.items()})
         self._report_eval_results(results, f"{num_batches} batches")
         if self.is_chief:
@@ -916,7 +916,7 @@ class Trainer:
     # -- prediction ----------------------------------------------------------
 
     def predict(self, examples, global_batch_size, pad_to_full_batches=False,
-                num_examples=None, mode=base.PREDICT):
+                num_examples=None, mode=modes.PREDICT):
         """The task's `prediction_outputs` of every example, in input order.
 
         The one prediction loop (`bert_tf.training.prediction.predict`) run
@@ -958,7 +958,7 @@ class Trainer:
         logged and written to `eval_results.txt` (chief only).
 
         Args:
-          mode: `base.EVAL` or `base.PREDICT`.
+          mode: `modes.EVAL` or `modes.PREDICT`.
           global_batch_size: examples per step, over all replicas.
           initial_state: the state `aggregate_predictions` starts from.
           pad_to_full_batches: see `predict`.
