@@ -168,8 +168,10 @@ def run(flag_values):
     # Imported here so that `--help` and flag errors come without importing
     # TensorFlow and the model code.
     from bert_tf.data import squad_examples
+    from bert_tf.data import squad_postprocess
     from bert_tf.tasks import base
     from bert_tf.tasks import squad
+    from bert_tf.training import trainer as trainer_lib
 
     bert_config = finetune.load_bert_config(flag_values)
     finetune.validate_flags(flag_values)
