@@ -4,12 +4,12 @@ import keras
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
-from bert_tf.modeling.checkpoint_scope import checkpoint_scope
-from bert_tf.modeling.classifier_head import CLASSIFIER_DROPOUT
-from bert_tf.modeling.classifier_head import CLASSIFIER_INITIALIZER_STDDEV
-from bert_tf.modeling.dropout import dropout
-from bert_tf.modeling.initializers import weight_initializer
-from bert_tf.modeling.shapes import shape_list
+from bert_tf.modeling.heads import CLASSIFIER_DROPOUT
+from bert_tf.modeling.heads import CLASSIFIER_INITIALIZER_STDDEV
+from bert_tf.modeling.layers import checkpoint_scope
+from bert_tf.modeling.layers import dropout
+from bert_tf.modeling.layers import shape_list
+from bert_tf.modeling.layers import weight_initializer
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
