@@ -11,7 +11,6 @@ read back through --init_checkpoint to predict again.
 import json
 import random
 
-import numpy as np
 import pytest
 
 from runner_harness import read_eval_results, run_runner
