@@ -12,12 +12,12 @@ Usage:
 """
 
 import os
-import sys
 
 from absl import app
 from absl import flags
 from absl import logging
 
+from bert_tf import cli
 from bert_tf import file_io
 from bert_tf.data import pretraining_corpus
 from bert_tf.data import pretraining_instances
@@ -94,7 +94,7 @@ def main(argv):
             num_workers=FLAGS.num_workers)
     except (pretraining_corpus.PretrainingDataError, OSError) as error:
         # Bad input: say what is wrong, without a traceback.
-        sys.exit(f"create_pretraining_data.py: error: {error}")
+        cli.exit_with_error("create_pretraining_data.py", error)
 
 
 if __name__ == "__main__":

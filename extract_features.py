@@ -14,11 +14,11 @@ Example:
     --max_seq_length=128 --batch_size=8
 """
 
-import sys
-
 from absl import app
 from absl import flags
 from absl import logging
+
+from bert_tf import cli
 
 FLAGS = flags.FLAGS
 
@@ -91,7 +91,7 @@ def main(_):
     except (OSError, BertConfigError, CheckpointError, DistributionError,
             FeatureExtractionError, UnknownVocabularyEntryError) as error:
         # Bad input: one message naming the file, flag or variable at fault.
-        sys.exit(f"extract_features.py: error: {error}")
+        cli.exit_with_error("extract_features.py", error)
     print(f"Wrote features of {count} examples to {FLAGS.output_file}")
 
 

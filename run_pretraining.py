@@ -164,14 +164,7 @@ def run(flag_values):
 
 def main(argv, flag_values=FLAGS):
     """Runs with parsed flags; a bad flag or input ends with its message."""
-    if len(argv) > 1:
-        raise app.UsageError(
-            f"unexpected arguments: {' '.join(argv[1:])}")
-    from bert_tf.training.trainer import NonFiniteLossError
-    try:
-        run(flag_values)
-    except (ValueError, NonFiniteLossError) as error:
-        runner_flags.exit_with_error(PROGRAM, error)
+    runner_flags.run_main(PROGRAM, run, argv, flag_values)
 
 
 if __name__ == "__main__":

@@ -36,11 +36,11 @@ if str(REPO_ROOT) not in sys.path:
 
 import tensorflow as tf  # noqa: E402
 
+from bert_tf.training.adam_weight_decay import (  # noqa: E402
+    GOOGLE_WEIGHT_DECAY_EXCLUSIONS, GOOGLE_WEIGHT_DECAY_RATE)
+
 # BERT's WordPiece vocabulary size (Google's released English models).
 BERT_VOCAB_SIZE = 30522
-# Google's optimizer settings, shared by bert_tf's `create_optimizer`.
-GOOGLE_WEIGHT_DECAY_RATE = 0.01
-GOOGLE_WEIGHT_DECAY_EXCLUSIONS = ("LayerNorm", "layer_norm", "bias")
 DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")
 
 

@@ -21,97 +21,117 @@ vocab.txt is copied along. Existing output files are kept unless
 --overwrite is given.
 """
 
-import argparse
-import sys
-
+from absl import flags
 from absl import logging
 
+from bert_tf import cli
 
-def _build_parser():
-    parser = argparse.ArgumentParser(
-        prog="python -m bert_tf.convert",
-        description="Convert BERT checkpoints between Google's TF1 format and "
-                    "Hugging Face safetensors.")
-    commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{hf_to_google,google_to_hf}")
+PROGRAM = "python -m bert_tf.convert"
+COMMANDS = ("hf_to_google", "google_to_hf")
 
-    hf_to_google = commands.add_parser(
-        "hf_to_google",
-        help="Hugging Face safetensors + config.json -> Google TF1 checkpoint "
-             "+ bert_config.json")
-    source = hf_to_google.add_mutually_exclusive_group(required=True)
-    source.add_argument("--input_dir",
-                        help="Hugging Face model directory (model.safetensors "
-                             "or model.safetensors.index.json, config.json, "
-                             "vocab.txt)")
-    source.add_argument("--safetensors",
-                        help="a .safetensors file; config.json and vocab.txt "
-                             "are looked for next to it")
-    hf_to_google.add_argument("--config_file",
-                              help="Hugging Face config.json (default: next "
-                                   "to the weights)")
-    hf_to_google.add_argument("--vocab_file",
-                              help="vocab.txt to copy (default: next to the "
-                                   "weights)")
-    hf_to_google.add_argument("--output_dir", required=True,
-                              help="where bert_model.ckpt, bert_config.json "
-                                   "and vocab.txt are written")
-    hf_to_google.add_argument("--overwrite", action="store_true",
-                              help="replace existing output files")
-    hf_to_google.add_argument(
-        "--exact_gelu", action="store_true",
-        help="keep Hugging Face's exact (erf) gelu as hidden_act "
-             "'gelu_exact' instead of Google's tanh-approximate 'gelu': "
-             "reproduces Hugging Face's outputs, but Google's own code cannot "
-             "read that bert_config.json")
 
-    google_to_hf = commands.add_parser(
-        "google_to_hf",
-        help="Google TF1 checkpoint + bert_config.json -> Hugging Face "
-             "model.safetensors + config.json")
-    google_to_hf.add_argument("--checkpoint", required=True,
-                              help="checkpoint prefix (.../bert_model.ckpt) "
-                                   "or the directory holding it")
-    google_to_hf.add_argument("--bert_config_file", required=True,
-                              help="Google's bert_config.json")
-    google_to_hf.add_argument("--vocab_file",
-                              help="vocab.txt to copy (default: next to the "
-                                   "checkpoint)")
-    google_to_hf.add_argument("--output_dir", required=True,
-                              help="where model.safetensors, config.json and "
-                                   "vocab.txt are written")
-    google_to_hf.add_argument("--overwrite", action="store_true",
-                              help="replace existing output files")
-    return parser
+def define_flags(flag_values):
+    """Defines the flags of both commands on `flag_values`."""
+    flags.DEFINE_string(
+        "input_dir", None,
+        "hf_to_google: Hugging Face model directory (model.safetensors or "
+        "model.safetensors.index.json, config.json, vocab.txt).",
+        flag_values=flag_values)
+    flags.DEFINE_string(
+        "safetensors", None,
+        "hf_to_google: a .safetensors file (instead of --input_dir); "
+        "config.json and vocab.txt are looked for next to it.",
+        flag_values=flag_values)
+    flags.DEFINE_string(
+        "config_file", None,
+        "hf_to_google: Hugging Face config.json (default: next to the "
+        "weights).", flag_values=flag_values)
+    flags.DEFINE_bool(
+        "exact_gelu", False,
+        "hf_to_google: keep Hugging Face's exact (erf) gelu as hidden_act "
+        "'gelu_exact' instead of Google's tanh-approximate 'gelu': "
+        "reproduces Hugging Face's outputs, but Google's own code cannot "
+        "read that bert_config.json.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "checkpoint", None,
+        "google_to_hf: checkpoint prefix (.../bert_model.ckpt) or the "
+        "directory holding it.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "bert_config_file", None,
+        "google_to_hf: Google's bert_config.json.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "vocab_file", None,
+        "vocab.txt to copy (default: next to the weights or checkpoint).",
+        flag_values=flag_values)
+    flags.DEFINE_string(
+        "output_dir", None,
+        "Where the converted files are written (hf_to_google: "
+        "bert_model.ckpt, bert_config.json, vocab.txt; google_to_hf: "
+        "model.safetensors, config.json, vocab.txt).",
+        flag_values=flag_values)
+    flags.DEFINE_bool("overwrite", False, "Replace existing output files.",
+                      flag_values=flag_values)
+
+
+def run(command, flag_values):
+    """Runs one command; returns what `convert_*` returns (paths written).
+
+    Raises:
+      ValueError: a missing or contradictory flag, naming it; and the
+        conversion's errors (ConversionError, CheckpointError,
+        BertConfigError), which name the file at fault.
+    """
+    if command not in COMMANDS:
+        raise ValueError(
+            f"the command must be one of {', '.join(COMMANDS)}, got "
+            f"{command!r}")
+    if not flag_values.output_dir:
+        raise ValueError("--output_dir is required")
+    # Imported here so that --help does not wait for TensorFlow.
+    from bert_tf import checkpoints
+    if command == "hf_to_google":
+        if bool(flag_values.input_dir) == bool(flag_values.safetensors):
+            raise ValueError(
+                "hf_to_google needs exactly one of --input_dir and "
+                "--safetensors")
+        return checkpoints.convert_hf_to_google(
+            flag_values.input_dir or flag_values.safetensors,
+            flag_values.output_dir, config_file=flag_values.config_file,
+            vocab_file=flag_values.vocab_file,
+            overwrite=flag_values.overwrite,
+            exact_gelu=flag_values.exact_gelu)
+    for name in ("checkpoint", "bert_config_file"):
+        if not flag_values[name].value:
+            raise ValueError(f"google_to_hf needs --{name}")
+    return checkpoints.convert_google_to_hf(
+        flag_values.checkpoint, flag_values.bert_config_file,
+        flag_values.output_dir, vocab_file=flag_values.vocab_file,
+        overwrite=flag_values.overwrite)
 
 
 def main(argv=None):
-    """Runs the command line; returns the process exit status."""
-    parser = _build_parser()
-    args = parser.parse_args(argv)
+    """Runs the command line (`<command> --flag=...`).
+
+    Args:
+      argv: the arguments without the program name (default: sys.argv[1:]).
+
+    Returns:
+      0 once the files are written. A bad flag or input exits with status
+      1 and a message naming it (`cli.exit_with_error`).
+    """
+    flag_values, commands = cli.parse_flags(PROGRAM, define_flags, argv,
+                                            positional=True)
+    if len(commands) != 1:
+        cli.exit_with_error(
+            PROGRAM, f"give one command, {' or '.join(COMMANDS)}, then its "
+                     f"flags (got {' '.join(commands) or 'none'})")
     logging.use_absl_handler()
     logging.set_verbosity(logging.INFO)
-    # Imported here so that --help does not wait for TensorFlow.
-    from bert_tf import checkpoints
-    from bert_tf.config import BertConfigError
-    try:
-        if args.command == "hf_to_google":
-            written = checkpoints.convert_hf_to_google(
-                args.input_dir or args.safetensors, args.output_dir,
-                config_file=args.config_file, vocab_file=args.vocab_file,
-                overwrite=args.overwrite, exact_gelu=args.exact_gelu)
-        else:
-            written = checkpoints.convert_google_to_hf(
-                args.checkpoint, args.bert_config_file, args.output_dir,
-                vocab_file=args.vocab_file, overwrite=args.overwrite)
-    except (checkpoints.ConversionError, checkpoints.CheckpointError,
-            BertConfigError) as error:
-        print(f"{parser.prog} {args.command}: error: {error}",
-              file=sys.stderr)
-        return 1
+    written = cli.run_or_exit(f"{PROGRAM} {commands[0]}", run, commands[0],
+                              flag_values)
     print(f"Wrote {written}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

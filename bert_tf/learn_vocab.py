@@ -13,64 +13,64 @@ Command line:
         --output_file=vocab.txt --vocab_size=8000 --do_lower_case=True
 """
 
-import argparse
-import sys
+from absl import flags
 
+from bert_tf import cli
 from bert_tf.text import vocab_learning
 
-_TRUE_WORDS = frozenset(("true", "t", "1", "yes", "y"))
-_FALSE_WORDS = frozenset(("false", "f", "0", "no", "n"))
+PROGRAM = "python -m bert_tf.learn_vocab"
 
 
-def _parse_bool(text):
-    """"True"/"false"/"1"/... -> bool, as absl's boolean flags accept."""
-    word = text.strip().lower()
-    if word in _TRUE_WORDS:
-        return True
-    if word in _FALSE_WORDS:
-        return False
-    raise argparse.ArgumentTypeError(
-        f"expected true or false, got {text!r}")
+def define_flags(flag_values):
+    """Defines the command line's flags on `flag_values`."""
+    flags.DEFINE_string(
+        "input_file", None,
+        "Text file(s): comma-separated paths or glob patterns, as "
+        "create_pretraining_data.py's --input_file.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "output_file", None,
+        "The vocab.txt to write (written under a temporary name, then "
+        "renamed).", flag_values=flag_values)
+    flags.DEFINE_integer(
+        "vocab_size", 8000,
+        "Entries in all, special tokens and characters included.",
+        flag_values=flag_values)
+    flags.DEFINE_bool(
+        "do_lower_case", True,
+        "Lower-case and strip accents before learning: True for an uncased "
+        "model, False for a cased one.", flag_values=flag_values)
+    flags.DEFINE_integer(
+        "num_unused_tokens", vocab_learning.DEFAULT_NUM_UNUSED_TOKENS,
+        "[unusedK] placeholders between [PAD] and [UNK] (Google: 99, which "
+        "puts [UNK], [CLS], [SEP], [MASK] at ids 100-103).",
+        flag_values=flag_values)
+    flags.DEFINE_integer(
+        "max_alphabet_size", vocab_learning.DEFAULT_MAX_ALPHABET_SIZE,
+        "Keep at most this many distinct characters, the most frequent.",
+        flag_values=flag_values)
+    flags.DEFINE_integer(
+        "min_pair_count", vocab_learning.DEFAULT_MIN_PAIR_COUNT,
+        "Do not merge pairs of pieces that occur fewer times.",
+        flag_values=flag_values)
+    for name in ("input_file", "output_file"):
+        flags.mark_flag_as_required(name, flag_values=flag_values)
 
 
-def build_parser():
-    """The command line's `argparse` parser."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bert_tf.learn_vocab",
-        description="Learn a WordPiece vocab.txt from text files.")
-    parser.add_argument(
-        "--input_file", required=True,
-        help="text file(s): comma-separated paths or glob patterns, as "
-             "create_pretraining_data.py's --input_file")
-    parser.add_argument(
-        "--output_file", required=True,
-        help="the vocab.txt to write (written under a temporary name, then "
-             "renamed)")
-    parser.add_argument(
-        "--vocab_size", type=int, default=8000,
-        help="entries in all, special tokens and characters included")
-    parser.add_argument(
-        "--do_lower_case", type=_parse_bool, nargs="?", const=True,
-        default=True,
-        help="lower-case and strip accents before learning: True for an "
-             "uncased model, False for a cased one (default True)")
-    parser.add_argument(
-        "--nodo_lower_case", dest="do_lower_case", action="store_false",
-        help="same as --do_lower_case=False (absl spelling)")
-    parser.add_argument(
-        "--num_unused_tokens", type=int,
-        default=vocab_learning.DEFAULT_NUM_UNUSED_TOKENS,
-        help="[unusedK] placeholders between [PAD] and [UNK] (Google: 99, "
-             "which puts [UNK], [CLS], [SEP], [MASK] at ids 100-103)")
-    parser.add_argument(
-        "--max_alphabet_size", type=int,
-        default=vocab_learning.DEFAULT_MAX_ALPHABET_SIZE,
-        help="keep at most this many distinct characters, the most frequent")
-    parser.add_argument(
-        "--min_pair_count", type=int,
-        default=vocab_learning.DEFAULT_MIN_PAIR_COUNT,
-        help="do not merge pairs of pieces that occur fewer times")
-    return parser
+def run(flag_values):
+    """Learns and writes the vocabulary; returns its `VocabStats`."""
+    stats = vocab_learning.learn_vocab_from_files(
+        flag_values.input_file, flag_values.output_file,
+        flag_values.vocab_size, do_lower_case=flag_values.do_lower_case,
+        num_unused_tokens=flag_values.num_unused_tokens,
+        max_alphabet_size=flag_values.max_alphabet_size,
+        min_pair_count=flag_values.min_pair_count)
+    print(f"wrote {flag_values.output_file}: {stats.vocab_size} entries "
+          f"({stats.num_characters} characters) learned from "
+          f"{stats.num_words} words ({stats.num_distinct_words} distinct, "
+          f"do_lower_case={flag_values.do_lower_case}) in "
+          f"{stats.seconds:.1f} s; [UNK] rate on the corpus: "
+          f"{100 * stats.unknown_rate:.3f}%", flush=True)
+    return stats
 
 
 def main(argv=None):
@@ -80,28 +80,12 @@ def main(argv=None):
       argv: the arguments without the program name (default: sys.argv[1:]).
 
     Returns:
-      The `VocabStats` of the written vocabulary. Bad input (a missing or
-      empty corpus, invalid UTF-8, a vocab_size too small) exits with
-      status 1 and a message naming the file.
+      The `VocabStats` of the written vocabulary. A bad flag or input (a
+      missing or empty corpus, invalid UTF-8, a vocab_size too small) exits
+      with status 1 and a message naming the file (`cli.exit_with_error`).
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        stats = vocab_learning.learn_vocab_from_files(
-            args.input_file, args.output_file, args.vocab_size,
-            do_lower_case=args.do_lower_case,
-            num_unused_tokens=args.num_unused_tokens,
-            max_alphabet_size=args.max_alphabet_size,
-            min_pair_count=args.min_pair_count)
-    except (OSError, ValueError) as error:
-        parser.exit(1, f"{parser.prog}: error: {error}\n")
-    print(f"wrote {args.output_file}: {stats.vocab_size} entries "
-          f"({stats.num_characters} characters) learned from "
-          f"{stats.num_words} words ({stats.num_distinct_words} distinct, "
-          f"do_lower_case={args.do_lower_case}) in {stats.seconds:.1f} s; "
-          f"[UNK] rate on the corpus: {100 * stats.unknown_rate:.3f}%")
-    sys.stdout.flush()
-    return stats
+    return cli.run_or_exit(PROGRAM, run, cli.parse_flags(PROGRAM, define_flags,
+                                                         argv))
 
 
 if __name__ == "__main__":

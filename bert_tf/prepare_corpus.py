@@ -12,41 +12,58 @@ Command line:
         [--wiki_dump=enwiki-...-pages-articles.xml.bz2] [--max_documents=N]
 """
 
-import argparse
-import sys
 import time
 
+from absl import flags
+
 from bert_tf.data import wikipedia_corpus
+from bert_tf import cli
+
+PROGRAM = "python -m bert_tf.prepare_corpus"
 
 
-def build_parser():
-    """The command line's `argparse` parser."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bert_tf.prepare_corpus",
-        description="Write a Wikipedia dump's articles as a pretraining "
-                    "corpus: one sentence per line, an empty line between "
-                    "documents.")
-    parser.add_argument(
-        "--output_file", required=True,
-        help="the text file to write (written under a temporary name, then "
-             "renamed)")
-    parser.add_argument(
-        "--wiki_dump", default=None,
-        help="a MediaWiki pages-articles XML dump, .bz2 or plain XML "
-             "(default: the English Wikipedia sample shipped by "
-             "gensim==4.4.0)")
-    parser.add_argument(
-        "--max_documents", type=int, default=None,
-        help="stop after this many documents (default: all)")
-    parser.add_argument(
-        "--min_sentence_words", type=int,
-        default=wikipedia_corpus.DEFAULT_MIN_SENTENCE_WORDS,
-        help="drop sentences with fewer whitespace-separated words")
-    parser.add_argument(
-        "--min_document_sentences", type=int,
-        default=wikipedia_corpus.DEFAULT_MIN_DOCUMENT_SENTENCES,
-        help="drop articles with fewer sentences")
-    return parser
+def define_flags(flag_values):
+    """Defines the command line's flags on `flag_values`."""
+    flags.DEFINE_string(
+        "output_file", None,
+        "The text file to write (written under a temporary name, then "
+        "renamed).", flag_values=flag_values)
+    flags.DEFINE_string(
+        "wiki_dump", None,
+        "A MediaWiki pages-articles XML dump, .bz2 or plain XML (default: "
+        "the English Wikipedia sample shipped by gensim==4.4.0).",
+        flag_values=flag_values)
+    flags.DEFINE_integer(
+        "max_documents", None,
+        "Stop after this many documents (default: all).",
+        flag_values=flag_values)
+    flags.DEFINE_integer(
+        "min_sentence_words", wikipedia_corpus.DEFAULT_MIN_SENTENCE_WORDS,
+        "Drop sentences with fewer whitespace-separated words.",
+        flag_values=flag_values)
+    flags.DEFINE_integer(
+        "min_document_sentences",
+        wikipedia_corpus.DEFAULT_MIN_DOCUMENT_SENTENCES,
+        "Drop articles with fewer sentences.", flag_values=flag_values)
+    flags.mark_flag_as_required("output_file", flag_values=flag_values)
+
+
+def run(flag_values):
+    """Writes the corpus; returns its `CorpusStats`."""
+    started = time.perf_counter()
+    dump_file = (flag_values.wiki_dump
+                 or wikipedia_corpus.find_gensim_wiki_dump())
+    stats = wikipedia_corpus.write_corpus(
+        dump_file, flag_values.output_file,
+        max_documents=flag_values.max_documents,
+        min_sentence_words=flag_values.min_sentence_words,
+        min_document_sentences=flag_values.min_document_sentences)
+    seconds = time.perf_counter() - started
+    print(f"wrote {flag_values.output_file}: {stats.documents} documents, "
+          f"{stats.sentences} sentences, {stats.bytes / 1e6:.2f} MB "
+          f"(from {stats.articles_read} articles of {dump_file}) in "
+          f"{seconds:.1f} s", flush=True)
+    return stats
 
 
 def main(argv=None):
@@ -56,28 +73,12 @@ def main(argv=None):
       argv: the arguments without the program name (default: sys.argv[1:]).
 
     Returns:
-      The `CorpusStats` of the written corpus. Bad input (a missing or
-      malformed dump, an empty result) exits with status 1 and a message
-      naming the file.
+      The `CorpusStats` of the written corpus. A bad flag or input (a
+      missing or malformed dump, an empty result) exits with status 1 and a
+      message naming the file (`cli.exit_with_error`).
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    started = time.perf_counter()
-    try:
-        dump_file = args.wiki_dump or wikipedia_corpus.find_gensim_wiki_dump()
-        stats = wikipedia_corpus.write_corpus(
-            dump_file, args.output_file, max_documents=args.max_documents,
-            min_sentence_words=args.min_sentence_words,
-            min_document_sentences=args.min_document_sentences)
-    except (OSError, ValueError) as error:
-        parser.exit(1, f"{parser.prog}: error: {error}\n")
-    seconds = time.perf_counter() - started
-    print(f"wrote {args.output_file}: {stats.documents} documents, "
-          f"{stats.sentences} sentences, {stats.bytes / 1e6:.2f} MB "
-          f"(from {stats.articles_read} articles of {dump_file}) in "
-          f"{seconds:.1f} s")
-    sys.stdout.flush()
-    return stats
+    return cli.run_or_exit(PROGRAM, run, cli.parse_flags(PROGRAM, define_flags,
+                                                         argv))
 
 
 if __name__ == "__main__":

@@ -47,7 +47,6 @@ def uncased_vocab_file(golden_dir):
 
 @pytest.fixture
 def tiny_config():
-    from bert_tf.config import BertConfig
-    return BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
-                      num_attention_heads=2, intermediate_size=64,
-                      max_position_embeddings=64, type_vocab_size=2)
+    """`modeling_harness.tiny_bert_config` with BERT's default dropout."""
+    from modeling_harness import BERT_DROPOUT, tiny_bert_config
+    return tiny_bert_config(**BERT_DROPOUT)

@@ -1,13 +1,31 @@
-"""Shared helpers for the modeling and head tests.
+"""Shared helpers for the tests: the tiny model, and modeling references.
 
-Holds the independent references: Google's variable names written out by
-hand, and a float64 numpy forward pass that follows Google's `modeling.py`
-formulas line by line without using any bert_tf code.
+`tiny_bert_config` is the one tiny `BertConfig` of the test suite (2 layers,
+hidden 32). The independent references: Google's variable names written out
+by hand, and a float64 numpy forward pass that follows Google's
+`modeling.py` formulas line by line without using any bert_tf code.
 """
 
 import math
 
 import numpy as np
+
+from bert_tf.config import BertConfig
+
+
+# BERT's default dropout, for tests whose tiny model keeps it.
+BERT_DROPOUT = dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+
+
+def tiny_bert_config(**changes):
+    """2 layers, hidden 32, vocab 100, 64 positions; dropout off so runs are
+    comparable (pass `hidden_dropout_prob=...` to change any value)."""
+    values = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=2, intermediate_size=64,
+                  max_position_embeddings=64, type_vocab_size=2,
+                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    values.update(changes)
+    return BertConfig(**values)
 
 # --- Google's checkpoint names, as listed by tf.train.list_variables on a ---
 # --- released BERT checkpoint (model variables only, Google's order).     ---

@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from bert_tf import checkpoints
 from bert_tf.config import BertConfig
+from modeling_harness import BERT_DROPOUT, tiny_bert_config
 
 HIDDEN = 32
 INTERMEDIATE = 64
@@ -563,10 +564,8 @@ def model_garden_encoder(prefix, config, tmp_path):
 def test_bert_model_matches_model_garden_encoder(tmp_path):
     from bert_tf.modeling import BertModel, MaskedLMHead, NextSentenceHead
 
-    config = BertConfig(vocab_size=100, hidden_size=HIDDEN,
-                        num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=INTERMEDIATE,
-                        max_position_embeddings=64, type_vocab_size=2)
+    config = tiny_bert_config(hidden_size=HIDDEN,
+                              intermediate_size=INTERMEDIATE, **BERT_DROPOUT)
     tensors = random_tensors(google_bert_shapes(), seed=7, scale=0.2)
     for name in list(tensors):
         tensors[f"{name}/adam_m"] = np.zeros_like(tensors[name])

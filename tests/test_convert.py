@@ -21,6 +21,7 @@ from bert_tf.checkpoints import huggingface
 from bert_tf.config import BertConfig
 from bert_tf import convert
 
+from modeling_harness import BERT_DROPOUT, tiny_bert_config
 from test_checkpoints import google_bert_shapes, random_tensors
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -272,9 +273,7 @@ def test_google_to_hf_to_google_is_bit_identical(tmp_path):
     google["global_step"] = np.int64(7)
     source = tmp_path / "google"
     checkpoints.save_checkpoint(google, str(source / "bert_model.ckpt"))
-    BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
-               num_attention_heads=2, intermediate_size=64,
-               max_position_embeddings=64, type_vocab_size=2).to_json_file(
+    tiny_bert_config(**BERT_DROPOUT).to_json_file(
         source / "bert_config.json")
     (source / "vocab.txt").write_text("a\nb\n")
 
@@ -310,8 +309,10 @@ def test_existing_outputs_are_kept_without_overwrite(tmp_path, capsys):
                  f"--output_dir={tmp_path / 'out'}"]
     assert convert.main(arguments) == 0
     before = (tmp_path / "out" / "bert_model.ckpt.index").read_bytes()
-    assert convert.main(arguments) == 1
-    error = capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        convert.main(arguments)
+    assert exit_info.value.code != 0
+    error = str(exit_info.value.code)
     assert "error: output exists (pass overwrite to replace it)" in error
     assert str(tmp_path / "out" / "bert_model.ckpt.index") in error
     assert (tmp_path / "out" / "bert_model.ckpt.index").read_bytes() == before
@@ -352,17 +353,18 @@ def test_malformed_and_missing_inputs(tmp_path, capsys):
         huggingface.convert_hf_to_google(torch_only, tmp_path / "out")
 
     missing = tmp_path / "missing.safetensors"
-    assert convert.main(["hf_to_google", f"--safetensors={missing}",
-                         f"--output_dir={tmp_path / 'out'}"]) == 1
-    assert f"safetensors file {missing} does not exist" in (
-        capsys.readouterr().err)
+    with pytest.raises(SystemExit,
+                       match=f"safetensors file {missing} does not exist"):
+        convert.main(["hf_to_google", f"--safetensors={missing}",
+                      f"--output_dir={tmp_path / 'out'}"])
 
-    assert convert.main([
-        "google_to_hf", f"--checkpoint={tmp_path / 'nothing'}",
-        f"--bert_config_file={tmp_path / 'bert_config.json'}",
-        f"--output_dir={tmp_path / 'out'}"]) == 1
-    assert f"no checkpoint at {tmp_path / 'nothing'}" in (
-        capsys.readouterr().err)
+    with pytest.raises(SystemExit) as exit_info:
+        convert.main([
+            "google_to_hf", f"--checkpoint={tmp_path / 'nothing'}",
+            f"--bert_config_file={tmp_path / 'bert_config.json'}",
+            f"--output_dir={tmp_path / 'out'}"])
+    assert f"no checkpoint at {tmp_path / 'nothing'}" in str(
+        exit_info.value.code)
 
     no_config = write_hf_dir(
         tmp_path / "no_config",

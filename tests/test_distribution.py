@@ -115,9 +115,9 @@ def _mirrored_check(out_path, work_dir):
     from bert_tf import checkpoints
     from bert_tf.training import optimization
     from bert_tf.training import trainer as trainer_lib
-    from test_pretraining_task import ArrayPretrainingTask
-    from test_pretraining_task import make_pretraining_arrays
-    from test_pretraining_task import tiny_bert_config
+    from pretraining_harness import ArrayPretrainingTask
+    from pretraining_harness import make_pretraining_arrays
+    from modeling_harness import tiny_bert_config
 
     arrays = make_pretraining_arrays(24, seed=11)
     config = tiny_bert_config()

@@ -129,7 +129,7 @@ def test_pair_truncation_pops_from_the_longer_side(small_tokenizer):
     assert feature.tokens == ["[CLS]", "the", "cat", "sat", "[SEP]", "a",
                               "dog", "[SEP]"]
     assert feature.input_ids == [2, 4, 5, 6, 3, 9, 10, 3]
-    assert feature.input_type_ids == [0, 0, 0, 0, 0, 1, 1, 1]
+    assert feature.segment_ids == [0, 0, 0, 0, 0, 1, 1, 1]
     assert feature.input_mask == [1] * 8
 
 
@@ -141,7 +141,7 @@ def test_single_text_is_cut_and_padded(small_tokenizer):
     assert feature.tokens == ["[CLS]", "dog", "[SEP]"]
     assert feature.input_ids == [2, 10, 3, 0, 0, 0]
     assert feature.input_mask == [1, 1, 1, 0, 0, 0]
-    assert feature.input_type_ids == [0] * 6
+    assert feature.segment_ids == [0] * 6
     # A second text without tokens leaves a single-text example.
     feature = _features("cat", "\u200b", 6, small_tokenizer)
     assert feature.tokens == ["[CLS]", "cat", "[SEP]"]
@@ -150,7 +150,7 @@ def test_single_text_is_cut_and_padded(small_tokenizer):
 def test_feature_json_is_googles_format():
     feature = extraction.InputFeatures(
         unique_id=7, tokens=["[CLS]", "hi", "[SEP]"], input_ids=[2, 5, 3, 0],
-        input_mask=[1, 1, 1, 0], input_type_ids=[0, 0, 0, 0])
+        input_mask=[1, 1, 1, 0], segment_ids=[0, 0, 0, 0])
     outputs = np.array([[[0.5, 1 / 3], [-1.25, 2.0], [0.0, -1e-7]],
                         [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]], np.float32)
     text = json.dumps(extraction.feature_json(feature, outputs, [-1, -2]))

@@ -5,22 +5,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.config import BertConfig
 from bert_tf.modeling import (BertModel, ClassifierHead, MaskedLMHead,
                               NextSentenceHead, SpanHead)
-from bert_tf.modeling.dropout import dropout
-from modeling_harness import (NP_ACTIVATIONS, np_layer_norm, randomize,
-                              variables_of)
+from bert_tf.modeling.layers import dropout
+from modeling_harness import (BERT_DROPOUT, NP_ACTIVATIONS, np_layer_norm,
+                              randomize, tiny_bert_config, variables_of)
 
 TOLERANCE = 1e-5
 HIDDEN, VOCAB = 32, 100
 
 
 def tiny():
-    return BertConfig(vocab_size=VOCAB, hidden_size=HIDDEN,
-                      num_hidden_layers=2, num_attention_heads=2,
-                      intermediate_size=64, max_position_embeddings=64,
-                      type_vocab_size=2)
+    return tiny_bert_config(**BERT_DROPOUT)
 
 
 def expected_head_variables(num_labels=3):

@@ -8,21 +8,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.config import BertConfig, BertConfigError
+from bert_tf.config import BertConfigError
 from bert_tf.modeling import (BertModel, ClassifierHead, LayerNorm,
                               attention_bias_from_mask, gelu, get_activation)
-from modeling_harness import (expected_bert_variables, np_bert_forward,
-                              np_layer_norm, random_batch, randomize,
-                              variables_of, weights_by_path)
+from modeling_harness import (BERT_DROPOUT, expected_bert_variables,
+                              np_bert_forward, np_layer_norm, random_batch,
+                              randomize, tiny_bert_config, variables_of,
+                              weights_by_path)
 
 TOLERANCE = 1e-5
 
 
 def tiny(**changes):
-    config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64,
-                        max_position_embeddings=64, type_vocab_size=2)
-    return config.replace(**changes) if changes else config
+    return tiny_bert_config(**{**BERT_DROPOUT, **changes})
 
 
 @pytest.fixture(scope="module")

@@ -95,9 +95,9 @@ def _worker(index, work_dir):
     strategy = distribution.get_distribution_strategy("multi_worker_mirrored")
     from bert_tf.training import optimization
     from bert_tf.training import trainer as trainer_lib
-    from test_pretraining_task import ArrayPretrainingTask
-    from test_pretraining_task import make_pretraining_arrays
-    from test_pretraining_task import tiny_bert_config
+    from pretraining_harness import ArrayPretrainingTask
+    from pretraining_harness import make_pretraining_arrays
+    from modeling_harness import tiny_bert_config
 
     assert strategy.num_replicas_in_sync == 2
     task = ArrayPretrainingTask(tiny_bert_config(),

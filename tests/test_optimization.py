@@ -23,7 +23,6 @@ from bert_tf.training.adam_weight_decay import AdamWeightDecay
 from bert_tf.training.lamb import Lamb
 from bert_tf.training.learning_rate import GoogleLearningRateSchedule
 from bert_tf.training.learning_rate import google_learning_rate
-from bert_tf.training.optimization import GradientAccumulator
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.optimization import optimizer_slot_variables
 
@@ -543,54 +542,6 @@ def test_optimizer_config_round_trip():
     assert restored.epsilon == 1e-6 and restored.beta_2 == 0.999
 
 
-# --- gradient accumulation ------------------------------------------------
-
-def _linear_loss(w, x, y):
-    return tf.reduce_mean(tf.reduce_sum(tf.square(tf.matmul(x, w) - y), -1))
-
-
-def test_gradient_accumulation_equals_one_big_batch():
-    """3 micro-batches of 2: mean of the summed gradients == gradient of the
-    batch of 6; applying it == one step on the big batch."""
-    rng = np.random.default_rng(6)
-    x = np.float32(rng.normal(size=(6, 3)))
-    y = np.float32(rng.normal(size=(6, 2)))
-    w0 = np.float32(rng.normal(size=(3, 2)))
-    w = google_variable(KERNEL, w0)
-    accumulator = GradientAccumulator([w])
-    optimizer = create_optimizer("adamw", 0.01, 10, 0)
-    optimizer.build([w])
-
-    @tf.function(jit_compile=True)
-    def micro_step(x_micro, y_micro):
-        with tf.GradientTape() as tape:
-            loss = _linear_loss(w.value, x_micro, y_micro)
-        accumulator.accumulate(tape.gradient(loss, [w.value]))
-
-    @tf.function(jit_compile=True)
-    def apply_step():
-        optimizer.apply_gradients(zip(accumulator.mean_gradients, [w]))
-        accumulator.reset()
-
-    for k in range(3):
-        micro_step(x[2 * k:2 * k + 2], y[2 * k:2 * k + 2])
-    # d/dw mean_i ||x_i w - y_i||^2 = 2/n X^T (X w - Y), on all 6 examples.
-    big_batch_grad = 2.0 / 6 * x.T.astype(np.float64) @ (x @ w0 - y)
-    np.testing.assert_allclose(accumulator.mean_gradients[0].numpy(),
-                               big_batch_grad, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(accumulator.gradients[0].numpy(),
-                               3 * big_batch_grad, rtol=1e-5, atol=1e-6)
-    assert int(accumulator.num_accumulated.numpy()) == 3
-
-    apply_step()
-    expected, _, _ = reference_adamw([w0], [big_batch_grad],
-                                     [np.zeros_like(w0)], [np.zeros_like(w0)],
-                                     0.01, [True])
-    np.testing.assert_allclose(w.numpy(), expected[0], rtol=2e-6, atol=1e-7)
-    assert int(accumulator.num_accumulated.numpy()) == 0
-    np.testing.assert_array_equal(accumulator.gradients[0].numpy(), 0.0)
-
-
 # --- bad inputs -------------------------------------------------------------
 
 def test_unknown_optimizer_name():
@@ -608,7 +559,7 @@ def test_keras_clipping_and_decay_arguments_are_rejected():
                        match="`weight_decay`; use weight_decay_rate"):
         Lamb(learning_rate=0.1, weight_decay=0.01)
     with pytest.raises(ValueError, match="`gradient_accumulation_steps`; use "
-                       "bert_tf.training.optimization.GradientAccumulator"):
+                       "TrainerConfig.num_accumulation_steps"):
         AdamWeightDecay(learning_rate=0.1, gradient_accumulation_steps=4)
 
 
@@ -633,13 +584,6 @@ def test_slot_variables_before_build():
         optimizer_slot_variables(keras.optimizers.Adam())
 
 
-def test_accumulate_wrong_number_of_gradients():
-    accumulator = GradientAccumulator([google_variable(KERNEL, [1.0])])
-    with pytest.raises(ValueError, match="GradientAccumulator holds 1 "
-                       "variables but accumulate\\(\\) got 2 gradients"):
-        accumulator.accumulate([tf.ones(1), tf.ones(1)])
-
-
 # --- MirroredStrategy over 2 logical CPUs (in a subprocess) -----------------
 
 _MIRRORED_SCRIPT = textwrap.dedent("""
@@ -651,7 +595,7 @@ _MIRRORED_SCRIPT = textwrap.dedent("""
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import keras
     from bert_tf.training.optimization import (
-        GradientAccumulator, create_optimizer, optimizer_slot_variables)
+        create_optimizer, optimizer_slot_variables)
 
     data = json.loads(sys.stdin.read())
     x, y = np.float32(data["x"]), np.float32(data["y"])
@@ -704,43 +648,40 @@ _MIRRORED_SCRIPT = textwrap.dedent("""
     results["global_step"] = int(optimizer.iterations.numpy())
     results["slot_names"] = sorted(optimizer_slot_variables(optimizer))
 
-    # 2. LAMB with accumulation: 2 micro-batches of 2 per replica = 8.
+    # 2. LAMB with accumulation, as the trainer does it: 2 micro-batches of
+    # 2 per replica = 8; each replica sums its micro-batches' gradients of
+    # its share of the global-batch loss, the optimizer sums the replicas.
     with strategy.scope():
         variables = make_variables()
         optimizer = create_optimizer("lamb", 0.1, 10, 0, clip_norm=0.1)
         optimizer.build(variables)
-        accumulator = GradientAccumulator(variables)
 
     @tf.function
-    def micro_step(xs, ys):
+    def accumulated_step(xs, ys):
         def replica_fn(xs, ys):
-            with tf.GradientTape() as tape:
-                loss = loss_fn(variables, xs, ys) / 2
-            accumulator.accumulate(
-                tape.gradient(loss, [v.value for v in variables]))
+            grads = [tf.zeros_like(v.value) for v in variables]
+            for part in range(2):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(variables, xs[2 * part:2 * part + 2],
+                                   ys[2 * part:2 * part + 2]) / 4
+                grads = [total + g for total, g in zip(
+                    grads, tape.gradient(loss, [v.value for v in variables]))]
+            optimizer.apply_gradients(zip(grads, variables))
         strategy.run(replica_fn, args=(xs, ys))
 
-    @tf.function
-    def apply_step():
-        def replica_fn():
-            optimizer.apply_gradients(
-                zip(accumulator.mean_gradients, variables))
-            accumulator.reset()
-        strategy.run(replica_fn)
+    def replica_rows(array):
+        return lambda ctx: array[ctx.replica_id_in_sync_group * 4:
+                                 ctx.replica_id_in_sync_group * 4 + 4]
 
     for update in range(2):
         batch_x = x[8 * update:8 * update + 8]
         batch_y = y[8 * update:8 * update + 8]
-        for part in range(2):
-            micro_step(
-                strategy.experimental_distribute_values_from_function(
-                    per_replica(batch_x, 2, part)),
-                strategy.experimental_distribute_values_from_function(
-                    per_replica(batch_y, 2, part)))
-        apply_step()
+        accumulated_step(
+            strategy.experimental_distribute_values_from_function(
+                replica_rows(batch_x)),
+            strategy.experimental_distribute_values_from_function(
+                replica_rows(batch_y)))
     results["accumulated"] = [v.numpy().tolist() for v in variables]
-    results["accumulator_after_reset"] = float(sum(
-        np.abs(a.numpy()).sum() for a in accumulator.variables))
     print("RESULTS " + json.dumps(results))
 """)
 
@@ -812,4 +753,3 @@ def test_mirrored_strategy_matches_one_big_batch():
     for got, want, name in zip(results["accumulated"], expected, names):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6,
                                    err_msg=name)
-    assert results["accumulator_after_reset"] == 0.0

@@ -1,7 +1,7 @@
 """The pretraining task: Google's losses against numpy, metrics, init_checkpoint.
 
-Also home of the small-data helpers the other pretraining tests import
-(`make_pretraining_arrays`, `write_pretraining_records`, `ArrayPretrainingTask`).
+The small-data helpers the pretraining tests share live in
+`pretraining_harness.py`.
 """
 
 import numpy as np
@@ -10,128 +10,13 @@ import tensorflow as tf
 
 from bert_tf import checkpoints
 from bert_tf.config import BertConfig
-from bert_tf.data import pretraining_records as records
-from bert_tf.tasks import base
 from bert_tf.tasks import pretraining
 
 
-# -- helpers shared with the other pretraining tests -------------------------
-
-def tiny_bert_config(**changes):
-    """2 layers, hidden 32, vocab 100; dropout off so runs are comparable."""
-    values = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2,
-                  num_attention_heads=2, intermediate_size=64,
-                  max_position_embeddings=64, type_vocab_size=2,
-                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    values.update(changes)
-    return BertConfig(**values)
-
-
-def make_pretraining_arrays(num_examples, max_seq_length=16,
-                            max_predictions_per_seq=4, vocab_size=100, seed=0):
-    """Random pretraining examples shaped as create_pretraining_data's.
-
-    Sequences have random lengths with padding; each example has a random
-    number of real predictions (weight 1) followed by padding (weight 0), as
-    Google's records do.
-    """
-    rng = np.random.RandomState(seed)
-    n, s, p = num_examples, max_seq_length, max_predictions_per_seq
-    lengths = rng.randint(s // 2, s + 1, size=n)
-    input_mask = (np.arange(s)[None, :] < lengths[:, None]).astype(np.int64)
-    input_ids = rng.randint(5, vocab_size, size=(n, s)) * input_mask
-    segment_ids = ((np.arange(s)[None, :] >= (lengths // 2)[:, None])
-                   * input_mask).astype(np.int64)
-    num_predictions = rng.randint(1, p + 1, size=n)
-    weights = (np.arange(p)[None, :] < num_predictions[:, None]).astype(
-        np.float32)
-    positions = np.stack([np.sort(rng.choice(np.arange(1, length), p,
-                                             replace=False))
-                          for length in lengths]) * weights.astype(np.int64)
-    ids = rng.randint(5, vocab_size, size=(n, p)) * weights.astype(np.int64)
-    return {
-        records.INPUT_IDS: input_ids.astype(np.int64),
-        records.INPUT_MASK: input_mask,
-        records.SEGMENT_IDS: segment_ids,
-        records.MASKED_LM_POSITIONS: positions.astype(np.int64),
-        records.MASKED_LM_IDS: ids.astype(np.int64),
-        records.MASKED_LM_WEIGHTS: weights,
-        records.NEXT_SENTENCE_LABELS: rng.randint(0, 2, size=(n, 1)).astype(
-            np.int64),
-    }
-
-
-def write_pretraining_records(path, arrays):
-    """Writes `arrays` as tf.train.Examples with Google's feature names."""
-    num_examples = len(arrays[records.INPUT_IDS])
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for i in range(num_examples):
-            feature = {}
-            for name, values in arrays.items():
-                row = np.asarray(values[i]).reshape(-1)
-                if row.dtype.kind == "f":
-                    feature[name] = tf.train.Feature(
-                        float_list=tf.train.FloatList(value=row.tolist()))
-                else:
-                    feature[name] = tf.train.Feature(
-                        int64_list=tf.train.Int64List(value=row.tolist()))
-            example = tf.train.Example(
-                features=tf.train.Features(feature=feature))
-            writer.write(example.SerializeToString())
-    return str(path)
-
-
-class ArrayPretrainingTask(pretraining.PretrainingTask):
-    """The pretraining task on in-memory arrays, in a fixed order.
-
-    Training repeats the arrays without shuffling, so two runs (or one device
-    and N replicas of one worker) see the same global batches. With several
-    input pipelines (workers), each reads every k-th example.
-    """
-
-    def __init__(self, bert_config, arrays, init_checkpoint=None,
-                 **data_changes):
-        data = dict(input_patterns=("<in memory>",), max_seq_length=len(
-            arrays[records.INPUT_IDS][0]), max_predictions_per_seq=len(
-            arrays[records.MASKED_LM_IDS][0]))
-        data.update(data_changes)
-        super().__init__(bert_config, pretraining.PretrainingDataConfig(**data),
-                         init_checkpoint=init_checkpoint)
-        self.arrays = arrays
-
-    def build_inputs(self, mode, per_replica_batch_size, input_context=None):
-        arrays = {k: (v.astype(np.int32) if v.dtype.kind == "i" else v)
-                  for k, v in self.arrays.items()}
-        dataset = tf.data.Dataset.from_tensor_slices(arrays)
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines,
-                                    input_context.input_pipeline_id)
-        if mode == base.TRAIN:
-            dataset = dataset.repeat()
-        return dataset.batch(per_replica_batch_size,
-                             drop_remainder=mode == base.TRAIN)
-
-
-# -- numpy references (Google's formulas, written out) -----------------------
-
-def numpy_log_softmax(logits):
-    logits = np.asarray(logits, np.float64)
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-
-
-def numpy_pretraining_losses(mlm_logits, mlm_ids, mlm_weights, nsp_logits,
-                             nsp_labels):
-    """Google's run_pretraining.py losses, in float64 numpy."""
-    log_probs = numpy_log_softmax(mlm_logits)
-    per_prediction = -np.take_along_axis(
-        log_probs, np.asarray(mlm_ids)[..., None], axis=-1)[..., 0]
-    weights = np.asarray(mlm_weights, np.float64)
-    mlm = (weights * per_prediction).sum() / (weights.sum() + 1e-5)
-    nsp_log_probs = numpy_log_softmax(nsp_logits)
-    labels = np.asarray(nsp_labels).reshape(-1)
-    nsp = -nsp_log_probs[np.arange(len(labels)), labels].mean()
-    return mlm, nsp
+from modeling_harness import tiny_bert_config
+from pretraining_harness import make_pretraining_arrays
+from pretraining_harness import numpy_log_softmax
+from pretraining_harness import numpy_pretraining_losses
 
 
 def _random_outputs(batch, predictions, vocab, seed=0):
@@ -142,32 +27,53 @@ def _random_outputs(batch, predictions, vocab, seed=0):
 
 # -- losses ------------------------------------------------------------------
 
+def _whole_batch_loss(objective, arrays, mlm_logits, nsp_logits):
+    """The task's training loss on one device (denominators of the batch)."""
+    task = pretraining.PretrainingTask(
+        tiny_bert_config(), pretraining.PretrainingDataConfig(
+            input_patterns=("unused",), max_seq_length=16,
+            max_predictions_per_seq=mlm_logits.shape[1]),
+        objective=objective)
+    features = {k: tf.constant(v) for k, v in arrays.items()}
+    outputs = {"masked_lm_logits": tf.constant(mlm_logits),
+               "next_sentence_logits": tf.constant(nsp_logits)}
+    loss, _ = task.compute_loss(features, outputs,
+                                task.loss_denominators(features))
+    return float(loss)
+
+
 def test_masked_lm_and_next_sentence_losses_match_numpy():
     arrays = make_pretraining_arrays(6, max_predictions_per_seq=5)
     mlm_logits, nsp_logits = _random_outputs(6, 5, 100)
     expected_mlm, expected_nsp = numpy_pretraining_losses(
         mlm_logits, arrays["masked_lm_ids"], arrays["masked_lm_weights"],
         nsp_logits, arrays["next_sentence_labels"])
-    mlm = pretraining.masked_lm_loss(
-        mlm_logits, arrays["masked_lm_ids"], arrays["masked_lm_weights"])
-    nsp = pretraining.next_sentence_loss(
-        nsp_logits, arrays["next_sentence_labels"])
-    np.testing.assert_allclose(float(mlm), expected_mlm, rtol=1e-6)
-    np.testing.assert_allclose(float(nsp), expected_nsp, rtol=1e-6)
+    np.testing.assert_allclose(
+        _whole_batch_loss(pretraining.MLM, arrays, mlm_logits, nsp_logits),
+        expected_mlm, rtol=1e-6)
+    np.testing.assert_allclose(
+        _whole_batch_loss(pretraining.MLM_NSP, arrays, mlm_logits,
+                          nsp_logits),
+        expected_mlm + expected_nsp, rtol=1e-6)
 
 
 def test_masked_lm_loss_ignores_zero_weight_predictions():
-    mlm_logits, _ = _random_outputs(2, 3, 10, seed=1)
+    mlm_logits, nsp_logits = _random_outputs(2, 3, 10, seed=1)
+    arrays = make_pretraining_arrays(2, max_predictions_per_seq=3)
     weights = np.array([[1, 1, 0], [1, 0, 0]], np.float32)
-    ids = np.array([[1, 2, 3], [4, 5, 6]])
+    ids = np.array([[1, 2, 3], [4, 5, 6]], arrays["masked_lm_ids"].dtype)
     changed_ids = ids.copy()
     changed_ids[weights == 0] = 9  # padding predictions' ids do not matter
-    loss = pretraining.masked_lm_loss(mlm_logits, ids, weights)
-    changed = pretraining.masked_lm_loss(mlm_logits, changed_ids, weights)
-    assert float(loss) == float(changed)
+
+    def loss(ids, weights):
+        return _whole_batch_loss(
+            pretraining.MLM, {**arrays, "masked_lm_ids": ids,
+                              "masked_lm_weights": weights},
+            mlm_logits, nsp_logits)
+
+    assert loss(ids, weights) == loss(changed_ids, weights)
     # All weights zero: 0 / (0 + 1e-5) = 0, not NaN (Google's epsilon).
-    assert float(pretraining.masked_lm_loss(
-        mlm_logits, ids, np.zeros_like(weights))) == 0.0
+    assert loss(ids, np.zeros_like(weights)) == 0.0
 
 
 def test_replica_shares_sum_to_the_single_device_loss():
@@ -426,19 +332,6 @@ def _numpy_left_to_right(logits, token_ids, input_mask):
                 correct += logits[b, t].argmax() == token_ids[b, t + 1]
                 count += 1
     return total / count, correct / count
-
-
-def test_left_to_right_loss_matches_numpy_log_softmax():
-    arrays = make_pretraining_arrays(5, max_seq_length=12, seed=6)
-    token_ids, input_mask = arrays["input_ids"], arrays["input_mask"]
-    logits = np.random.RandomState(6).randn(5, 11, 100).astype(
-        np.float32) * 3
-    expected_loss, _ = _numpy_left_to_right(logits, token_ids, input_mask)
-    target_ids, target_weights = pretraining.next_token_targets(token_ids,
-                                                                input_mask)
-    loss = pretraining.left_to_right_lm_loss(logits, target_ids,
-                                             target_weights)
-    np.testing.assert_allclose(float(loss), expected_loss, rtol=1e-6)
 
 
 def test_left_to_right_task_shares_and_metrics_match_numpy():

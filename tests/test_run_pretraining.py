@@ -20,9 +20,9 @@ import tensorflow as tf
 import run_pretraining
 from bert_tf import checkpoints
 
-from test_pretraining_task import make_pretraining_arrays
-from test_pretraining_task import tiny_bert_config
-from test_pretraining_task import write_pretraining_records
+from pretraining_harness import make_pretraining_arrays
+from modeling_harness import tiny_bert_config
+from pretraining_harness import write_pretraining_records
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PREDICTIONS = 32, 5

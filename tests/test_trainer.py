@@ -16,10 +16,10 @@ from bert_tf.training import checkpoint_manager as checkpoint_manager_lib
 from bert_tf.training import optimization
 from bert_tf.training import trainer as trainer_lib
 
-from test_pretraining_task import ArrayPretrainingTask
-from test_pretraining_task import make_pretraining_arrays
-from test_pretraining_task import numpy_log_softmax
-from test_pretraining_task import tiny_bert_config
+from pretraining_harness import ArrayPretrainingTask
+from pretraining_harness import make_pretraining_arrays
+from pretraining_harness import numpy_log_softmax
+from modeling_harness import tiny_bert_config
 
 
 def adamw_factory(learning_rate=1e-3, num_train_steps=100, num_warmup_steps=2):

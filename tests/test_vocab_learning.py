@@ -275,18 +275,19 @@ def test_cli_rejects_a_bad_boolean(tmp_path, capsys):
         learn_vocab_cli.main([f"--input_file={tmp_path}/c.txt",
                               f"--output_file={tmp_path}/v.txt",
                               "--do_lower_case=maybe"])
-    assert exit_info.value.code == 2
-    assert "expected true or false, got 'maybe'" in capsys.readouterr().err
+    # sys.exit(message): status 1, the message on stderr.
+    assert str(exit_info.value.code).startswith(
+        "python -m bert_tf.learn_vocab: error: flag --do_lower_case=maybe")
 
 
 def test_cli_reports_missing_corpus_without_traceback(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         learn_vocab_cli.main([f"--input_file={tmp_path / 'gone.txt'}",
                               f"--output_file={tmp_path / 'vocab.txt'}"])
-    assert exit_info.value.code == 1
-    assert capsys.readouterr().err == (
+    # sys.exit(message): status 1, the message on stderr.
+    assert exit_info.value.code == (
         f"python -m bert_tf.learn_vocab: error: no file matches input "
-        f"pattern {str(tmp_path / 'gone.txt')!r}\n")
+        f"pattern {str(tmp_path / 'gone.txt')!r}")
     assert not (tmp_path / "vocab.txt").exists()
 
 

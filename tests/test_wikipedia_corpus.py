@@ -348,10 +348,10 @@ def test_cli_reports_bad_dump_without_traceback(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         prepare_corpus.main([f"--output_file={tmp_path / 'c.txt'}",
                              f"--wiki_dump={tmp_path / 'absent.bz2'}"])
-    assert exit_info.value.code == 1
-    assert capsys.readouterr().err == (
+    # sys.exit(message): status 1, the message on stderr.
+    assert exit_info.value.code == (
         f"python -m bert_tf.prepare_corpus: error: Wikipedia dump "
-        f"{tmp_path / 'absent.bz2'} does not exist\n")
+        f"{tmp_path / 'absent.bz2'} does not exist")
 
 
 # -- the real dump ---------------------------------------------------------

@@ -27,3 +27,4 @@ from bert_tf.checkpoints.tf1_checkpoint import read_checkpoint
 from bert_tf.checkpoints.tf1_checkpoint import resolve_checkpoint
 from bert_tf.checkpoints.tf1_checkpoint import save_checkpoint
 from bert_tf.checkpoints.tf1_checkpoint import variable_name
+from bert_tf.checkpoints.tf1_checkpoint import write_checkpoint_state

@@ -20,11 +20,11 @@ import math
 import os
 import re
 import shutil
-import uuid
 
 from absl import logging
 import numpy as np
 
+from bert_tf import file_io
 from bert_tf.checkpoints import tf1_checkpoint
 from bert_tf.config import BertConfig
 
@@ -499,25 +499,15 @@ def _read_json(path):
 
 
 def _copy_atomically(source, destination):
-    temporary = f"{destination}.tmp-{uuid.uuid4().hex}"
-    try:
-        shutil.copyfile(source, temporary)
-        os.replace(temporary, destination)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+    with open(source, "rb") as reader, file_io.atomic_write(
+            destination, "wb") as writer:
+        shutil.copyfileobj(reader, writer)
 
 
 def _write_json_atomically(values, path):
-    temporary = f"{path}.tmp-{uuid.uuid4().hex}"
-    try:
-        with open(temporary, "w", encoding="utf-8") as writer:
-            json.dump(values, writer, indent=2, sort_keys=True)
-            writer.write("\n")
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+    with file_io.atomic_write(path) as writer:
+        json.dump(values, writer, indent=2, sort_keys=True)
+        writer.write("\n")
 
 
 def _check_can_write(paths, overwrite):
@@ -621,7 +611,7 @@ def convert_google_to_hf(checkpoint, bert_config_file, output_dir, *,
     Returns:
       The path of the safetensors file written.
     """
-    from safetensors.numpy import save_file
+    from safetensors.numpy import save as safetensors_bytes
     prefix = tf1_checkpoint.resolve_checkpoint(checkpoint)
     config = BertConfig.from_json_file(bert_config_file)
     if vocab_file is None:
@@ -637,14 +627,9 @@ def convert_google_to_hf(checkpoint, bert_config_file, output_dir, *,
     vocab_out = os.path.join(output_dir, VOCAB_NAME)
     _check_can_write([weights_out, config_out]
                      + ([vocab_out] if vocab_file else []), overwrite)
-    temporary = f"{weights_out}.tmp-{uuid.uuid4().hex}"
-    try:
+    with file_io.atomic_write(weights_out, "wb") as writer:
         # "pt" lets transformers' from_pretrained load the file.
-        save_file(hf, temporary, metadata={"format": "pt"})
-        os.replace(temporary, weights_out)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+        writer.write(safetensors_bytes(hf, metadata={"format": "pt"}))
     _write_json_atomically(
         google_config_to_hf(config, architectures=_hf_architectures(hf)),
         config_out)

@@ -26,6 +26,8 @@ import uuid
 from absl import logging
 import tensorflow as tf
 
+from bert_tf import file_io
+
 # The file `tf.train.latest_checkpoint` reads in a checkpoint directory.
 CHECKPOINT_STATE_FILE = "checkpoint"
 # The prefix of every released BERT checkpoint; preferred when a directory
@@ -314,9 +316,11 @@ def variable_name(variable):
 
 
 def _collect_variables(variables_or_model):
-    """The variables of a model/layer, or a given collection of variables."""
+    """`(checkpoint name, variable)` pairs of a model/layer, of a collection
+    of variables (named by `variable_name`), or of a `{name: variable}`
+    dict."""
     if isinstance(variables_or_model, dict):
-        variables = list(variables_or_model.values())
+        named = list(variables_or_model.items())
         what = "the given variables"
     elif hasattr(variables_or_model, "weights"):
         what = f"model '{getattr(variables_or_model, 'name', '?')}'"
@@ -325,21 +329,21 @@ def _collect_variables(variables_or_model):
                 f"{what} is not built yet, so its variables do not exist: "
                 f"call it once on inputs (e.g. model(input_ids)) or build it "
                 f"before loading a checkpoint")
-        variables = list(variables_or_model.weights)
+        named = [(variable_name(v), v) for v in variables_or_model.weights]
     else:
-        variables = list(variables_or_model)
+        named = [(variable_name(v), v) for v in variables_or_model]
         what = "the given variables"
-    if not variables:
+    if not named:
         raise CheckpointError(
             f"{what} has no variables: build the model (call it once on "
             f"inputs) before loading a checkpoint")
     unique, seen_ids, by_name = [], set(), {}
-    for variable in variables:
+    for name, variable in named:
         if id(variable) in seen_ids:  # a shared variable listed twice
             continue
         seen_ids.add(id(variable))
-        by_name.setdefault(variable_name(variable), []).append(variable)
-        unique.append(variable)
+        by_name.setdefault(name, []).append(variable)
+        unique.append((name, variable))
     clashes = sorted(n for n, vs in by_name.items() if len(vs) > 1)
     if clashes:
         raise CheckpointError(
@@ -418,8 +422,10 @@ def load_checkpoint(variables_or_model, path, *, strict=True, optional=()):
     one log line, so the encoder alone loads from a pretraining checkpoint.
 
     Args:
-      variables_or_model: a built Keras model or layer, or an iterable (or
-        dict) of variables.
+      variables_or_model: a built Keras model or layer, an iterable of
+        variables, or a dict `{checkpoint name: variable}` (for variables
+        whose own name is not their checkpoint name, e.g. the optimizer's
+        step counter, `global_step`).
       path: anything `resolve_checkpoint` accepts.
       strict: if True, any variable without a tensor of its name, or whose
         shape or dtype does not fit, is an error and nothing is assigned; if
@@ -444,8 +450,7 @@ def load_checkpoint(variables_or_model, path, *, strict=True, optional=()):
     prefix = resolve_checkpoint(path)
     with CheckpointTensors(prefix) as tensors:
         misfits, to_assign, absent = [], [], []
-        for variable in variables:
-            name = variable_name(variable)
+        for name, variable in variables:
             model_shape = tuple(variable.shape)
             if name not in tensors:
                 if name in optional:
@@ -517,15 +522,25 @@ def _quote(text):
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _atomic_write_text(path, text):
-    temporary = f"{path}.tmp-{uuid.uuid4().hex}"
-    try:
-        with tf.io.gfile.GFile(temporary, "w") as writer:
-            writer.write(text)
-        tf.io.gfile.rename(temporary, path, overwrite=True)
-    finally:
-        if tf.io.gfile.exists(temporary):
-            tf.io.gfile.remove(temporary)
+def write_checkpoint_state(directory, latest, all_checkpoints):
+    """Atomically writes a directory's `checkpoint` state file.
+
+    The text `CheckpointState` TensorFlow's savers (and Google's Estimator)
+    write and `tf.train.latest_checkpoint` reads. Written with
+    `file_io.atomic_write`, so a reader never sees half of it.
+
+    Args:
+      directory: where the state file goes.
+      latest: the newest checkpoint's prefix (relative to `directory`, as
+        the savers write it, or absolute).
+      all_checkpoints: every prefix to list, oldest first (`latest` last).
+    """
+    lines = [f"model_checkpoint_path: {_quote(latest)}"]
+    lines += [f"all_model_checkpoint_paths: {_quote(p)}"
+              for p in all_checkpoints]
+    with file_io.atomic_write(
+            os.path.join(directory, CHECKPOINT_STATE_FILE)) as writer:
+        writer.write("\n".join(lines) + "\n")
 
 
 def _update_state_file(prefix):
@@ -554,11 +569,7 @@ def _update_state_file(prefix):
                     entry_name = entry
                 if entry_name not in (name, prefix) and _exists(entry):
                     previous.append(entry_name)
-    lines = [f"model_checkpoint_path: {_quote(name)}"]
-    lines += [f"all_model_checkpoint_paths: {_quote(p)}"
-              for p in previous + [name]]
-    _atomic_write_text(os.path.join(directory, CHECKPOINT_STATE_FILE),
-                       "\n".join(lines) + "\n")
+    write_checkpoint_state(directory, name, previous + [name])
 
 
 def save_checkpoint(tensors, prefix, *, source=None, overwrite=True,

@@ -91,6 +91,35 @@ def truncate_seq_pair(tokens_a, tokens_b, max_length):
             tokens_b.pop()
 
 
+def frame_pair(tokens_a, tokens_b, max_seq_length):
+    """Google's `[CLS] a [SEP]` / `[CLS] a [SEP] b [SEP]` framing.
+
+    A pair is truncated by `truncate_seq_pair` to leave room for three
+    special tokens, a single text (`tokens_b` empty or None) is cut to leave
+    room for two. Used by classification and feature extraction.
+
+    Args:
+      tokens_a: the first text's word pieces (a pair's are truncated in
+        place).
+      tokens_b: the second text's, or None/empty for a single text.
+      max_seq_length: the most tokens the framed sequence may have.
+
+    Returns:
+      `(tokens, segment_ids)`, unpadded: segment 0 for [CLS], text A and
+      its [SEP]; 1 for text B and its [SEP].
+    """
+    if tokens_b:
+        truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+    else:
+        tokens_a = tokens_a[:max_seq_length - 2]
+    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
+    segment_ids = [0] * len(tokens)
+    if tokens_b:
+        tokens += tokens_b + ["[SEP]"]
+        segment_ids += [1] * (len(tokens_b) + 1)
+    return tokens, segment_ids
+
+
 def _label_id(example, label_map):
     """The label id of an example: index, score, or 0 for unlabelled ones."""
     if label_map is None:
@@ -146,17 +175,7 @@ def convert_single_example(example, label_list, max_seq_length, tokenizer):
         raise ValueError(
             f"max_seq_length {max_seq_length} cannot hold the "
             f"{special_tokens} special tokens of example {example.guid}")
-    if tokens_b:
-        truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
-    else:
-        tokens_a = tokens_a[:max_seq_length - 2]
-
-    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
-    segment_ids = [0] * len(tokens)
-    if tokens_b:
-        tokens += tokens_b + ["[SEP]"]
-        segment_ids += [1] * (len(tokens_b) + 1)
-
+    tokens, segment_ids = frame_pair(tokens_a, tokens_b, max_seq_length)
     input_ids = list(tokenizer.convert_tokens_to_ids(tokens))
     input_mask = [1] * len(input_ids)
     padding = [0] * (max_seq_length - len(input_ids))

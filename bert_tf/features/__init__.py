@@ -12,7 +12,6 @@ from bert_tf.features.extraction import feature_json
 from bert_tf.features.extraction import parse_example
 from bert_tf.features.extraction import parse_layer_indexes
 from bert_tf.features.extraction import read_examples
-from bert_tf.features.extraction import truncate_seq_pair
 
 __all__ = [
     "FeatureExtractionError",
@@ -27,5 +26,4 @@ __all__ = [
     "parse_example",
     "parse_layer_indexes",
     "read_examples",
-    "truncate_seq_pair",
 ]

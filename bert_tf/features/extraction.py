@@ -29,6 +29,7 @@ from absl import logging
 import numpy as np
 
 from bert_tf import file_io
+from bert_tf.data import classifier_features
 from bert_tf.text import tokenization
 
 # "text_a ||| text_b"; the first group is greedy, so with several
@@ -59,7 +60,7 @@ class InputFeatures:
     tokens: list
     input_ids: list
     input_mask: list
-    input_type_ids: list
+    segment_ids: list
 
 
 def _read_lines(input_file):
@@ -121,19 +122,6 @@ def read_examples(input_file):
     return [parse_example(line, index) for index, line in enumerate(lines)]
 
 
-def truncate_seq_pair(tokens_a, tokens_b, max_length):
-    """Truncates a pair in place to at most `max_length` tokens in total.
-
-    One token at a time from the end of the longer list (of `tokens_b` on a
-    tie), so a short text keeps all its tokens while the long one is cut.
-    """
-    while len(tokens_a) + len(tokens_b) > max_length:
-        if len(tokens_a) > len(tokens_b):
-            tokens_a.pop()
-        else:
-            tokens_b.pop()
-
-
 def convert_example_to_features(example, seq_length, tokenizer):
     """Tokenizes, frames, truncates and pads one example.
 
@@ -147,19 +135,10 @@ def convert_example_to_features(example, seq_length, tokenizer):
     """
     tokens_a = tokenizer.tokenize(example.text_a)
     tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else []
-    if tokens_b:
-        # Room for [CLS], [SEP] and [SEP].
-        truncate_seq_pair(tokens_a, tokens_b, seq_length - 3)
-    else:
-        # Room for [CLS] and [SEP]. (A second text that has no tokens, e.g.
-        # only control characters, leaves a single-text example, as Google's.)
-        tokens_a = tokens_a[:seq_length - 2]
-
-    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
-    input_type_ids = [0] * len(tokens)
-    if tokens_b:
-        tokens += tokens_b + ["[SEP]"]
-        input_type_ids += [1] * (len(tokens_b) + 1)
+    # A second text that has no tokens (e.g. only control characters)
+    # leaves a single-text example, as Google's.
+    tokens, segment_ids = classifier_features.frame_pair(
+        tokens_a, tokens_b, seq_length)
     input_ids = tokenizer.convert_tokens_to_ids(tokens)
     input_mask = [1] * len(input_ids)
 
@@ -169,7 +148,7 @@ def convert_example_to_features(example, seq_length, tokenizer):
         tokens=tokens,
         input_ids=input_ids + padding,
         input_mask=input_mask + padding,
-        input_type_ids=input_type_ids + padding)
+        segment_ids=segment_ids + padding)
 
 
 def convert_examples_to_features(examples, seq_length, tokenizer):
@@ -188,8 +167,9 @@ def convert_examples_to_features(examples, seq_length, tokenizer):
             logging.info("input_ids: %s", " ".join(map(str, feature.input_ids)))
             logging.info("input_mask: %s",
                          " ".join(map(str, feature.input_mask)))
+            # Google's log label for the segment ids.
             logging.info("input_type_ids: %s",
-                         " ".join(map(str, feature.input_type_ids)))
+                         " ".join(map(str, feature.segment_ids)))
         features.append(feature)
     return features
 
@@ -300,7 +280,7 @@ class FeatureExtractor:
         columns = {
             "input_ids": [f.input_ids for f in features],
             "input_mask": [f.input_mask for f in features],
-            "token_type_ids": [f.input_type_ids for f in features]}
+            "token_type_ids": [f.segment_ids for f in features]}
         examples = tf.data.Dataset.from_tensor_slices(
             {name: np.asarray(column, np.int32)
              for name, column in columns.items()})

@@ -1,25 +1,39 @@
-"""Keras 3 BERT layers whose variable paths are Google's checkpoint names."""
+"""Keras 3 BERT layers whose variable paths are Google's checkpoint names.
 
-from bert_tf.modeling.activations import SUPPORTED_ACTIVATIONS
-from bert_tf.modeling.activations import gelu
-from bert_tf.modeling.activations import get_activation
-from bert_tf.modeling.attention_block import AttentionBlock
-from bert_tf.modeling.attention_mask import attention_bias_from_mask
+By concept, in dependency order:
+
+- `layers`: small building blocks (shapes, initializer, activations,
+  dropout, LayerNorm, attention mask, checkpoint scope);
+- `embeddings`: `BertEmbeddings`;
+- `transformer`: the post-LN Transformer block with its attention, and the
+  encoder stack;
+- `bert_model`: `BertModel`, the backbone (embeddings, encoder, pooler);
+- `heads`: the task heads (classifier, masked LM, next sentence, span,
+  token classifier);
+- `crf`: a linear-chain CRF over tag sequences (tagging's `--use_crf`).
+"""
+
 from bert_tf.modeling.bert_model import BertModel
-from bert_tf.modeling.checkpoint_scope import checkpoint_scope
-from bert_tf.modeling.classifier_head import ClassifierHead
+from bert_tf.modeling.bert_model import Pooler
 from bert_tf.modeling.embeddings import BertEmbeddings
-from bert_tf.modeling.encoder import TransformerEncoder
-from bert_tf.modeling.initializers import weight_initializer
-from bert_tf.modeling.intermediate import Intermediate
-from bert_tf.modeling.layer_norm import LayerNorm
-from bert_tf.modeling.masked_lm_head import MaskedLMHead
-from bert_tf.modeling.next_sentence_head import NextSentenceHead
-from bert_tf.modeling.pooler import Pooler
-from bert_tf.modeling.residual_output import ResidualOutput
-from bert_tf.modeling.self_attention import MultiHeadSelfAttention
-from bert_tf.modeling.span_head import SpanHead
-from bert_tf.modeling.transformer_block import TransformerBlock
+from bert_tf.modeling.heads import ClassifierHead
+from bert_tf.modeling.heads import MaskedLMHead
+from bert_tf.modeling.heads import NextSentenceHead
+from bert_tf.modeling.heads import SpanHead
+from bert_tf.modeling.heads import TokenClassifierHead
+from bert_tf.modeling.layers import LayerNorm
+from bert_tf.modeling.layers import SUPPORTED_ACTIVATIONS
+from bert_tf.modeling.layers import attention_bias_from_mask
+from bert_tf.modeling.layers import checkpoint_scope
+from bert_tf.modeling.layers import gelu
+from bert_tf.modeling.layers import get_activation
+from bert_tf.modeling.layers import weight_initializer
+from bert_tf.modeling.transformer import AttentionBlock
+from bert_tf.modeling.transformer import Intermediate
+from bert_tf.modeling.transformer import MultiHeadSelfAttention
+from bert_tf.modeling.transformer import ResidualOutput
+from bert_tf.modeling.transformer import TransformerBlock
+from bert_tf.modeling.transformer import TransformerEncoder
 
 __all__ = [
     "AttentionBlock",
@@ -35,6 +49,7 @@ __all__ = [
     "ResidualOutput",
     "SUPPORTED_ACTIVATIONS",
     "SpanHead",
+    "TokenClassifierHead",
     "TransformerBlock",
     "TransformerEncoder",
     "attention_bias_from_mask",

@@ -1,15 +1,45 @@
-"""`BertModel`: Google's BERT encoder as a Keras 3 model."""
+"""`BertModel`: Google's BERT encoder as a Keras 3 model (the backbone).
+
+Sections: the pooler layer; the model (embeddings, Transformer encoder,
+pooler). The config is `bert_tf.config.BertConfig`; the layers it is built
+from are in `embeddings.py`, `transformer.py` and `layers.py`.
+"""
 
 import keras
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
-from bert_tf.modeling.attention_mask import attention_bias_from_mask
-from bert_tf.modeling.checkpoint_scope import checkpoint_scope
 from bert_tf.modeling.embeddings import BertEmbeddings
-from bert_tf.modeling.encoder import TransformerEncoder
-from bert_tf.modeling.pooler import Pooler
+from bert_tf.modeling.layers import attention_bias_from_mask
+from bert_tf.modeling.layers import checkpoint_scope
+from bert_tf.modeling.layers import weight_initializer
+from bert_tf.modeling.transformer import TransformerEncoder
 
+
+# -- layers: the pooler ------------------------------------------------------
+# BERT's pooler: a dense+tanh summary of the first ([CLS]) token.
+
+class Pooler(keras.layers.Layer):
+    """pooled = tanh(first_token W_p + b_p): Google's `pooler/dense`."""
+
+    def __init__(self, config, name="pooler", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.config = config
+        self.dense = keras.layers.Dense(
+            config.hidden_size, name="dense", activation="tanh",
+            dtype=self.dtype_policy,
+            kernel_initializer=weight_initializer(config.initializer_range))
+
+    def build(self, sequence_output_shape=None):
+        self.dense.build((None, self.config.hidden_size))
+
+    def call(self, sequence_output):
+        """[batch, seq, hidden] -> [batch, hidden]."""
+        first_token = sequence_output[:, 0, :]  # [batch, hidden]
+        return self.dense(first_token)
+
+
+# -- model: BertModel --------------------------------------------------------
 
 def _as_bert_config(config):
     if isinstance(config, BertConfig):

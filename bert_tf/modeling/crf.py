@@ -14,7 +14,7 @@ with no position has score 0 and log Z = 0.
 import keras
 import tensorflow as tf
 
-from bert_tf.modeling.checkpoint_scope import checkpoint_scope
+from bert_tf.modeling.layers import checkpoint_scope
 
 
 def sequence_scores(unary_scores, tags, mask, transitions):

@@ -3,9 +3,9 @@
 import keras
 import tensorflow as tf
 
-from bert_tf.modeling.dropout import dropout
-from bert_tf.modeling.initializers import weight_initializer
-from bert_tf.modeling.layer_norm import LayerNorm
+from bert_tf.modeling.layers import LayerNorm
+from bert_tf.modeling.layers import dropout
+from bert_tf.modeling.layers import weight_initializer
 
 
 class BertEmbeddings(keras.layers.Layer):

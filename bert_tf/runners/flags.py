@@ -22,13 +22,11 @@ fresh `flags.FlagValues()`:
     run_pretraining.run(flag_values)
 """
 
-import sys
-
 from absl import app
 from absl import flags
-from absl import logging
 import tensorflow as tf
 
+from bert_tf import cli
 from bert_tf import file_io
 from bert_tf.training import distribution
 from bert_tf.training import precision
@@ -295,22 +293,13 @@ def optimizer_factory_from_flags(flag_values=FLAGS, *, num_train_steps,
     return create
 
 
-def exit_with_error(program, error):
-    """Ends the program with `<program>: error: <message>` and status 1.
-
-    The traceback is logged at verbosity 1 (`--v=1`), for bug reports.
-    """
-    logging.vlog(1, "error details", exc_info=error)
-    sys.exit(f"{program}: error: {error}")
-
-
 def run_main(program, run, argv, flag_values):
     """A runner's `main`: `run(flag_values)`, a bad flag or input ending it.
 
     Errors a user can fix — a bad flag, a missing or malformed input file, a
     checkpoint that does not fit the config (ValueError, FileNotFoundError,
     CheckpointError), a loss that became NaN — end the program with their
-    message (`exit_with_error`) instead of a traceback.
+    message (`bert_tf.cli.exit_with_error`) instead of a traceback.
 
     Args:
       program: the runner's file name, e.g. "run_classifier.py".
@@ -323,11 +312,7 @@ def run_main(program, run, argv, flag_values):
     """
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    from bert_tf.checkpoints import CheckpointError
     from bert_tf.training.trainer import NonFiniteLossError
-    try:
-        # Nothing is returned: absl's app.run would exit with it as status.
-        run(flag_values)
-    except (ValueError, FileNotFoundError, CheckpointError,
-            NonFiniteLossError) as error:
-        exit_with_error(program, error)
+    # Nothing is returned: absl's app.run would exit with it as status.
+    cli.run_or_exit(program, run, flag_values,
+                    user_errors=(NonFiniteLossError,))

@@ -72,18 +72,6 @@ def masked_lm_example_losses(logits, masked_lm_ids):
     return losses.cross_entropy(logits, masked_lm_ids)
 
 
-def masked_lm_loss(logits, masked_lm_ids, masked_lm_weights):
-    """Google's masked-LM loss of one batch.
-
-    Returns:
-      float32 scalar: `sum(w * loss) / (sum(w) + 1e-5)`.
-    """
-    weights = tf.cast(masked_lm_weights, tf.float32)
-    per_prediction = masked_lm_example_losses(logits, masked_lm_ids)
-    return tf.reduce_sum(weights * per_prediction) / (
-        tf.reduce_sum(weights) + MASKED_LM_DENOMINATOR_EPSILON)
-
-
 def next_sentence_example_losses(logits, labels):
     """Each example's 2-class cross-entropy, `-sum(log_softmax * one_hot)`.
 
@@ -95,11 +83,6 @@ def next_sentence_example_losses(logits, labels):
       float32 [batch].
     """
     return losses.cross_entropy(logits, tf.reshape(labels, [-1]))
-
-
-def next_sentence_loss(logits, labels):
-    """Google's next-sentence loss of one batch: the mean cross-entropy."""
-    return tf.reduce_mean(next_sentence_example_losses(logits, labels))
 
 
 # -- the left-to-right LM (the paper's "LTR & No NSP") ------------------------
@@ -175,18 +158,6 @@ def left_to_right_example_losses(logits, target_ids):
     return tf.nn.sparse_softmax_cross_entropy_with_logits(
         labels=tf.cast(target_ids, tf.int32),
         logits=tf.cast(logits, tf.float32))
-
-
-def left_to_right_lm_loss(logits, target_ids, target_weights):
-    """The left-to-right LM loss of one batch: mean over real targets.
-
-    Returns:
-      float32 scalar: `sum(w * loss) / max(sum(w), 1)`.
-    """
-    weights = tf.cast(target_weights, tf.float32)
-    per_position = left_to_right_example_losses(logits, target_ids)
-    return tf.reduce_sum(weights * per_position) / tf.maximum(
-        tf.reduce_sum(weights), 1.0)
 
 
 # -- the model -----------------------------------------------------------------

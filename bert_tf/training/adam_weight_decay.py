@@ -42,6 +42,8 @@ import tensorflow as tf
 
 # Google's `exclude_from_weight_decay` in `create_optimizer`.
 GOOGLE_WEIGHT_DECAY_EXCLUSIONS = ("LayerNorm", "layer_norm", "bias")
+# Google's `create_optimizer`'s decay coefficient.
+GOOGLE_WEIGHT_DECAY_RATE = 0.01
 
 # Keras' own mechanisms that would duplicate or contradict ours, with the
 # argument that replaces each.
@@ -51,7 +53,7 @@ _REPLACED_KERAS_ARGUMENTS = {
     "global_clipnorm": "clip_norm (applied after the cross-replica sum)",
     "clipvalue": "clip_norm (Google's clipping by global norm)",
     "gradient_accumulation_steps": (
-        "bert_tf.training.optimization.GradientAccumulator"),
+        "TrainerConfig.num_accumulation_steps (--num_accumulation_steps)"),
 }
 
 

@@ -107,27 +107,15 @@ class CheckpointManager:
 
     def _write_state_file(self, latest):
         """Atomically rewrites the `checkpoint` file (text CheckpointState)."""
-        def quoted(prefix):
-            return '"' + os.path.basename(prefix).replace("\\", "\\\\").replace(
-                '"', '\\"') + '"'
-        lines = [f"model_checkpoint_path: {quoted(latest)}"]
-        lines += [f"all_model_checkpoint_paths: {quoted(p)}"
-                  for p in self._kept]
-        path = os.path.join(self.directory, STATE_FILE)
-        temporary = f"{path}.tmp-{os.getpid()}"
-        with tf.io.gfile.GFile(temporary, "w") as writer:
-            writer.write("\n".join(lines) + "\n")
-        tf.io.gfile.rename(temporary, path, overwrite=True)
+        checkpoint_io.write_checkpoint_state(
+            self.directory, os.path.basename(latest),
+            [os.path.basename(p) for p in self._kept])
 
     @property
     def latest_checkpoint(self):
         """Prefix of the newest complete checkpoint there, or None."""
         existing = self._existing_checkpoints()
         return existing[-1] if existing else None
-
-    def checkpoint_path(self, step):
-        """The prefix a checkpoint of `step` has (whether or not it exists)."""
-        return self._prefix(step)
 
     def save(self, tensors, step):
         """Writes `model.ckpt-<step>` and rotates old checkpoints.

@@ -37,6 +37,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import checkpoints
+from bert_tf import file_io
 from bert_tf.tasks import base
 from bert_tf.training import checkpoint_manager as checkpoint_manager_lib
 from bert_tf.training import distribution
@@ -127,10 +128,8 @@ def write_eval_results(path, results):
     # `str`, as Google's `"%s = %s\n" % (key, str(value))`: a float32 prints
     # as 0.37572256, not with float64 digits.
     text = "".join(f"{key} = {str(results[key])}\n" for key in sorted(results))
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with tf.io.gfile.GFile(temporary, "w") as writer:
+    with file_io.atomic_write(path) as writer:
         writer.write(text)
-    tf.io.gfile.rename(temporary, path, overwrite=True)
 
 
 def _next_multiple(step, every):
@@ -257,37 +256,30 @@ class Trainer:
         Every model variable and (when training) every optimizer slot and
         `global_step` must be present with the right shape: resuming from a
         partial state would silently change the run. The loss scale is
-        optional (a float32 checkpoint has none).
+        optional (a float32 checkpoint has none). The check and the reads
+        are `load_checkpoint`'s (one pass over the checkpoint).
         """
         required = dict(self.task.checkpoint_variables(self.model))
         required.update(self._optimizer_state())
-        optional = precision.loss_scale_variables(self.optimizer)
-        with checkpoints.open_checkpoint(prefix) as tensors:
-            problems = []
-            for name, variable in required.items():
-                if name not in tensors:
-                    problems.append(f"  {name}: missing from the checkpoint")
-                elif tuple(tensors.shape(name)) != tuple(variable.shape):
-                    problems.append(
-                        f"  {name}: model {list(variable.shape)} vs checkpoint "
-                        f"{list(tensors.shape(name))}")
-            if problems:
-                raise checkpoints.CheckpointError(
-                    f"cannot resume from {prefix} in --output_dir: it does not "
-                    f"fit this model/optimizer ({len(problems)} problems):\n"
-                    + "\n".join(problems[:50])
-                    + (f"\n  ... and {len(problems) - 50} more"
-                       if len(problems) > 50 else "")
-                    + "\nUse a new --output_dir, or move the checkpoints away "
-                    "(to start from them, pass --init_checkpoint).")
-            for name, variable in required.items():
-                variable.assign(tf.cast(tensors[name], variable.dtype))
-            for name, variable in optional.items():
-                if name in tensors and tuple(tensors.shape(name)) == tuple(
-                        variable.shape):
-                    variable.assign(tf.cast(tensors[name], variable.dtype))
-            if "global_step" in tensors:
-                self._checkpoint_step = int(tensors["global_step"])
+        optional = dict(precision.loss_scale_variables(self.optimizer))
+        if "global_step" not in required:
+            # Evaluation only: the step is read for the results, if there.
+            optional["global_step"] = tf.Variable(
+                0, dtype=tf.int64, trainable=False)
+        try:
+            report = checkpoints.load_checkpoint(
+                {**required, **optional}, prefix, strict=True,
+                optional=list(optional))
+        except checkpoints.CheckpointError as error:
+            raise checkpoints.CheckpointError(
+                f"cannot resume from {prefix} in --output_dir: it does not "
+                f"fit this model/optimizer: {error}\nUse a new "
+                "--output_dir, or move the checkpoints away (to start from "
+                "them, pass --init_checkpoint).") from error
+        if "global_step" in report.loaded:
+            step = (required["global_step"] if "global_step" in required
+                    else optional["global_step"])
+            self._checkpoint_step = int(step.numpy())
 
     def save_checkpoint(self):
         """Writes `model.ckpt-<global_step>` (chief only); returns the prefix."""

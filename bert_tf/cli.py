@@ -1,0 +1,89 @@
+"""What every bert_tf command line shares: absl flags and one error path.
+
+Every program (the runners, `extract_features.py`,
+`create_pretraining_data.py`, `python -m bert_tf.convert`, `learn_vocab`,
+`prepare_corpus`, `bert_tf.data.rotten_tomatoes`) defines absl flags in a
+`define_flags(flag_values)` function and ends a run that failed on bad input
+with `exit_with_error`: `<program>: error: <message>` on stderr, status 1,
+no traceback (the traceback is logged at `--v=1`, for bug reports).
+
+This module imports no TensorFlow, so a program that needs none starts fast.
+"""
+
+import sys
+
+from absl import flags
+from absl import logging
+
+
+def exit_with_error(program, error):
+    """Ends the program with `<program>: error: <message>` and status 1.
+
+    The traceback is logged at verbosity 1 (`--v=1`), for bug reports.
+    """
+    logging.vlog(1, "error details", exc_info=error)
+    sys.exit(f"{program}: error: {error}")
+
+
+def parse_flags(program, define_flags, argv=None, positional=False):
+    """Parses a command line into fresh absl flags.
+
+    For the `main(argv)` of programs run as `python -m ...` (and called by
+    tests with their own arguments): each call gets its own `FlagValues`,
+    so several command lines can run in one process.
+
+    Args:
+      program: the name in messages, e.g. "python -m bert_tf.learn_vocab".
+      define_flags: `define_flags(flag_values)` of the program.
+      argv: the arguments without the program name (default:
+        `sys.argv[1:]`).
+      positional: accept positional arguments (e.g. a sub-command).
+
+    Returns:
+      The parsed `flags.FlagValues`; with `positional`, a pair of it and the
+      list of positional arguments.
+
+    Raises:
+      SystemExit: a flag is unknown, malformed or missing (status 1, the
+        message on stderr), or positional arguments were given.
+    """
+    flag_values = flags.FlagValues()
+    define_flags(flag_values)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        rest = flag_values([program] + argv)
+    except flags.Error as error:
+        exit_with_error(program, error)
+    if positional:
+        return flag_values, rest[1:]
+    if len(rest) > 1:
+        exit_with_error(program,
+                        f"unexpected arguments: {' '.join(rest[1:])}")
+    return flag_values
+
+
+# Errors a user can fix: a bad flag value, a missing or malformed input file
+# (the project's own errors -- CheckpointError, BertConfigError,
+# DataFormatError, ... -- derive from these).
+USER_ERRORS = (ValueError, OSError)
+
+
+def run_or_exit(program, run, *args, user_errors=()):
+    """`run(*args)`; an error a user can fix ends the program with its
+    message (`exit_with_error`) instead of a traceback.
+
+    Args:
+      program: the name in messages.
+      run: the program's work.
+      *args: passed to `run`.
+      user_errors: error classes to report as such besides `USER_ERRORS`
+        (e.g. the trainer's `NonFiniteLossError`); anything else is a bug and
+        keeps its traceback.
+
+    Returns:
+      What `run` returns.
+    """
+    try:
+        return run(*args)
+    except USER_ERRORS + tuple(user_errors) as error:
+        exit_with_error(program, error)

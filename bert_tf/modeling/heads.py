@@ -1,0 +1,408 @@
+"""The task heads on top of `BertModel`, with Google's variable names:
+`ClassifierHead` (run_classifier.py's `output_weights`/`output_bias`),
+`MaskedLMHead` and `NextSentenceHead` (`cls/predictions`,
+`cls/seq_relationship`), `SpanHead` (run_squad.py's `cls/squad`),
+`TokenClassifierHead` (the classifier at every position, for tagging).
+"""
+
+import keras
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+from bert_tf.modeling.layers import LayerNorm
+from bert_tf.modeling.layers import checkpoint_scope
+from bert_tf.modeling.layers import dropout
+from bert_tf.modeling.layers import get_activation
+from bert_tf.modeling.layers import shape_list
+from bert_tf.modeling.layers import weight_initializer
+
+
+# -- classifier head ----------------------------------------------------------
+# The sequence-classification head of Google's `run_classifier.py`.
+
+# run_classifier.py's `create_model` hard-codes both, whatever the config says.
+CLASSIFIER_DROPOUT = 0.1
+CLASSIFIER_INITIALIZER_STDDEV = 0.02
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class ClassifierHead(keras.layers.Layer):
+    """logits = dropout(pooled_output) W^T + b.
+
+    Variables: `output_weights` [num_labels, hidden_size] and `output_bias`
+    [num_labels], at the checkpoint's root with no scope, exactly as
+    `run_classifier.py` names them.
+    """
+
+    def __init__(self, config, num_labels, name="classifier", **kwargs):
+        """Args:
+          config: the encoder's `BertConfig`.
+          num_labels: number of classes, a positive int.
+          name: the Keras layer name (the variables have no scope).
+          **kwargs: Keras layer arguments (`dtype`, `trainable`).
+
+        Raises:
+          TypeError: `config` is not a BertConfig.
+          ValueError: `num_labels` is not a positive int.
+        """
+        super().__init__(name=name, **kwargs)
+        if not isinstance(config, BertConfig):
+            raise TypeError(
+                f"config must be a BertConfig, got {type(config).__name__}")
+        if (isinstance(num_labels, bool) or not isinstance(num_labels, int)
+                or num_labels < 1):
+            raise ValueError(
+                f"num_labels must be a positive integer, got {num_labels!r}")
+        self.config = config
+        self.num_labels = num_labels
+
+    def build(self, pooled_output_shape=None):
+        with checkpoint_scope(""):
+            self.output_weights = keras.Variable(
+                initializer=weight_initializer(CLASSIFIER_INITIALIZER_STDDEV),
+                shape=(self.num_labels, self.config.hidden_size),
+                dtype=self.variable_dtype, name="output_weights")
+            self.output_bias = keras.Variable(
+                initializer="zeros", shape=(self.num_labels,),
+                dtype=self.variable_dtype, autocast=False, name="output_bias")
+
+    def call(self, pooled_output, training=False):
+        """Classifies.
+
+        Args:
+          pooled_output: [batch_size, hidden_size].
+          training: whether to apply dropout (rate 0.1) to `pooled_output`.
+
+        Returns:
+          float32 logits [batch_size, num_labels].
+        """
+        pooled_output = dropout(pooled_output, CLASSIFIER_DROPOUT, training)
+        logits = tf.matmul(pooled_output, self.output_weights,
+                           transpose_b=True)
+        return tf.cast(logits, tf.float32) + self.output_bias
+
+    def get_config(self):
+        return {**super().get_config(), "config": self.config.to_dict(),
+                "num_labels": self.num_labels}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(BertConfig.from_dict(config.pop("config")), **config)
+
+
+# -- masked lm head -----------------------------------------------------------
+# The masked-LM head: predicts the original token at masked positions.
+
+class _Untracked:
+    """Holds a variable without making it a weight of the holder.
+
+    The word-embedding table belongs to `BertModel`; were the head to track
+    it too, `head.weights` would list a variable that is not the head's.
+    """
+
+    def __init__(self, value):
+        self.value = value
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class MaskedLMHead(keras.layers.Layer):
+    """Google's `get_masked_lm_output` (logits; the loss is the task's).
+
+    x = LayerNorm(act(gather(sequence_output, positions) W_t + b_t))
+    logits = x E^T + output_bias,   E = the word-embedding table (tied).
+
+    Gathering the masked positions first keeps the vocabulary projection, the
+    costliest matmul of pretraining, to the few predicted positions.
+
+    Variables: `cls/predictions/transform/dense/{kernel,bias}`,
+    `cls/predictions/transform/LayerNorm/{gamma,beta}`,
+    `cls/predictions/output_bias` [vocab_size].
+    """
+
+    def __init__(self, config, embedding_table, name="predictions",
+                 **kwargs):
+        """Args:
+          config: the encoder's `BertConfig`.
+          embedding_table: the encoder's word-embedding variable
+            [vocab_size, hidden_size] (`BertModel.embedding_table`).
+          name: the scope under "cls/"; Google's is "predictions".
+          **kwargs: Keras layer arguments (`dtype`, `trainable`).
+
+        Raises:
+          TypeError: `config` is not a BertConfig.
+          ValueError: the table's shape is not [vocab_size, hidden_size].
+        """
+        super().__init__(name=name, **kwargs)
+        if not isinstance(config, BertConfig):
+            raise TypeError(
+                f"config must be a BertConfig, got {type(config).__name__}")
+        expected = (config.vocab_size, config.hidden_size)
+        table_shape = tuple(getattr(embedding_table, "shape", ()) or ())
+        if table_shape != expected:
+            raise ValueError(
+                f"embedding_table must be [vocab_size, hidden_size] = "
+                f"{list(expected)} for this config, got "
+                f"{list(table_shape) or repr(embedding_table)}")
+        self.config = config
+        self._embedding_table = _Untracked(embedding_table)
+        self.transform_dense = keras.layers.Dense(
+            config.hidden_size, name="dense", dtype=self.dtype_policy,
+            activation=get_activation(config.hidden_act),
+            kernel_initializer=weight_initializer(config.initializer_range))
+        self.transform_layer_norm = LayerNorm(
+            name="LayerNorm", dtype=self.dtype_policy)
+
+    @property
+    def embedding_table(self):
+        """The tied word-embedding variable (owned by the encoder)."""
+        return self._embedding_table.value
+
+    def build(self, sequence_output_shape=None):
+        scope = f"cls/{self.name}"
+        with checkpoint_scope(f"{scope}/transform"):
+            self.transform_dense.build((None, None, self.config.hidden_size))
+            self.transform_layer_norm.build(
+                (None, None, self.config.hidden_size))
+        with checkpoint_scope(scope):
+            # Added to float32 logits, so kept float32 (autocast=False).
+            self.output_bias = keras.Variable(
+                initializer="zeros", shape=(self.config.vocab_size,),
+                dtype=self.variable_dtype, autocast=False,
+                name="output_bias")
+
+    def call(self, sequence_output, masked_lm_positions):
+        """Scores every vocabulary entry at the masked positions.
+
+        Args:
+          sequence_output: [batch_size, seq_length, hidden_size].
+          masked_lm_positions: int tensor [batch_size, num_predictions],
+            indices into each example's sequence (padding entries may be 0).
+
+        Returns:
+          float32 logits [batch_size, num_predictions, vocab_size].
+        """
+        if sequence_output.shape.rank != 3:
+            raise ValueError(
+                f"sequence_output must be [batch_size, seq_length, "
+                f"hidden_size], got shape {sequence_output.shape}")
+        if masked_lm_positions.shape.rank != 2:
+            raise ValueError(
+                f"masked_lm_positions must be [batch_size, num_predictions], "
+                f"got shape {masked_lm_positions.shape}")
+        hidden_size = self.config.hidden_size
+        batch_size, num_predictions = shape_list(masked_lm_positions)
+
+        # Per example: [batch, seq, hidden] -> [batch, predictions, hidden].
+        gathered = tf.gather(sequence_output, masked_lm_positions,
+                             batch_dims=1)
+        transformed = self.transform_layer_norm(
+            self.transform_dense(gathered))
+        flat = tf.reshape(transformed, [-1, hidden_size])  # [b * p, hidden]
+        table = tf.cast(self.embedding_table, self.compute_dtype)
+        # transpose_b: the [vocab, hidden] table is used as stored, uncopied.
+        logits = tf.matmul(flat, table, transpose_b=True)  # [b * p, vocab]
+        logits = tf.cast(logits, tf.float32) + self.output_bias
+        return tf.reshape(
+            logits, [batch_size, num_predictions, self.config.vocab_size])
+
+    def get_config(self):
+        return {**super().get_config(), "config": self.config.to_dict()}
+
+    @classmethod
+    def from_config(cls, config):
+        raise ValueError(
+            "MaskedLMHead shares the encoder's word embeddings and cannot be "
+            "rebuilt from its config alone; create it as "
+            "MaskedLMHead(bert_config, bert_model.embedding_table)")
+
+
+# -- next sentence head -------------------------------------------------------
+# The next-sentence-prediction head: is segment B the real continuation?
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class NextSentenceHead(keras.layers.Layer):
+    """logits = pooled_output W^T + b (Google's `get_next_sentence_output`).
+
+    Class 0 means "B follows A", class 1 "B is random".
+
+    Variables: `cls/seq_relationship/output_weights` [2, hidden_size] (stored
+    transposed, as Google's) and `cls/seq_relationship/output_bias` [2].
+    """
+
+    def __init__(self, config, name="seq_relationship", **kwargs):
+        """Args:
+          config: the encoder's `BertConfig`.
+          name: the scope under "cls/"; Google's is "seq_relationship".
+          **kwargs: Keras layer arguments (`dtype`, `trainable`).
+        """
+        super().__init__(name=name, **kwargs)
+        if not isinstance(config, BertConfig):
+            raise TypeError(
+                f"config must be a BertConfig, got {type(config).__name__}")
+        self.config = config
+
+    def build(self, pooled_output_shape=None):
+        with checkpoint_scope(f"cls/{self.name}"):
+            self.output_weights = keras.Variable(
+                initializer=weight_initializer(self.config.initializer_range),
+                shape=(2, self.config.hidden_size), dtype=self.variable_dtype,
+                name="output_weights")
+            self.output_bias = keras.Variable(
+                initializer="zeros", shape=(2,), dtype=self.variable_dtype,
+                autocast=False, name="output_bias")
+
+    def call(self, pooled_output):
+        """[batch_size, hidden_size] -> float32 logits [batch_size, 2]."""
+        logits = tf.matmul(pooled_output, self.output_weights,
+                           transpose_b=True)
+        return tf.cast(logits, tf.float32) + self.output_bias
+
+    def get_config(self):
+        return {**super().get_config(), "config": self.config.to_dict()}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(BertConfig.from_dict(config.pop("config")), **config)
+
+
+# -- span head ----------------------------------------------------------------
+# The answer-span head of Google's `run_squad.py`.
+
+# run_squad.py's `create_model` hard-codes it, whatever the config says.
+SPAN_INITIALIZER_STDDEV = 0.02
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class SpanHead(keras.layers.Layer):
+    """Per token: [start, end] logits = sequence_output W^T + b.
+
+    Variables: `cls/squad/output_weights` [2, hidden_size] and
+    `cls/squad/output_bias` [2].
+    """
+
+    def __init__(self, config, name="squad", **kwargs):
+        """Args:
+          config: the encoder's `BertConfig`.
+          name: the scope under "cls/"; Google's is "squad".
+          **kwargs: Keras layer arguments (`dtype`, `trainable`).
+        """
+        super().__init__(name=name, **kwargs)
+        if not isinstance(config, BertConfig):
+            raise TypeError(
+                f"config must be a BertConfig, got {type(config).__name__}")
+        self.config = config
+
+    def build(self, sequence_output_shape=None):
+        with checkpoint_scope(f"cls/{self.name}"):
+            self.output_weights = keras.Variable(
+                initializer=weight_initializer(SPAN_INITIALIZER_STDDEV),
+                shape=(2, self.config.hidden_size), dtype=self.variable_dtype,
+                name="output_weights")
+            self.output_bias = keras.Variable(
+                initializer="zeros", shape=(2,), dtype=self.variable_dtype,
+                autocast=False, name="output_bias")
+
+    def call(self, sequence_output):
+        """Scores every token as the answer's start and end.
+
+        Args:
+          sequence_output: [batch_size, seq_length, hidden_size].
+
+        Returns:
+          (start_logits, end_logits), float32 [batch_size, seq_length] each.
+        """
+        if sequence_output.shape.rank != 3:
+            raise ValueError(
+                f"sequence_output must be [batch_size, seq_length, "
+                f"hidden_size], got shape {sequence_output.shape}")
+        batch_size, seq_length, hidden_size = shape_list(sequence_output)
+        flat = tf.reshape(sequence_output, [-1, hidden_size])  # [b * s, h]
+        logits = tf.matmul(flat, self.output_weights, transpose_b=True)
+        logits = tf.cast(logits, tf.float32) + self.output_bias  # [b * s, 2]
+        logits = tf.reshape(logits, [batch_size, seq_length, 2])
+        return logits[:, :, 0], logits[:, :, 1]
+
+    def get_config(self):
+        return {**super().get_config(), "config": self.config.to_dict()}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(BertConfig.from_dict(config.pop("config")), **config)
+
+
+# -- token classifier head ----------------------------------------------------
+# A per-token classification head (NER, POS).
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class TokenClassifierHead(keras.layers.Layer):
+    """Per position: logits = dropout(sequence_output) W^T + b.
+
+    The classifier of `run_classifier.py` applied at every position:
+    variables `output_weights` [num_labels, hidden_size] and `output_bias`
+    [num_labels] at the checkpoint's root, the names Google's classifier
+    (and the common BERT-NER ports of it) use, with its dropout (0.1) and
+    initializer (stddev 0.02).
+    """
+
+    def __init__(self, config, num_labels, name="token_classifier",
+                 **kwargs):
+        """Args:
+          config: the encoder's `BertConfig`.
+          num_labels: number of tags, a positive int.
+          name: the Keras layer name (the variables have no scope).
+          **kwargs: Keras layer arguments (`dtype`, `trainable`).
+
+        Raises:
+          TypeError: `config` is not a BertConfig.
+          ValueError: `num_labels` is not a positive int.
+        """
+        super().__init__(name=name, **kwargs)
+        if not isinstance(config, BertConfig):
+            raise TypeError(
+                f"config must be a BertConfig, got {type(config).__name__}")
+        if (isinstance(num_labels, bool) or not isinstance(num_labels, int)
+                or num_labels < 1):
+            raise ValueError(
+                f"num_labels must be a positive integer, got {num_labels!r}")
+        self.config = config
+        self.num_labels = num_labels
+
+    def build(self, sequence_output_shape=None):
+        with checkpoint_scope(""):
+            self.output_weights = keras.Variable(
+                initializer=weight_initializer(CLASSIFIER_INITIALIZER_STDDEV),
+                shape=(self.num_labels, self.config.hidden_size),
+                dtype=self.variable_dtype, name="output_weights")
+            self.output_bias = keras.Variable(
+                initializer="zeros", shape=(self.num_labels,),
+                dtype=self.variable_dtype, autocast=False, name="output_bias")
+
+    def call(self, sequence_output, training=False):
+        """Scores every tag at every position.
+
+        Args:
+          sequence_output: [batch_size, seq_length, hidden_size].
+          training: whether to apply dropout (rate 0.1).
+
+        Returns:
+          float32 logits [batch_size, seq_length, num_labels].
+        """
+        batch_size, seq_length, hidden_size = shape_list(sequence_output)
+        sequence_output = dropout(sequence_output, CLASSIFIER_DROPOUT,
+                                  training)
+        flat = tf.reshape(sequence_output, [-1, hidden_size])  # [b * s, h]
+        logits = tf.matmul(flat, self.output_weights, transpose_b=True)
+        logits = tf.cast(logits, tf.float32) + self.output_bias
+        return tf.reshape(logits, [batch_size, seq_length, self.num_labels])
+
+    def get_config(self):
+        return {**super().get_config(), "config": self.config.to_dict(),
+                "num_labels": self.num_labels}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(BertConfig.from_dict(config.pop("config")), **config)

@@ -1,0 +1,299 @@
+"""Small building blocks the other modules share: static shapes, Google's
+initializer, activations, dropout, LayerNorm, the attention mask and the
+checkpoint scope that keeps variable paths Google's names.
+"""
+
+import contextlib
+import math
+
+import keras
+import tensorflow as tf
+
+
+# -- shapes -------------------------------------------------------------------
+# Tensor shapes with static dimensions where known, dynamic elsewhere.
+
+def shape_list(tensor):
+    """The shape of `tensor` as a list (Google's `get_shape_list`).
+
+    Dimensions known when the graph is traced are Python ints (so reshapes
+    stay static under XLA); the others are scalar int32 tensors.
+
+    Args:
+      tensor: a tensor of known rank.
+
+    Returns:
+      A list with one entry per dimension.
+    """
+    static = tensor.shape.as_list()
+    if all(dim is not None for dim in static):
+        return static
+    dynamic = tf.shape(tensor)
+    return [dynamic[i] if dim is None else dim for i, dim in enumerate(static)]
+
+
+# -- initializers -------------------------------------------------------------
+# Google's weight initializer: truncated normal, two standard deviations.
+
+def weight_initializer(stddev):
+    """A new truncated-normal initializer (Google's `create_initializer`).
+
+    A fresh object per variable matters: an unseeded Keras initializer draws
+    its seed once, when it is created, so reusing one object would give every
+    variable of the same shape identical values.
+
+    Args:
+      stddev: standard deviation (`config.initializer_range`, or 0.02 where
+        Google's task code hard-codes it). Values beyond two standard
+        deviations are redrawn, as `tf.truncated_normal_initializer` does.
+
+    Returns:
+      A `keras.initializers.TruncatedNormal`.
+    """
+    return keras.initializers.TruncatedNormal(mean=0.0, stddev=stddev)
+
+
+# -- activations --------------------------------------------------------------
+# Activation functions selectable by `bert_config.json`'s `hidden_act`.
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def gelu(x):
+    """Gaussian Error Linear Unit, tanh approximation (Google's `gelu`).
+
+    gelu(x) = x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
+
+    Args:
+      x: float tensor.
+
+    Returns:
+      `x` with the activation applied, same shape and dtype.
+    """
+    cdf = 0.5 * (1.0 + tf.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * (x * x * x))))
+    return x * cdf
+
+
+def gelu_exact(x):
+    """Gaussian Error Linear Unit with the exact normal CDF (`"gelu_exact"`).
+
+    gelu(x) = x * 0.5 * (1 + erf(x / sqrt(2)))
+
+    Not in Google's code: Hugging Face's `"gelu"` is this form, so a model
+    converted from Hugging Face with `--exact_gelu` reproduces its outputs.
+
+    Args:
+      x: float tensor.
+
+    Returns:
+      `x` with the activation applied, same shape and dtype.
+    """
+    return tf.nn.gelu(x, approximate=False)
+
+
+def linear(x):
+    """The identity: Google's `"linear"` (no activation)."""
+    return x
+
+
+_ACTIVATIONS = {
+    "gelu": gelu,
+    "relu": tf.nn.relu,
+    "tanh": tf.tanh,
+    "linear": linear,
+    "gelu_exact": gelu_exact,
+}
+
+SUPPORTED_ACTIVATIONS = tuple(_ACTIVATIONS)
+
+
+def get_activation(name):
+    """Maps an activation name to its function, as Google's `get_activation`.
+
+    Args:
+      name: "gelu", "relu", "tanh", "linear" or "gelu_exact" (any case). As in Google's
+        code, `None` or "" mean linear and a callable is returned unchanged.
+
+    Returns:
+      A function from a tensor to a tensor of the same shape.
+
+    Raises:
+      ValueError: `name` is a string that names no supported activation.
+    """
+    if callable(name):
+        return name
+    if name is None or name == "":
+        return linear
+    if not isinstance(name, str):
+        raise ValueError(
+            f"activation must be a name or a function, got {name!r}")
+    activation = _ACTIVATIONS.get(name.lower())
+    if activation is None:
+        raise ValueError(
+            f"Unsupported activation {name!r}; supported: "
+            f"{', '.join(SUPPORTED_ACTIVATIONS)}")
+    return activation
+
+
+# -- dropout ------------------------------------------------------------------
+# Dropout applied only in training, as Google's `modeling.dropout`.
+
+def dropout(x, rate, training):
+    """Zeroes a `rate` fraction of `x` and rescales the rest, when training.
+
+    Uses TensorFlow's stateful random op (as Google's code does) rather than
+    `keras.layers.Dropout`, whose seed-generator state would add a variable
+    per dropout site to every model and checkpoint.
+
+    Args:
+      x: float tensor.
+      rate: probability of dropping a value, in [0, 1).
+      training: Python bool (or a scalar bool tensor); dropout happens only
+        when it is true. `None` means inference.
+
+    Returns:
+      A tensor shaped like `x`.
+    """
+    if not rate or training is None or training is False:
+        return x
+    if training is True:
+        return tf.nn.dropout(x, rate=rate)
+    return tf.cond(tf.cast(training, tf.bool),
+                   lambda: tf.nn.dropout(x, rate=rate),
+                   lambda: tf.identity(x))
+
+
+# -- layer norm ---------------------------------------------------------------
+# Layer normalization as Google's BERT uses it (`LayerNorm/gamma`, `beta`).
+
+_HALF_PRECISION = ("float16", "bfloat16")
+
+
+class LayerNorm(keras.layers.Layer):
+    """Normalizes the last axis to zero mean and unit variance, then scales.
+
+    y = (x - mean(x)) / sqrt(var(x) + epsilon) * gamma + beta
+
+    with epsilon 1e-12 (Google's `tf.contrib.layers.layer_norm` call). Under
+    a mixed-precision policy the statistics, `gamma` and `beta` stay in
+    float32: inputs are converted to float32 on the way in and the result is
+    cast back to the compute dtype.
+    """
+
+    def __init__(self, epsilon=1e-12, name="LayerNorm", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.epsilon = epsilon
+
+    @property
+    def input_dtype(self):
+        # Keras converts floating inputs to this dtype before `call`.
+        if self.compute_dtype in _HALF_PRECISION:
+            return "float32"
+        return self.compute_dtype
+
+    def build(self, input_shape):
+        width = input_shape[-1]
+        if width is None:
+            raise ValueError(
+                f"{self.name}: the last dimension of the input must be known")
+        # autocast=False: read in float32 even inside a float16 call.
+        self.gamma = self.add_weight(
+            name="gamma", shape=(width,), initializer="ones", autocast=False)
+        self.beta = self.add_weight(
+            name="beta", shape=(width,), initializer="zeros", autocast=False)
+
+    def call(self, inputs):
+        mean, variance = tf.nn.moments(inputs, axes=[-1], keepdims=True)
+        normalized = (inputs - mean) * tf.math.rsqrt(variance + self.epsilon)
+        outputs = normalized * self.gamma + self.beta
+        return tf.cast(outputs, self.compute_dtype)
+
+    def get_config(self):
+        return {**super().get_config(), "epsilon": self.epsilon}
+
+
+# -- attention mask -----------------------------------------------------------
+# The additive attention mask: 0 for keys to attend to, -10000 for the rest.
+#
+# The rest is padding and, for a left-to-right (causal) encoder, every key
+# after
+# the query's own position.
+
+# Google's value: large enough that softmax gives masked keys ~0 weight, small
+# enough to stay finite in float16. It is added in float32, to float32 scores.
+MASK_ADDER = -10000.0
+
+
+def attention_bias_from_mask(input_mask, causal=False):
+    """Turns the padding mask into the bias added to every layer's scores.
+
+    Google's `create_attention_mask_from_input_mask` builds a
+    [batch, from_seq, to_seq] mask whose rows are all the same; by default
+    this keeps the single row and lets broadcasting repeat it over heads and
+    query positions. With `causal`, the rows differ (query i may only see
+    keys j <= i, as in the left-to-right LM of the BERT paper's ablation,
+    section 5.1), so the full [from_seq, to_seq] square is built. Either way
+    it is computed once per forward pass and shared by every layer.
+
+    A key that is padding, or in the future, or both, gets exactly -10000:
+    the two masks are multiplied (logical and) before the bias is formed.
+
+    Args:
+      input_mask: int or bool tensor [batch_size, seq_length]; 1 for real
+        tokens, 0 for padding.
+      causal: also hide from each query position every later key position.
+
+    Returns:
+      float32 tensor, `(1 - mask) * -10000`:
+        [batch_size, 1, 1, seq_length] by default;
+        [batch_size, 1, seq_length, seq_length] with `causal`, indexed
+        [batch, head (broadcast), query, key].
+    """
+    mask = tf.cast(input_mask, tf.float32)
+    # [batch, 1, 1, to_seq]: one row, repeated over heads and queries.
+    mask = mask[:, tf.newaxis, tf.newaxis, :]
+    if causal:
+        seq_length = tf.shape(input_mask)[1]
+        # Lower triangle of ones, [from_seq, to_seq]: 1 where key <= query.
+        causal_mask = tf.linalg.band_part(
+            tf.ones([seq_length, seq_length], tf.float32), -1, 0)
+        # [batch, 1, 1, to] * [1, 1, from, to] -> [batch, 1, from, to].
+        mask = mask * causal_mask[tf.newaxis, tf.newaxis, :, :]
+    return (1.0 - mask) * MASK_ADDER
+
+
+# -- checkpoint scope ---------------------------------------------------------
+# Variable paths that are Google's checkpoint names, however layers nest.
+#
+# Keras 3 names a variable `<scope>/<name>`, where the scope is the chain of
+# layer names around the layer that created it (`outer_model/bert/...` once
+# `BertModel` sits inside a task model). Google's checkpoints name the same
+# tensors from the root: `bert/...`, `cls/predictions/...`, and, for
+# `run_classifier.py`, plain `output_weights`. `checkpoint_scope` pins the
+# scope
+# while a layer builds its variables and sub-layers, so the names stay Google's
+# whatever model the layer ends up in. (A sub-layer remembers the scope it was
+# first built in; that is why every layer here builds its sub-layers eagerly in
+# `build`, never lazily in `call`.)
+
+@contextlib.contextmanager
+def checkpoint_scope(scope):
+    """Variables created inside get the path `scope/<variable name>`.
+
+    Args:
+      scope: absolute scope such as "bert", "cls/predictions" or "" (the
+        checkpoint's root: the variable path is just its name).
+
+    Yields:
+      Nothing; the scope is active inside the `with` block.
+    """
+    if not isinstance(scope, str) or scope.startswith("/") or scope.endswith(
+            "/") or "//" in scope:
+        raise ValueError(
+            f"checkpoint scope must be a '/'-separated name such as "
+            f"'cls/predictions' (or '' for the root), got {scope!r}")
+    parent, _, last = scope.rpartition("/")
+    # `override_parent` discards the enclosing scopes; with parent == "" and
+    # last == "" the path is empty and variables are named from the root.
+    with keras.name_scope(last, override_parent=parent):
+        yield
