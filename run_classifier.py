@@ -27,6 +27,11 @@ TSV/CSV files (--text_a_column, --text_b_column, --label_column,
 --output_dir resumes training from its newest checkpoint.
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 import os
 
 from absl import app
@@ -145,6 +150,12 @@ def run(flag_values):
     from bert_tf.tasks import classification
 
     _validate_flags(flag_values)
+    # Before anything is written: no output may be an input.
+    runner_flags.check_outputs_are_not_inputs(
+        flag_values, ("eval_results.txt", "test_results.tsv",
+                      "train.tf_record", "eval.tf_record",
+                      "predict.tf_record", "checkpoint"),
+        ("bert_config_file", "vocab_file", "init_checkpoint"))
     bert_config = finetune.load_bert_config(flag_values)
     if flag_values.max_seq_length > bert_config.max_position_embeddings:
         raise ValueError(

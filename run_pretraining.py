@@ -22,6 +22,11 @@ or --dynamic_masking) and write checkpoints with the same variables, which
 run_classifier.py and run_squad.py fine-tune as usual.
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 from absl import app
 from absl import flags
 
@@ -126,6 +131,14 @@ def run(flag_values):
     if flag_values.do_train and flag_values.num_train_steps <= 0:
         raise ValueError(f"--num_train_steps={flag_values.num_train_steps} "
                          "must be positive with --do_train")
+    # Before anything is written: no output may be an input, and a run that
+    # does not train needs weights to evaluate.
+    runner_flags.check_outputs_are_not_inputs(
+        flag_values, ("eval_results.txt", "checkpoint"),
+        ("input_file", "bert_config_file", "init_checkpoint", "vocab_file"))
+    if not flag_values.do_train:
+        runner_flags.require_weights_without_training(flag_values,
+                                                      "--do_eval")
     trainer_config = runner_flags.trainer_config_from_flags(
         flag_values, num_train_steps=flag_values.num_train_steps,
         max_eval_steps=flag_values.max_eval_steps)

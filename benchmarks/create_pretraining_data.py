@@ -1,11 +1,19 @@
-"""Benchmark: bert_tf's create_pretraining_data.py against Model Garden's.
+"""Benchmark: bert_tf's create_pretraining_data.py against Google's own.
 
-Runs both scripts, each in its own subprocess, on the same real-text corpus
-with the same flags, and prints wall time, CPU time (user + system, worker
-processes included) and peak resident memory of each, and the ratios.
-Model Garden's `official/nlp/data/create_pretraining_data.py` is a port of
-Google's script whose masking draws differ, so only speed and memory are
-compared, not the records.
+Runs, each in its own subprocess, on the same real-text corpus with the
+same flags: Google's original `create_pretraining_data.py` (unmodified,
+under `tf.compat.v1` through `run_google_original.py`; give a checkout of
+github.com/google-research/bert with --google_bert_dir or the
+GOOGLE_BERT_DIR environment variable, or --skip_google), bert_tf at its
+default `--num_workers` (chosen from the input size), with
+`--num_workers=1` and with one worker per core, and Model Garden's port
+(`official/nlp/data/create_pretraining_data.py`, whose masking draws differ
+from Google's; --skip_peer leaves it out). It prints wall time, CPU time
+(user + system, worker processes included), peak resident memory (the
+largest single process) and records written of each, and each one's
+speed-up over Google's script. Google's script and bert_tf write the same
+records (tests/test_create_pretraining_data.py checks it against Google's
+output); here the record counts are printed side by side.
 
 The corpus (built in a temporary directory, never committed): the English
 Wikipedia articles gensim ships as test data, as plain sentences, then the
@@ -17,14 +25,19 @@ only, not its dependencies:
   pip install --no-deps gensim==4.4.0
 
 Usage:
-  python benchmarks/create_pretraining_data.py [--corpus_mb=5]
-      [--dupe_factor=10] [--max_seq_length=128] [--skip_peer]
+  git clone https://github.com/google-research/bert /tmp/google-bert
+  python benchmarks/create_pretraining_data.py --corpus_mb=1.07 \
+      --google_bert_dir=/tmp/google-bert --skip_peer
+  # Memory at scale: the corpus repeated to 50 MB, bert_tf only.
+  python benchmarks/create_pretraining_data.py --corpus_mb=1.07 \
+      --repeat_to_mb=50 --skip_google --skip_peer
 """
 
 import argparse
 import ast
 import bz2
 import importlib.util
+import itertools
 import os
 import re
 import subprocess
@@ -183,23 +196,88 @@ def run_measured(command, log_path):
             records)
 
 
+def repeat_corpus(path, megabytes):
+    """Appends copies of the corpus at `path` until it holds `megabytes` MB.
+
+    Returns:
+      The bytes in the file.
+    """
+    with open(path, "rb") as reader:
+        text = reader.read()
+    size = len(text)
+    with open(path, "ab") as writer:
+        while size < megabytes * 1e6:
+            writer.write(text)
+            size += len(text)
+    return size
+
+
+def google_script(google_bert_dir):
+    """Google's create_pretraining_data.py in `google_bert_dir`, or exit."""
+    if not google_bert_dir:
+        sys.exit("Google's script: pass --google_bert_dir (a checkout of "
+                 "github.com/google-research/bert) or set GOOGLE_BERT_DIR, "
+                 "or --skip_google")
+    script = os.path.join(google_bert_dir, "create_pretraining_data.py")
+    if not os.path.isfile(script) or not os.path.isfile(
+            os.path.join(google_bert_dir, "tokenization.py")):
+        sys.exit(f"--google_bert_dir={google_bert_dir} lacks "
+                 f"create_pretraining_data.py or tokenization.py")
+    return script
+
+
+def same_records(path_a, path_b):
+    """Whether two TFRecord files hold the same parsed tf.train.Examples.
+
+    Parsed, not bytes: Google's records serialize the feature map in
+    protobuf's order, which is not fixed.
+    """
+    import tensorflow as tf
+    from google.protobuf import json_format
+
+    def parsed(path):
+        for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+            yield json_format.MessageToDict(tf.train.Example.FromString(record))
+
+    sentinel = object()
+    return all(a == b for a, b in itertools.zip_longest(
+        parsed(path_a), parsed(path_b), fillvalue=sentinel))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus_mb", type=float, default=5.0)
+    parser.add_argument("--repeat_to_mb", type=float, default=0.0,
+                        help="repeat the corpus until it is this large "
+                             "(for memory at scale)")
     parser.add_argument("--dupe_factor", type=int, default=10)
     parser.add_argument("--max_seq_length", type=int, default=128)
     parser.add_argument("--max_predictions_per_seq", type=int, default=20)
     parser.add_argument("--vocab_file", default=GOLDEN_VOCAB)
+    parser.add_argument("--google_bert_dir",
+                        default=os.environ.get("GOOGLE_BERT_DIR"),
+                        help="a checkout of google-research/bert (default: "
+                             "$GOOGLE_BERT_DIR)")
+    parser.add_argument("--skip_google", action="store_true",
+                        help="leave out Google's script (minutes a MB)")
     parser.add_argument("--skip_peer", action="store_true",
-                        help="run bert_tf only (Model Garden takes minutes)")
+                        help="leave out Model Garden's port")
     args = parser.parse_args()
+    google = None if args.skip_google else google_script(args.google_bert_dir)
 
     with tempfile.TemporaryDirectory() as workdir:
         corpus = os.path.join(workdir, "corpus.txt")
         size, documents = build_corpus(corpus, args.corpus_mb)
-        print(f"corpus: {size / 1e6:.2f} MB, {documents} documents; "
-              f"max_seq_length={args.max_seq_length} "
-              f"dupe_factor={args.dupe_factor}")
+        if args.repeat_to_mb:
+            size = repeat_corpus(corpus, args.repeat_to_mb)
+            documents = -1
+        cores = len(os.sched_getaffinity(0))
+        print(f"corpus: {size / 1e6:.2f} MB"
+              + (f", {documents} documents" if documents >= 0 else
+                 f" ({args.corpus_mb} MB repeated)")
+              + f"; max_seq_length={args.max_seq_length} "
+              f"dupe_factor={args.dupe_factor}; {cores} cores; load average "
+              f"{os.getloadavg()[0]:.1f} at the start")
         flags = [f"--input_file={corpus}", f"--vocab_file={args.vocab_file}",
                  "--do_lower_case=True",
                  f"--max_seq_length={args.max_seq_length}",
@@ -207,34 +285,51 @@ def main():
                  f"--dupe_factor={args.dupe_factor}"]
         ours = [sys.executable,
                 os.path.join(REPO_ROOT, "create_pretraining_data.py")]
-        runs = [
-            ("bert_tf (all cores)", ours + flags + [
+        runs = []
+        if google is not None:
+            runs.append(("Google's original", [
+                sys.executable,
+                os.path.join(REPO_ROOT, "benchmarks", "run_google_original.py"),
+                google, *flags, f"--output_file={workdir}/google.tfrecord"]))
+        runs += [
+            ("bert_tf (default workers)", ours + flags + [
                 f"--output_file={workdir}/ours.tfrecord"]),
             ("bert_tf --num_workers=1", ours + flags + [
                 f"--output_file={workdir}/ours1.tfrecord",
                 "--num_workers=1"]),
         ]
+        if cores > 1:
+            runs.append((f"bert_tf --num_workers={cores}", ours + flags + [
+                f"--output_file={workdir}/ours_all.tfrecord",
+                f"--num_workers={cores}"]))
         if not args.skip_peer:
             runs.append(("Model Garden", [
                 sys.executable, "-m",
                 "official.nlp.data.create_pretraining_data", *flags,
                 f"--output_file={workdir}/peer.tfrecord"]))
         results = {}
-        print(f"{'':26s}{'wall s':>9s}{'cpu s':>9s}{'peak MB':>9s}"
+        print(f"{'':28s}{'wall s':>9s}{'cpu s':>9s}{'peak MB':>9s}"
               f"{'records':>9s}")
         for name, command in runs:
             results[name] = run_measured(
                 command, os.path.join(workdir, "log.txt"))
             wall, cpu, peak, records = results[name]
-            print(f"{name:26s}{wall:9.1f}{cpu:9.1f}{peak:9.0f}{records:9d}",
+            print(f"{name:28s}{wall:9.1f}{cpu:9.1f}{peak:9.0f}{records:9d}",
                   flush=True)
-        if "Model Garden" in results:
-            peer = results["Model Garden"]
-            for name in ("bert_tf (all cores)", "bert_tf --num_workers=1"):
-                wall, cpu, peak, _ = results[name]
-                print(f"Model Garden / {name}: {peer[0] / wall:.1f}x wall, "
-                      f"{peer[1] / cpu:.1f}x cpu, {peer[2] / peak:.1f}x "
-                      f"peak memory")
+        if "Google's original" in results:
+            print("records identical to Google's (parsed): "
+                  + ("yes" if same_records(f"{workdir}/google.tfrecord",
+                                           f"{workdir}/ours.tfrecord")
+                     else "NO"), flush=True)
+        for reference in ("Google's original", "Model Garden"):
+            if reference not in results:
+                continue
+            peer = results[reference]
+            for name, (wall, cpu, peak, _) in results.items():
+                if name.startswith("bert_tf"):
+                    print(f"{reference} / {name}: {peer[0] / wall:.1f}x "
+                          f"wall, {peer[1] / cpu:.1f}x cpu, "
+                          f"{peer[2] / peak:.1f}x peak memory")
 
 
 if __name__ == "__main__":

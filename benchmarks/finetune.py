@@ -87,8 +87,38 @@ def bert_tf_examples_per_second(config, record_file, args, output_dir):
     return result["examples_per_second"]
 
 
-def model_garden_examples_per_second(config, record_file, args):
-    """Trains Model Garden's BertClassifier (tf_keras); returns examples/s."""
+def bert_tf_training(config, record_file, args, work):
+    """A function running `args.steps` steps of run_classifier's trainer.
+
+    The same signature as `squad.bert_tf_training` (gpu_suite.py times
+    both alike).
+    """
+    from bert_tf.tasks import classification
+    from bert_tf.training import optimization
+    from bert_tf.training.trainer import Trainer, TrainerConfig
+    task = classification.ClassificationTask(
+        config, NUM_LABELS,
+        classification.ClassificationDataConfig(
+            train_file=record_file, max_seq_length=args.seq_length, seed=0))
+    trainer = Trainer(
+        task,
+        TrainerConfig(output_dir=os.path.join(work, "bert_tf"),
+                      train_batch_size=args.batch_size,
+                      num_train_steps=10 ** 9, dtype=args.dtype,
+                      enable_xla=args.enable_xla),
+        optimizer_factory=lambda: optimization.create_optimizer(
+            "adamw", LEARNING_RATE, 10 ** 6, 0))
+    iterator = trainer.make_train_iterator()
+
+    def train():
+        _, steps_run, loss = trainer.train_steps(iterator, args.steps)
+        assert steps_run == args.steps and np.isfinite(loss), loss
+
+    return train
+
+
+def model_garden_training(config, record_file, args):
+    """A function running `args.steps` steps of Model Garden's classifier."""
     import tf_keras
     from official.nlp.modeling import models
 
@@ -108,9 +138,20 @@ def model_garden_examples_per_second(config, record_file, args):
             batch["label_ids"], tf.cast(logits, tf.float32)),
         args.dtype, args.enable_xla)
 
-    float(train_steps(tf.constant(args.warmup_steps)))
+    def train(num_steps=None):
+        # float() waits for the steps to finish.
+        assert np.isfinite(float(train_steps(tf.constant(
+            args.steps if num_steps is None else num_steps))))
+
+    return train
+
+
+def model_garden_examples_per_second(config, record_file, args):
+    """Trains Model Garden's BertClassifier (tf_keras); returns examples/s."""
+    train = model_garden_training(config, record_file, args)
+    train(args.warmup_steps)
     start = time.perf_counter()
-    float(train_steps(tf.constant(args.steps)))  # float() waits for the end
+    train()
     elapsed = time.perf_counter() - start
     return args.steps * args.batch_size / elapsed
 

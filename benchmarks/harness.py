@@ -249,7 +249,7 @@ def model_garden_precision(dtype):
 
 
 def model_garden_train_steps(model, optimizer, iterator, loss_of, dtype,
-                             enable_xla):
+                             enable_xla, extra_inputs=()):
     """Model Garden's side of a training benchmark: a loop of steps.
 
     Args:
@@ -261,6 +261,8 @@ def model_garden_train_steps(model, optimizer, iterator, loss_of, dtype,
       loss_of: `(model outputs, batch) -> scalar float32 loss`.
       dtype: one of `DTYPES` (the model was built under it).
       enable_xla: compile the forward and backward pass with XLA.
+      extra_inputs: names of batch features the model also takes, under the
+        same name (BertPretrainerV2's `masked_lm_positions`).
 
     Returns:
       A `tf.function` `train_steps(num_steps)` that runs `num_steps` steps
@@ -276,6 +278,7 @@ def model_garden_train_steps(model, optimizer, iterator, loss_of, dtype,
         inputs = {"input_word_ids": batch["input_ids"],
                   "input_mask": batch["input_mask"],
                   "input_type_ids": batch["segment_ids"]}
+        inputs.update((name, batch[name]) for name in extra_inputs)
         with tf.GradientTape() as tape:
             loss = loss_of(model(inputs, training=True), batch)
             scaled = optimizer.get_scaled_loss(loss) if loss_scaled else loss

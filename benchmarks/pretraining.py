@@ -3,7 +3,7 @@
 Both build the same network (BERT-Base by default: 12 layers, hidden 768,
 12 heads, intermediate 3072, vocab 30522) with the masked-LM and
 next-sentence heads, on the same synthetic batch (sequence 128, batch 8,
-20 masked positions, float32), in this one process:
+20 masked positions, `--dtype`, default float32), in this one process:
 
 - bert_tf: `PretrainingTask` + `Trainer` (Google's AdamWeightDecay, clipping
   by global norm 1.0), timing `Trainer.train_steps`, which runs
@@ -105,7 +105,9 @@ def bert_tf_pretraining(args, batch):
         task,
         TrainerConfig(output_dir=output_dir,
                       train_batch_size=args.batch_size,
-                      num_train_steps=10 ** 9, enable_xla=args.enable_xla),
+                      num_train_steps=10 ** 9,
+                      dtype=getattr(args, "dtype", "float32"),
+                      enable_xla=args.enable_xla),
         optimizer_factory=lambda: optimization.create_optimizer(
             "adamw", 1e-4, 10 ** 6, 0))
     iterator = trainer.make_train_iterator()
@@ -126,60 +128,65 @@ def bert_tf_pretraining(args, batch):
     return train, inference
 
 
+def _model_garden_inputs(features):
+    """BertPretrainerV2's inputs from a batch of Google's features."""
+    return {"input_word_ids": features["input_ids"],
+            "input_mask": features["input_mask"],
+            "input_type_ids": features["segment_ids"],
+            "masked_lm_positions": features["masked_lm_positions"]}
+
+
 def model_garden_pretraining(args, batch):
+    """Model Garden's BertPretrainerV2: (train, inference) functions.
+
+    Built under `args.dtype` (default float32), its training step compiled
+    with XLA when `args.enable_xla`, in `harness.model_garden_train_steps`'
+    loop, as the fine-tuning benchmarks train Model Garden's models.
+    """
     from official.nlp.modeling import layers, models
 
-    pretrainer = models.BertPretrainerV2(
-        encoder_network=harness.model_garden_bert_encoder_v2(
-            harness.bert_config(args)),
-        classification_heads=[layers.ClassificationHead(
-            inner_dim=args.hidden_size, num_classes=2,
-            name="next_sentence")])
-    optimizer = harness.model_garden_adam_weight_decay(1e-4)
+    dtype = getattr(args, "dtype", "float32")
+    with harness.model_garden_precision(dtype):
+        # The layers take the policy when they are made.
+        pretrainer = models.BertPretrainerV2(
+            encoder_network=harness.model_garden_bert_encoder_v2(
+                harness.bert_config(args)),
+            classification_heads=[layers.ClassificationHead(
+                inner_dim=args.hidden_size, num_classes=2,
+                name="next_sentence")])
+        # Layers made at the first call (the masked-LM head's) take the
+        # policy too.
+        pretrainer(_model_garden_inputs(batch))
 
-    def inputs(features):
-        return {"input_word_ids": features["input_ids"],
-                "input_mask": features["input_mask"],
-                "input_type_ids": features["segment_ids"],
-                "masked_lm_positions": features["masked_lm_positions"]}
-
-    def loss_fn(features, outputs):
-        # Google's formulas (as bert_tf's task computes them).
-        log_probs = tf.nn.log_softmax(outputs["mlm_logits"], axis=-1)
+    def loss_fn(outputs, features):
+        # Google's formulas (as bert_tf's task computes them), in float32.
+        log_probs = tf.nn.log_softmax(
+            tf.cast(outputs["mlm_logits"], tf.float32), axis=-1)
         one_hot = tf.one_hot(features["masked_lm_ids"], args.vocab_size)
         per_prediction = -tf.reduce_sum(log_probs * one_hot, axis=-1)
         weights = features["masked_lm_weights"]
         mlm = tf.reduce_sum(weights * per_prediction) / (
             tf.reduce_sum(weights) + 1e-5)
-        nsp_log_probs = tf.nn.log_softmax(outputs["next_sentence"], axis=-1)
+        nsp_log_probs = tf.nn.log_softmax(
+            tf.cast(outputs["next_sentence"], tf.float32), axis=-1)
         nsp = -tf.reduce_mean(tf.reduce_sum(
             tf.one_hot(features["next_sentence_labels"], 2) * nsp_log_probs,
             axis=-1))
         return mlm + nsp
 
-    dataset = tf.data.Dataset.from_tensors(batch).repeat()
-    iterator = iter(dataset)
-    pretrainer(inputs(batch))  # create the variables
-
-    @tf.function
-    def train_loop(iterator, num_steps):
-        loss = tf.constant(0.0)
-        for _ in tf.range(num_steps):
-            features = next(iterator)
-            with tf.GradientTape() as tape:
-                outputs = pretrainer(inputs(features), training=True)
-                loss = loss_fn(features, outputs)
-            grads = tape.gradient(loss, pretrainer.trainable_variables)
-            optimizer.apply_gradients(
-                zip(grads, pretrainer.trainable_variables))
-        return loss
+    train_steps = harness.model_garden_train_steps(
+        pretrainer, harness.model_garden_adam_weight_decay(1e-4),
+        iter(tf.data.Dataset.from_tensors(batch).repeat()), loss_fn, dtype,
+        args.enable_xla, extra_inputs=("masked_lm_positions",))
 
     def train():
-        loss = train_loop(iterator, tf.constant(args.steps_per_call))
+        loss = train_steps(tf.constant(args.steps_per_call))
         assert np.isfinite(loss.numpy())
 
     features = {k: tf.constant(v) for k, v in batch.items()}
-    infer = tf.function(lambda: pretrainer(inputs(features), training=False))
+    infer = tf.function(
+        lambda: pretrainer(_model_garden_inputs(features), training=False),
+        jit_compile=args.enable_xla or None)
 
     def inference():
         infer()["mlm_logits"].numpy()
@@ -201,9 +208,7 @@ def main():
     parser.add_argument("--inference_rounds", type=int, default=6,
                         help="timed inference calls of each (best is kept)")
     parser.add_argument("--matmul_size", type=int, default=2048)
-    parser.add_argument("--enable_xla", action="store_true",
-                        help="XLA-compile bert_tf's training step and "
-                             "inference (Model Garden runs without XLA)")
+    harness.add_precision_arguments(parser)  # --dtype, --enable_xla
     parser.add_argument("--skip_model_garden", action="store_true")
     args = parser.parse_args()
 
@@ -213,7 +218,7 @@ def main():
           f"heads {args.num_attention_heads}, intermediate "
           f"{args.intermediate_size}, vocab {args.vocab_size}; sequence "
           f"{args.seq_length}, batch {args.batch_size}, "
-          f"{args.num_predictions} predictions, float32; "
+          f"{args.num_predictions} predictions, {args.dtype}; "
           f"{os.cpu_count()} CPUs, TF {tf.__version__}", flush=True)
 
     matmul_fn, matmul_flops = harness.matmul_benchmark(args.matmul_size, 10)

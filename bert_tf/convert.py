@@ -71,6 +71,11 @@ def define_flags(flag_values):
         flag_values=flag_values)
     flags.DEFINE_bool("overwrite", False, "Replace existing output files.",
                       flag_values=flag_values)
+    flags.DEFINE_bool(
+        "do_lower_case", True,
+        "google_to_hf: whether the model is uncased (Google's runners' "
+        "default: true); written to tokenizer_config.json and "
+        "tokenizer.json.", flag_values=flag_values)
 
 
 def run(command, flag_values):
@@ -106,7 +111,8 @@ def run(command, flag_values):
     return checkpoints.convert_google_to_hf(
         flag_values.checkpoint, flag_values.bert_config_file,
         flag_values.output_dir, vocab_file=flag_values.vocab_file,
-        overwrite=flag_values.overwrite)
+        overwrite=flag_values.overwrite,
+        do_lower_case=flag_values.do_lower_case)
 
 
 def main(argv=None):
@@ -134,4 +140,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from bert_tf import startup
+    startup.quiet_start()  # before anything imports TensorFlow
     main()

@@ -4,6 +4,7 @@ a half-written file under the real name."""
 import contextlib
 import glob
 import os
+import shutil
 import tempfile
 import uuid
 
@@ -105,8 +106,10 @@ def atomic_write(path, mode="w", encoding="utf-8", newline=None):
     if not os.path.isdir(directory):
         raise FileNotFoundError(
             f"cannot write {path}: directory {directory} does not exist")
+    # `.<name>.tmp-<pid>-<random>`: a run that finds such a file of a dead
+    # process in its output_dir removes it (`run_lock`).
     descriptor, temporary = tempfile.mkstemp(
-        dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        dir=directory, prefix=f".{os.path.basename(path)}.tmp-{os.getpid()}-")
     try:
         text_options = {} if "b" in mode else {"encoding": encoding,
                                                "newline": newline}
@@ -133,4 +136,121 @@ def _remote_atomic_write(path, mode):
     except BaseException:
         with contextlib.suppress(tf.errors.NotFoundError):
             tf.io.gfile.remove(temporary)
+        raise
+
+
+class OutputIsInputError(ValueError):
+    """An output path that is, or resolves to, one of the run's inputs."""
+
+
+def _same_file(first, second):
+    """Whether two local or remote paths name the same file.
+
+    Local paths compare by `os.path.realpath` (symlinks, `..`, relative
+    names) and, when both exist, by `os.path.samefile` (hard links, bind
+    mounts); remote ones by their normalized text.
+    """
+    if is_remote(first) or is_remote(second):
+        return first.rstrip("/") == second.rstrip("/")
+    if os.path.realpath(first) == os.path.realpath(second):
+        return True
+    try:
+        return os.path.samefile(first, second)
+    except OSError:  # One does not exist (yet): not the same file.
+        return False
+
+
+def check_outputs_are_not_inputs(outputs, inputs):
+    """Refuses, before anything is written, an output that is an input.
+
+    Every script calls this with its output paths and its input paths, so
+    that e.g. `--output_file` equal to `--input_file` cannot turn a corpus
+    into a TFRecord.
+
+    Args:
+      outputs: `(description, path)` pairs, e.g. `("--output_file",
+        "out.tfrecord")`, or `("--output_dir file", "out/vocab.txt")` for a
+        file written inside a directory. A path may be a comma-separated
+        list (Google's `--output_file`).
+      inputs: `(description, path or pattern)` pairs; comma-separated globs
+        are expanded (a pattern that matches nothing is skipped: its own
+        check reports it). None or empty paths are skipped on both sides.
+
+    Raises:
+      OutputIsInputError: naming both flags and both paths, e.g.
+        "--output_file a.txt is the input --input_file a.txt: refusing to
+        overwrite an input; choose another output path".
+    """
+    expanded_inputs = []
+    for description, pattern in inputs:
+        if not pattern:
+            continue
+        try:
+            paths = expand_input_patterns(pattern)
+        except InputFileError:
+            paths = []
+        if not paths and not is_remote(pattern):
+            # A checkpoint prefix is no file itself; its files are inputs.
+            paths = glob.glob(glob.escape(os.fspath(pattern)) + ".*")
+        expanded_inputs.extend((description, os.fspath(pattern), path)
+                               for path in paths)
+    for out_description, output in outputs:
+        if not output:
+            continue
+        for output_path in [part.strip() for part in
+                            os.fspath(output).split(",") if part.strip()]:
+            for in_description, pattern, input_path in expanded_inputs:
+                if _same_file(output_path, input_path):
+                    same = ("" if os.fspath(output_path) == input_path
+                            else " (the same file)")
+                    raise OutputIsInputError(
+                        f"{out_description} {output_path} is the input "
+                        f"{in_description} {input_path}{same}: refusing to "
+                        f"overwrite an input; choose another output path")
+
+
+@contextlib.contextmanager
+def atomic_directory(path, overwrite=False):
+    """Yields a temporary directory beside `path` that becomes `path`.
+
+    On success the temporary directory is renamed to `path`; an exception
+    inside the block removes it and leaves `path` as it was. An existing
+    `path` is refused unless `overwrite`; then it is replaced only once the
+    new directory is complete (moved aside, the new one renamed in, the old
+    one removed).
+
+    Args:
+      path: the directory to create (local file system; missing parent
+        directories are created).
+      overwrite: replace an existing `path`.
+
+    Yields:
+      The temporary directory's path (a string).
+
+    Raises:
+      FileExistsError: `path` exists and `overwrite` is False.
+    """
+    path = os.path.abspath(os.fspath(path))
+    parent = os.path.dirname(path)
+    if os.path.lexists(path) and not overwrite:
+        raise FileExistsError(
+            f"{path} already exists; choose another directory or allow "
+            "replacing it (--overwrite)")
+    os.makedirs(parent, exist_ok=True)
+    temporary = tempfile.mkdtemp(dir=parent,
+                                 prefix=f".{os.path.basename(path)}.")
+    try:
+        yield temporary
+        os.chmod(temporary, 0o755)  # mkdtemp makes it private (0700).
+        if os.path.lexists(path):
+            old = tempfile.mkdtemp(dir=parent,
+                                   prefix=f".{os.path.basename(path)}.old.")
+            aside = os.path.join(old, "replaced")
+            os.rename(path, aside)
+            os.rename(temporary, path)
+            shutil.rmtree(old)
+        else:
+            os.rename(temporary, path)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
         raise

@@ -16,6 +16,7 @@ Command line:
 from absl import flags
 
 from bert_tf import cli
+from bert_tf import file_io
 from bert_tf.text import vocab_learning
 
 PROGRAM = "python -m bert_tf.learn_vocab"
@@ -58,6 +59,9 @@ def define_flags(flag_values):
 
 def run(flag_values):
     """Learns and writes the vocabulary; returns its `VocabStats`."""
+    file_io.check_outputs_are_not_inputs(
+        [("--output_file", flag_values.output_file)],
+        [("--input_file", flag_values.input_file)])
     stats = vocab_learning.learn_vocab_from_files(
         flag_values.input_file, flag_values.output_file,
         flag_values.vocab_size, do_lower_case=flag_values.do_lower_case,
@@ -89,4 +93,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from bert_tf import startup
+    startup.quiet_start()  # before anything imports TensorFlow
     main()

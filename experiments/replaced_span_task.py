@@ -38,6 +38,11 @@ writes train.json and dev.json, which `run_squad.py --train_file
 exact match and F1.
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 import dataclasses
 import json
 import os

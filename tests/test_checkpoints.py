@@ -397,6 +397,33 @@ def test_load_encoder_only_from_pretraining_checkpoint(pretraining_checkpoint,
     assert "cls/seq_relationship/output_weights" in unused_lines[0]
 
 
+def test_two_load_passes_report_one_summary_line(pretraining_checkpoint,
+                                                 caplog):
+    """A task's encoder pass and heads pass: one line, by kind."""
+    prefix, tensors = pretraining_checkpoint
+    all_shapes = google_bert_shapes(heads=True)
+    encoder = keras_variables(google_bert_shapes(heads=False))
+    head_shapes = {k: v for k, v in all_shapes.items()
+                   if k.startswith("cls/")}
+    heads = keras_variables({**head_shapes, "cls/squad/output_bias": (2,)})
+    with caplog.at_level(python_logging.INFO):
+        with checkpoints.load_summary():
+            checkpoints.load_checkpoint(encoder, prefix, strict=True)
+            checkpoints.load_checkpoint(heads, prefix, strict=False)
+    lines = [r.getMessage() for r in caplog.records
+             if prefix in r.getMessage() and "variables" in r.getMessage()]
+    assert len(lines) == 1, lines
+    line = lines[0]
+    assert line.startswith(f"Loaded {len(all_shapes)} variables from "
+                           f"{prefix}; not used by the model: ")
+    # What neither pass used: the slots of every variable, global_step.
+    assert f"{2 * len(all_shapes)} optimizer slots" in line
+    assert "global_step" in line
+    assert "head tensors" not in line  # the heads pass loaded them
+    assert line.endswith("; not in the checkpoint (initialized afresh): "
+                         "cls/squad/output_bias.")
+
+
 def test_load_casts_to_the_variable_dtype(pretraining_checkpoint):
     prefix, tensors = pretraining_checkpoint
     name = "bert/encoder/layer_1/output/dense/kernel"

@@ -282,7 +282,11 @@ def test_google_to_hf_to_google_is_bit_identical(tmp_path):
         f"--bert_config_file={source / 'bert_config.json'}",
         f"--output_dir={tmp_path / 'hf'}"]) == 0
     hf_files = sorted(os.listdir(tmp_path / "hf"))
-    assert hf_files == ["config.json", "model.safetensors", "vocab.txt"]
+    # No tokenizer.json: the vocabulary has no [UNK] (tests/test_hf_export.py
+    # checks the tokenizer files).
+    assert hf_files == ["config.json", "model.safetensors",
+                        "special_tokens_map.json", "tokenizer_config.json",
+                        "vocab.txt"]
     hf_config = json.loads((tmp_path / "hf" / "config.json").read_text())
     assert hf_config["hidden_act"] == "gelu_new"
     assert hf_config["architectures"] == ["BertForPreTraining"]

@@ -291,3 +291,26 @@ def test_basic_tokens_of_every_code_point(do_lower_case, template,
     _assert_basic_tokens_match(
         _every_character_in_context(template),
         uncased_graph if do_lower_case else uncased_vocab_basic_graph)
+
+
+def test_tokenize_with_offsets_gives_the_ids_and_where_pieces_are(
+        tokenizers):
+    """Per word: Python's basic tokens; flattened: Python's ids; each piece
+    (unless "[UNK]") spells its vocabulary entry within its word."""
+    graph, python, _, _ = tokenizers
+    words, ids, starts, ends = graph.tokenize_with_offsets(ADVERSARIAL_TEXTS)
+    expected_ids = _python_ids(python, ADVERSARIAL_TEXTS)
+    inverse = {index: token for token, index in python.vocab.items()}
+    unknown = python.vocab["[UNK]"]
+    for row, text in enumerate(ADVERSARIAL_TEXTS):
+        row_words = [w.decode("utf-8") for w in words[row].numpy()]
+        assert row_words == python.basic_tokenizer.tokenize(text), repr(text)
+        row_ids = ids[row].to_list()
+        assert [i for word in row_ids for i in word] == expected_ids[row]
+        for word, word_ids, word_starts, word_ends in zip(
+                words[row].numpy(), row_ids, starts[row].to_list(),
+                ends[row].to_list()):
+            for piece, start, end in zip(word_ids, word_starts, word_ends):
+                if piece != unknown:
+                    assert word[start:end].decode("utf-8") == (
+                        inverse[piece].removeprefix("##"))

@@ -199,12 +199,31 @@ def test_sentence_pair_task_learns(workspace):
     assert results["eval_f1"] > 0.75
 
 
-def test_regression_eval_and_predict_without_training(workspace):
+def test_regression_eval_and_predict_without_training(workspace, sst_run):
     output_dir = workspace / "stsb_output"
-    run_classifier(workspace, "--task_name=STS-B", "--do_eval=true",
-                   "--do_predict=true", f"--data_dir={workspace / 'stsb'}",
-                   f"--output_dir={output_dir}", "--max_seq_length=24",
-                   "--eval_batch_size=8", "--seed=3")
+    flags = ["--task_name=STS-B", "--do_eval=true", "--do_predict=true",
+             f"--data_dir={workspace / 'stsb'}", f"--output_dir={output_dir}",
+             "--max_seq_length=24", "--eval_batch_size=8", "--seed=3"]
+    # No weights anywhere: refused, rather than results of a random model.
+    process = run_classifier(workspace, *flags, expect_success=False)
+    assert process.returncode == 1
+    assert process.stderr.strip().splitlines()[-1] == (
+        f"run_classifier.py: error: --do_eval/--do_predict without "
+        f"--do_train needs trained weights, but --output_dir={output_dir} "
+        f"holds no checkpoint (model.ckpt-*) and --init_checkpoint is not "
+        f"set: the model would be random. Pass --do_train=True, "
+        f"--init_checkpoint, or the --output_dir of a training run.")
+    assert not output_dir.exists()
+    # The encoder of the SST-2 run, as a released checkpoint holds it; the
+    # regression head starts afresh.
+    from bert_tf import checkpoints
+    encoder = workspace / "encoder" / "bert_model.ckpt"
+    checkpoints.save_checkpoint(
+        {name: value for name, value in checkpoints.read_checkpoint(
+            str(sst_run / "model.ckpt-202")).items()
+         if name.startswith("bert/") and not name.endswith(
+             ("/adam_m", "/adam_v"))}, str(encoder))
+    run_classifier(workspace, *flags, f"--init_checkpoint={encoder}")
     results = read_eval_results(output_dir)
     assert set(results) == {"eval_loss", "eval_pearson", "eval_spearman",
                             "global_step", "loss"}

@@ -19,9 +19,11 @@ from bert_tf.checkpoints.huggingface import read_hf_safetensors
 from bert_tf.checkpoints.tf1_checkpoint import CheckpointError
 from bert_tf.checkpoints.tf1_checkpoint import CheckpointNotFoundError
 from bert_tf.checkpoints.tf1_checkpoint import CheckpointTensors
+from bert_tf.checkpoints.tf1_checkpoint import DamagedCheckpointError
 from bert_tf.checkpoints.tf1_checkpoint import LoadReport
 from bert_tf.checkpoints.tf1_checkpoint import checkpoint_shapes
 from bert_tf.checkpoints.tf1_checkpoint import load_checkpoint
+from bert_tf.checkpoints.tf1_checkpoint import load_summary
 from bert_tf.checkpoints.tf1_checkpoint import open_checkpoint
 from bert_tf.checkpoints.tf1_checkpoint import read_checkpoint
 from bert_tf.checkpoints.tf1_checkpoint import resolve_checkpoint

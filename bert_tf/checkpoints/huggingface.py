@@ -25,6 +25,8 @@ from absl import logging
 import numpy as np
 
 from bert_tf import file_io
+from bert_tf import progress as progress_lib
+from bert_tf.checkpoints import hf_tokenizer
 from bert_tf.checkpoints import tf1_checkpoint
 from bert_tf.config import BertConfig
 
@@ -510,7 +512,19 @@ def _write_json_atomically(values, path):
         writer.write("\n")
 
 
-def _check_can_write(paths, overwrite):
+def _check_can_write(paths, overwrite, inputs):
+    """Refuses outputs that exist (unless `overwrite`) or are inputs.
+
+    Args:
+      paths: the files the conversion writes.
+      overwrite: whether existing outputs may be replaced.
+      inputs: `(description, path)` of the files it reads.
+    """
+    try:
+        file_io.check_outputs_are_not_inputs(
+            [("--output_dir file", path) for path in paths], inputs)
+    except file_io.OutputIsInputError as error:
+        raise ConversionError(str(error)) from error
     existing = [p for p in paths if os.path.exists(p)]
     if existing and not overwrite:
         raise ConversionError(
@@ -549,7 +563,14 @@ def convert_hf_to_google(hf_path, output_dir, *, config_file=None,
     if vocab_file is None and os.path.isfile(
             os.path.join(model_dir, VOCAB_NAME)):
         vocab_file = os.path.join(model_dir, VOCAB_NAME)
+    # Three stages; a line at the start of each (a large model takes a
+    # while to read and to write).
+    progress = progress_lib.Progress("convert hf_to_google", total=3,
+                                     unit="stage", speed=False)
+    progress.start(f"reading {hf_path}")
     hf_tensors, weights_path = read_hf_safetensors(hf_path)
+    progress.update(1, note=f"converting {len(hf_tensors)} tensors",
+                    force=True)
     config = hf_config_to_google(_read_json(config_file), source=config_file,
                                  exact_gelu=exact_gelu)
     google = hf_to_google_tensors(hf_tensors, source=weights_path)
@@ -559,9 +580,15 @@ def convert_hf_to_google(hf_path, output_dir, *, config_file=None,
     prefix = os.path.join(output_dir, tf1_checkpoint.DEFAULT_PREFIX_NAME)
     config_out = os.path.join(output_dir, GOOGLE_CONFIG_NAME)
     vocab_out = os.path.join(output_dir, VOCAB_NAME)
-    _check_can_write([prefix + ".index", config_out]
-                     + ([vocab_out] if vocab_file else []), overwrite)
+    _check_can_write(
+        [prefix + ".index", prefix + ".data-00000-of-00001", config_out]
+        + ([vocab_out] if vocab_file else []), overwrite,
+        [("--input_dir/--safetensors", weights_path),
+         ("--config_file", config_file), ("--vocab_file", vocab_file)])
+    progress.update(2, note=f"writing {prefix}", force=True)
     tf1_checkpoint.save_checkpoint(google, prefix, overwrite=overwrite)
+    progress.update(3)
+    progress.close()
     config.to_json_file(config_out)
     if vocab_file:
         _copy_atomically(vocab_file, vocab_out)
@@ -594,12 +621,15 @@ def _check_tensors_fit_config(google, config, weights_path, config_file):
 
 
 def convert_google_to_hf(checkpoint, bert_config_file, output_dir, *,
-                         vocab_file=None, overwrite=False):
+                         vocab_file=None, overwrite=False,
+                         do_lower_case=True):
     """Converts a Google BERT checkpoint into Hugging Face files.
 
     Writes `output_dir/model.safetensors` (`bert.` prefix, `weight`/`bias`
-    LayerNorm names, optimizer state dropped), `config.json` and
-    `vocab.txt`.
+    LayerNorm names, optimizer state dropped; mode 0644), `config.json`
+    and, with a vocabulary, `vocab.txt` and the tokenizer files of
+    `hf_tokenizer` (`tokenizer_config.json`, `special_tokens_map.json`,
+    and `tokenizer.json` when the `tokenizers` package is installed).
 
     Args:
       checkpoint: anything `resolve_checkpoint` accepts.
@@ -607,17 +637,29 @@ def convert_google_to_hf(checkpoint, bert_config_file, output_dir, *,
       output_dir: created if missing.
       vocab_file: default: `vocab.txt` next to the checkpoint, if any.
       overwrite: replace existing output files.
+      do_lower_case: whether the model is uncased (written to the
+        tokenizer files; checked against a released checkpoint's name as
+        Google's runners do).
 
     Returns:
       The path of the safetensors file written.
     """
     from safetensors.numpy import save as safetensors_bytes
+    from bert_tf.text import tokenization
     prefix = tf1_checkpoint.resolve_checkpoint(checkpoint)
+    try:
+        tokenization.validate_case_matches_checkpoint(do_lower_case, prefix)
+    except ValueError as error:
+        raise ConversionError(str(error)) from error
     config = BertConfig.from_json_file(bert_config_file)
     if vocab_file is None:
         candidate = os.path.join(os.path.dirname(prefix), VOCAB_NAME)
         vocab_file = candidate if os.path.isfile(candidate) else None
+    progress = progress_lib.Progress("convert google_to_hf", total=3,
+                                     unit="stage", speed=False)
+    progress.start(f"reading {prefix}")
     google = tf1_checkpoint.read_checkpoint(prefix)
+    progress.update(1, note=f"converting {len(google)} tensors", force=True)
     _check_tensors_fit_config(google, config, prefix, bert_config_file)
     hf = google_to_hf_tensors(google, source=prefix)
 
@@ -625,8 +667,17 @@ def convert_google_to_hf(checkpoint, bert_config_file, output_dir, *,
     weights_out = os.path.join(output_dir, HF_WEIGHTS_NAME)
     config_out = os.path.join(output_dir, HF_CONFIG_NAME)
     vocab_out = os.path.join(output_dir, VOCAB_NAME)
-    _check_can_write([weights_out, config_out]
-                     + ([vocab_out] if vocab_file else []), overwrite)
+    tokenizer_outs = [os.path.join(output_dir, name) for name in (
+        hf_tokenizer.TOKENIZER_CONFIG_NAME,
+        hf_tokenizer.SPECIAL_TOKENS_MAP_NAME,
+        hf_tokenizer.TOKENIZER_JSON_NAME)]
+    _check_can_write(
+        [weights_out, config_out]
+        + ([vocab_out] + tokenizer_outs if vocab_file else []),
+        overwrite, [("--checkpoint", prefix),
+                    ("--bert_config_file", bert_config_file),
+                    ("--vocab_file", vocab_file)])
+    progress.update(2, note=f"writing {weights_out}", force=True)
     with file_io.atomic_write(weights_out, "wb") as writer:
         # "pt" lets transformers' from_pretrained load the file.
         writer.write(safetensors_bytes(hf, metadata={"format": "pt"}))
@@ -635,9 +686,14 @@ def convert_google_to_hf(checkpoint, bert_config_file, output_dir, *,
         config_out)
     if vocab_file:
         _copy_atomically(vocab_file, vocab_out)
+        hf_tokenizer.write_tokenizer_files(
+            vocab_file, do_lower_case, config.max_position_embeddings,
+            output_dir)
     else:
         logging.warning("No vocab.txt next to %s; none copied to %s.",
                         prefix, output_dir)
+    progress.update(3)
+    progress.close()
     logging.info("Converted %s (%d tensors) to %s.", prefix, len(hf),
                  weights_out)
     return weights_out

@@ -18,7 +18,9 @@ started from).
 """
 
 import collections
+import contextlib
 import dataclasses
+import glob
 import os
 import threading
 import uuid
@@ -41,10 +43,16 @@ _OPTIMIZER_SLOT_SUFFIXES = ("/adam_m", "/adam_v", "/Adam", "/Adam_1",
                             "/lamb_m", "/lamb_v", "/Momentum")
 _BOOKKEEPING_NAMES = ("global_step", "good_steps", "loss_scale",
                       "current_loss_scale")
+# Task heads' tensors: the pretraining heads, Google's classifier, SQuAD's.
+_HEAD_PREFIXES = ("cls/", "output_weights", "output_bias")
 
 
 class CheckpointError(ValueError):
     """A checkpoint that cannot be found, read, loaded or written."""
+
+
+class DamagedCheckpointError(CheckpointError):
+    """A checkpoint whose files cannot be read (truncated, corrupt)."""
 
 
 class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
@@ -201,12 +209,23 @@ def resolve_checkpoint(path):
     raise CheckpointNotFoundError(message)
 
 
+def _first_line(error):
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
+
+
+def _data_files_text(prefix):
+    names = sorted(tf.io.gfile.glob(glob.escape(prefix) + ".data-*"))
+    return ", ".join(names) if names else f"{prefix}.data-* (missing)"
+
+
 def _open_reader(prefix):
     try:
         return tf.train.load_checkpoint(prefix)
-    except (tf.errors.OpError, ValueError) as error:
-        raise CheckpointError(
-            f"cannot read checkpoint {prefix}: {error}") from error
+    except (tf.errors.OpError, ValueError, IndexError) as error:
+        raise DamagedCheckpointError(
+            f"cannot read checkpoint {prefix} (damaged or incomplete "
+            f"{prefix}{_INDEX_SUFFIX}?): {_first_line(error)}") from error
 
 
 def checkpoint_shapes(path):
@@ -254,7 +273,16 @@ class CheckpointTensors(collections.abc.Mapping):
             raise CheckpointError(f"checkpoint {self.prefix} is closed")
         if name not in self._shapes:
             raise KeyError(f"{name} (not in checkpoint {self.prefix})")
-        return self._reader.get_tensor(name)
+        try:
+            return self._reader.get_tensor(name)
+        except (tf.errors.OpError, IndexError, ValueError) as error:
+            # A truncated `.data` file ends in "IndexError: Read less bytes
+            # than requested", naming neither the file nor the tensor.
+            raise DamagedCheckpointError(
+                f"checkpoint {self.prefix} is damaged (truncated or "
+                f"corrupt): cannot read tensor {name} from "
+                f"{_data_files_text(self.prefix)}: "
+                f"{_first_line(error)}") from error
 
     def __contains__(self, name):
         # Mapping's default would read the tensor to answer.
@@ -377,21 +405,100 @@ class _Misfit:
                 f"checkpoint {_shape_text(self.checkpoint_shape)}")
 
 
+def _listed(names, limit=20):
+    shown = ", ".join(names[:limit])
+    if len(names) > limit:
+        shown += f", ... ({len(names) - limit} more)"
+    return shown
+
+
 def _summarize_unused(names):
-    """One line describing checkpoint tensors nobody loaded."""
+    """Checkpoint tensors nobody loaded, by kind, in a few words."""
     slots = [n for n in names if n.endswith(_OPTIMIZER_SLOT_SUFFIXES)]
     bookkeeping = [n for n in names if n in _BOOKKEEPING_NAMES]
-    others = [n for n in names if n not in slots and n not in bookkeeping]
+    rest = [n for n in names if n not in slots and n not in bookkeeping]
+    heads = [n for n in rest if n.startswith(_HEAD_PREFIXES)]
+    others = [n for n in rest if n not in heads]
     parts = []
     if slots:
         parts.append(f"{len(slots)} optimizer slots (adam_m/adam_v...)")
     parts.extend(bookkeeping)
+    if heads:
+        parts.append(f"{len(heads)} head tensors: {_listed(heads)}")
     if others:
-        shown = ", ".join(others[:20])
-        if len(others) > 20:
-            shown += f", ... ({len(others) - 20} more)"
-        parts.append(f"{len(others)} tensors the model lacks: {shown}")
-    return "; ".join(parts)
+        parts.append(f"{len(others)} other tensors the model lacks: "
+                     f"{_listed(others)}")
+    return ", ".join(parts)
+
+
+def _summary_line(report):
+    """The one line that reports a checkpoint load."""
+    line = f"Loaded {len(report.loaded)} variables from {report.checkpoint}"
+    if report.unused:
+        line += f"; not used by the model: {_summarize_unused(report.unused)}"
+    if report.missing:
+        line += (f"; not in the checkpoint (initialized afresh): "
+                 f"{_listed(report.missing)}")
+    return line + "."
+
+
+def _log_summary(report):
+    """Logs `_summary_line`; a WARNING when encoder weights went unused.
+
+    Unused encoder weights mean the config describes a smaller model than
+    the checkpoint (e.g. fewer layers). Heads, optimizer slots and
+    global_step are routinely left out: INFO.
+    """
+    unused_encoder = [name for name in report.unused
+                      if _is_encoder_weight(name)]
+    if not unused_encoder:
+        logging.info("%s", _summary_line(report))
+        return
+    logging.warning(
+        "%s (including %d encoder weights, e.g. %s: does bert_config.json "
+        "describe the checkpoint's model?)", _summary_line(report),
+        len(unused_encoder), unused_encoder[0])
+
+
+# Open `load_summary` blocks (innermost last): prefix -> merged LoadReport.
+_LOAD_SUMMARIES = []
+
+
+@contextlib.contextmanager
+def load_summary():
+    """Reports the `load_checkpoint` calls inside as one line per checkpoint.
+
+    A task that loads the encoder strictly and then its heads if present
+    calls `load_checkpoint` twice; the user sees one line: the variables
+    loaded by either call, the tensors neither used, and the variables
+    neither found.
+
+    Yields:
+      A dict from checkpoint prefix to the merged `LoadReport`.
+    """
+    merged = {}
+    _LOAD_SUMMARIES.append(merged)
+    try:
+        yield merged
+    finally:
+        _LOAD_SUMMARIES.remove(merged)
+        for report in merged.values():
+            _log_summary(report)
+
+
+def _merge_into_summary(report):
+    merged = _LOAD_SUMMARIES[-1]
+    previous = merged.get(report.checkpoint)
+    if previous is None:
+        merged[report.checkpoint] = dataclasses.replace(
+            report, loaded=list(report.loaded), unused=list(report.unused),
+            missing=list(report.missing), mismatched=list(report.mismatched))
+        return
+    previous.loaded.extend(report.loaded)
+    unused = set(report.unused)
+    previous.unused = [n for n in previous.unused if n in unused]
+    previous.missing.extend(report.missing)
+    previous.mismatched.extend(report.mismatched)
 
 
 def _vocab_hint(misfits):
@@ -419,7 +526,8 @@ def load_checkpoint(variables_or_model, path, *, strict=True, optional=()):
     bfloat16 variables) is cast, as is an integer one into an integer
     variable of another width. Checkpoint tensors no variable asks for
     (optimizer slots, `global_step`, heads the model lacks) are reported in
-    one log line, so the encoder alone loads from a pretraining checkpoint.
+    the one log line of the load (see `load_summary` for several calls), so
+    the encoder alone loads from a pretraining checkpoint.
 
     Args:
       variables_or_model: a built Keras model or layer, an iterable of
@@ -483,10 +591,14 @@ def load_checkpoint(variables_or_model, path, *, strict=True, optional=()):
             if hint:
                 message += f"\nHint: {hint}"
             raise CheckpointError(message)
-        if misfits:
+        # (Variables merely absent are named in the load's summary line.)
+        misfit_lines = "\n".join("  " + misfit.describe()
+                                 for misfit in misfits
+                                 if misfit.checkpoint_shape is not None)
+        if misfit_lines:
             logging.warning(
-                "Checkpoint %s: %d variables not loaded (kept their values):"
-                "\n%s%s", prefix, len(misfits), lines,
+                "Checkpoint %s: variables that do not fit were not loaded "
+                "(kept their values):\n%s%s", prefix, misfit_lines,
                 f"\nHint: {hint}" if hint else "")
 
         report = LoadReport(checkpoint=prefix)
@@ -500,11 +612,18 @@ def load_checkpoint(variables_or_model, path, *, strict=True, optional=()):
                                    if m.checkpoint_shape is None]
         report.mismatched = [m.name for m in misfits
                              if m.checkpoint_shape is not None]
-    logging.info("Loaded %d variables from %s.", len(report.loaded), prefix)
-    if report.unused:
-        logging.info("Checkpoint %s: not used by the model: %s", prefix,
-                     _summarize_unused(report.unused))
+    if _LOAD_SUMMARIES:
+        _merge_into_summary(report)
+    else:
+        _log_summary(report)
     return report
+
+
+def _is_encoder_weight(name):
+    """Whether `name` is a weight of Google's encoder (`bert/...`), not an
+    optimizer slot."""
+    return (name.startswith("bert/")
+            and not name.endswith(_OPTIMIZER_SLOT_SUFFIXES))
 
 
 def _read_value(name, value):

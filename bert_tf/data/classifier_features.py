@@ -309,6 +309,7 @@ def read_tfrecord(input_file, max_seq_length, is_regression=False):
     if not tf.io.gfile.exists(input_file):
         raise FileNotFoundError(f"record file not found: {input_file}")
     spec = tfrecord_feature_spec(max_seq_length, is_regression)
+    tfrecord_files.register_input_files([input_file])
     return tf.data.TFRecordDataset(input_file).map(
         lambda record: _decode_record(record, spec),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

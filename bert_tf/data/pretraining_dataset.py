@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from bert_tf import file_io
 from bert_tf.data import pretraining_records as records
+from bert_tf.data import tfrecord_files
 
 # Parallel reads per input pipeline; more rarely helps on local disks and
 # costs memory (one read buffer per open file).
@@ -60,7 +61,8 @@ def check_pretraining_records(path, max_seq_length, max_predictions_per_seq):
         first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
         raise ValueError(
-            f"{path}: not a readable TFRecord file ({error.message})"
+            tfrecord_files.describe_data_loss([path])
+            or f"{path}: not a readable TFRecord file ({error.message})"
         ) from None
     except tf.errors.NotFoundError:
         raise ValueError(f"{path}: file not found") from None
@@ -187,6 +189,7 @@ def pretraining_dataset(input_patterns, batch_size, max_seq_length,
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     files = file_io.expand_input_patterns(input_patterns, sort=True)
+    tfrecord_files.register_input_files(files)
     _check_some_file(files, max_seq_length, max_predictions_per_seq)
     spec = records.pretraining_feature_spec(
         max_seq_length, max_predictions_per_seq)

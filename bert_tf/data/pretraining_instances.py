@@ -16,8 +16,10 @@ calls, in the same order, on one `random.Random(random_seed)`:
 
 Masking (Google's `create_masked_lm_predictions`): every position but
 [CLS]/[SEP] is a candidate (with whole-word masking a "##" piece joins the
-previous candidate's group), the candidates are shuffled and taken in order
-until `min(max_predictions_per_seq, max(1, round(len * masked_lm_prob)))`
+previous candidate's group, and so does, with a Chinese word segmentation,
+a CJK character of the same word: `chinese_words`), the candidates are
+shuffled and taken in order until
+`min(max_predictions_per_seq, max(1, round(len * masked_lm_prob)))`
 positions are masked; each is [MASK] 80% of the time, kept 10%, a random
 vocabulary word 10%.
 
@@ -26,8 +28,10 @@ What is held, and why it is small: the corpus is one array of token ids
 an instance is just where its A and B start in that array, their lengths
 after truncation, the next-sentence label, and its masked positions with the
 id each gets (or "keep"). `InstanceStore` keeps these numbers in flat
-`array`s: 56 + 8 * (masked positions) bytes an instance, plus 8 for its
-place in the write order (about 230 bytes with max_predictions_per_seq=20),
+`array`s of the narrowest type that holds them: 32 + 6 * (masked
+positions) bytes an instance, plus 4 for its place in the write order
+(about 150 bytes with max_predictions_per_seq=20; corpora of 2**31 tokens
+or more take 24 bytes more),
 where Google's script holds every instance's tokens as lists of Python
 strings (kilobytes an instance), `dupe_factor` times over. The final shuffle
 permutes an array of instance indices of the same length as Google's list
@@ -43,6 +47,7 @@ from array import array
 from absl import logging
 import numpy as np
 
+from bert_tf import progress as progress_lib
 from bert_tf.data import pretraining_corpus
 from bert_tf.data import pretraining_records
 from bert_tf.data import tfrecord_files
@@ -104,14 +109,20 @@ class InstanceStore:
 
     Instance k is `fields[6k:6k+6]` = (A's start in the corpus token array,
     A's length, B's start, B's length, next-sentence label, number of masked
-    positions n), and `masks[o:o+2n]` with o = `mask_offsets[k]`: the n
-    masked positions in the order they were drawn, then the id each gets
-    (`KEEP_ORIGINAL` for none).
+    positions n), and, with o = `mask_offsets[k]`, `positions[o:o+n]`: the
+    n masked positions in the order they were drawn, and
+    `replacements[o:o+n]`: the id each gets (`KEEP_ORIGINAL` for none).
     """
 
-    def __init__(self):
-        self.fields = array("q")
-        self.masks = array("i")
+    def __init__(self, num_tokens, max_seq_length):
+        """Args:
+          num_tokens: tokens in the corpus (fields index into it).
+          max_seq_length: positions are below it.
+        """
+        # 4-byte fields unless a corpus position could need 8.
+        self.fields = array("i" if num_tokens < 2 ** 31 else "q")
+        self.positions = array("H" if max_seq_length <= 1 << 16 else "i")
+        self.replacements = array("i")
         self.mask_offsets = array("q", [0])
 
     def __len__(self):
@@ -191,8 +202,9 @@ def exact_fast_shuffle(rng, max_length):
     return _inline_shuffle(rng, _stock_shuffle_steps(max(2, max_length)))
 
 
-def _validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
-                        masked_lm_prob, max_predictions_per_seq):
+def validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
+                       masked_lm_prob, max_predictions_per_seq):
+    """Raises PretrainingDataError naming a flag out of range."""
     if max_seq_length < 5:
         raise PretrainingDataError(
             f"max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP] with "
@@ -234,8 +246,8 @@ def create_training_instances(corpus, vocab, rng, max_seq_length,
     Raises:
       PretrainingDataError: an argument out of range.
     """
-    _validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
-                        masked_lm_prob, max_predictions_per_seq)
+    validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
+                       masked_lm_prob, max_predictions_per_seq)
     num_documents = corpus.num_documents
     if num_documents == 1:
         logging.warning(
@@ -251,13 +263,20 @@ def create_training_instances(corpus, vocab, rng, max_seq_length,
     first_sentence = [document_starts[d] for d in document_order]
     num_sentences = [document_starts[d + 1] - document_starts[d]
                      for d in document_order]
-    store = InstanceStore()
-    for _ in range(dupe_factor):
+    store = InstanceStore(corpus.num_tokens, max_seq_length)
+    # One pass over the documents per --dupe_factor.
+    progress = progress_lib.Progress("create_pretraining_data: instances",
+                                     total=dupe_factor, unit="pass")
+    progress.start(f"{num_documents} documents, --dupe_factor="
+                   f"{dupe_factor}")
+    for done in range(1, dupe_factor + 1):
         _append_all_instances(
             store, corpus, vocab, rng, first_sentence, num_sentences,
             max_seq_length, short_seq_prob, masked_lm_prob,
             max_predictions_per_seq, do_whole_word_mask)
-    order = array("q", range(len(store)))
+        progress.update(done, note=f"{len(store)} instances")
+    progress.close(note=f"{len(store)} instances")
+    order = array("i" if len(store) < 2 ** 31 else "q", range(len(store)))
     rng.shuffle(order)
     return store, order
 
@@ -291,10 +310,13 @@ def _append_all_instances(store, corpus, vocab, rng, first_sentence,
             max(1, int(round(length * masked_lm_prob))))
         for length in range(max_seq_length + 1)]
     fields_extend = store.fields.extend
-    masks_extend = store.masks.extend
+    positions_extend = store.positions.extend
+    replacements_extend = store.replacements.extend
     mask_offsets_append = store.mask_offsets.append
-    masks = store.masks
+    stored_positions = store.positions
     is_continuation = vocab.is_continuation
+    # With a Chinese word segmentation: CJK characters joining their word.
+    joins_previous = corpus.joins_previous
 
     for document_index in range(num_documents):
         first = first_sentence[document_index]
@@ -365,7 +387,8 @@ def _append_all_instances(store, corpus, vocab, rng, first_sentence,
                 if do_whole_word_mask:
                     positions = _whole_word_positions(
                         candidates, tokens, a_start, b_start, b_offset,
-                        is_continuation, shuffle, num_to_predict)
+                        is_continuation, joins_previous, shuffle,
+                        num_to_predict)
                 else:
                     shuffle(candidates)
                     positions = candidates[:num_to_predict]
@@ -380,9 +403,9 @@ def _append_all_instances(store, corpus, vocab, rng, first_sentence,
                         append(word_ids[randbelow(num_words)])
                 fields_extend((a_start, a_length, b_start, b_length,
                                is_random_next, len(positions)))
-                masks_extend(positions)
-                masks_extend(replacements)
-                mask_offsets_append(len(masks))
+                positions_extend(positions)
+                replacements_extend(replacements)
+                mask_offsets_append(len(stored_positions))
 
                 chunk_first = i + 1
                 chunk_start = sentence_starts[first + chunk_first]
@@ -390,21 +413,24 @@ def _append_all_instances(store, corpus, vocab, rng, first_sentence,
 
 
 def _whole_word_positions(candidates, tokens, a_start, b_start, b_offset,
-                          is_continuation, shuffle, num_to_predict):
+                          is_continuation, joins_previous, shuffle,
+                          num_to_predict):
     """Positions to mask with whole-word masking, in Google's draw order.
 
     A "##" piece joins the group of the candidate before it (even across
-    the [SEP] between A and B, as in Google's code); the groups are
-    shuffled and taken whole, skipping any that would exceed
-    `num_to_predict`.
+    the [SEP] between A and B, as in Google's code), and so does, with a
+    Chinese word segmentation (`joins_previous` not None), a CJK character
+    of the same word as the character before it; the groups are shuffled
+    and taken whole, skipping any that would exceed `num_to_predict`.
     """
     groups = []
     for position in candidates:
         if position < b_offset:
-            token = tokens[a_start + position - 1]
+            index = a_start + position - 1
         else:
-            token = tokens[b_start + position - b_offset]
-        if groups and is_continuation[token]:
+            index = b_start + position - b_offset
+        if groups and (is_continuation[tokens[index]] or (
+                joins_previous is not None and joins_previous[index])):
             groups[-1].append(position)
         else:
             groups.append([position])
@@ -432,8 +458,8 @@ def _instance_ids(store, index, tokens, cls_id, sep_id):
     input_ids += tokens[b_start:b_start + b_length]
     input_ids.append(sep_id)
     offset = store.mask_offsets[index]
-    masks = store.masks[offset:offset + 2 * count]
-    pairs = sorted(zip(masks[:count], masks[count:]))
+    pairs = sorted(zip(store.positions[offset:offset + count],
+                       store.replacements[offset:offset + count]))
     masked_lm_positions = [position for position, _ in pairs]
     masked_lm_ids = [input_ids[position] for position in masked_lm_positions]
     for position, replacement in pairs:
@@ -476,9 +502,15 @@ class _BatchRecordEncoder:
 
     def __init__(self, store, corpus, vocab, encoder):
         self._encoder = encoder
-        self._fields = np.frombuffer(store.fields, dtype=np.int64).reshape(
-            -1, _FIELDS_PER_INSTANCE)
-        self._masks = np.frombuffer(store.masks, dtype=np.int32)
+        # Views of the store's arrays (no copies), widened per batch.
+        self._fields = np.frombuffer(
+            store.fields, dtype=f"i{store.fields.itemsize}").reshape(
+                -1, _FIELDS_PER_INSTANCE)
+        self._masked_positions = np.frombuffer(
+            store.positions, dtype=np.uint16
+            if store.positions.typecode == "H" else np.int32)
+        self._replacements = np.frombuffer(store.replacements,
+                                           dtype=np.int32)
         self._mask_offsets = np.frombuffer(store.mask_offsets, dtype=np.int64)
         self._tokens = np.frombuffer(corpus.token_ids, dtype=np.int32)
         self._cls_id = vocab.cls_id
@@ -490,7 +522,7 @@ class _BatchRecordEncoder:
         indices = np.asarray(indices, dtype=np.int64)
         batch = len(indices)
         rows = np.arange(batch)
-        fields = self._fields[indices]
+        fields = self._fields[indices].astype(np.int64)
         a_start, a_length, b_start, b_length, labels, counts = fields.T
         length = a_length + b_length + 3
         b_first = a_length + 2
@@ -516,8 +548,8 @@ class _BatchRecordEncoder:
         row_starts = np.repeat(np.cumsum(counts) - counts, counts)
         slot = np.arange(len(mask_rows)) - row_starts
         stored = np.repeat(self._mask_offsets[indices], counts) + slot
-        masked_positions = self._masks[stored]
-        replacements = self._masks[stored + np.repeat(counts, counts)]
+        masked_positions = self._masked_positions[stored].astype(np.int64)
+        replacements = self._replacements[stored]
         # Rows are already grouped; sort by position within each row.
         by_position = np.lexsort((masked_positions, mask_rows))
         masked_positions = masked_positions[by_position]
@@ -661,11 +693,16 @@ def write_instances_to_example_files(store, order, corpus, vocab,
     batch_encoder = _BatchRecordEncoder(store, corpus, vocab, encoder)
     spans = [(start, min(start + _RECORDS_PER_BATCH, len(order)))
              for start in range(0, len(order), _RECORDS_PER_BATCH)]
+    progress = progress_lib.Progress("create_pretraining_data: write",
+                                     total=len(order), unit="record")
     with tfrecord_files.RoundRobinRecordWriter(output_files) as writer:
         with _FramedSpans(batch_encoder, order, len(output_files),
                           num_workers if len(spans) > 1 else 1) as framer:
+            progress.start()
             for (start, stop), framed in zip(spans, framer.map(spans)):
                 writer.write_framed_batch(framed, stop - start)
+                progress.update(stop)
+            progress.close()
         for index in order[:num_logged_examples]:
             _log_example(vocab, instance_features(store, index, corpus, vocab),
                          max_seq_length, max_predictions_per_seq)
@@ -694,7 +731,7 @@ def create_pretraining_data(input_files, output_files, tokenizer,
                             random_seed=12345, dupe_factor=10,
                             masked_lm_prob=0.15, short_seq_prob=0.1,
                             do_whole_word_mask=False, num_workers=1,
-                            num_logged_examples=20):
+                            num_logged_examples=20, word_segmentation=None):
     """Google's `create_pretraining_data.py`, from files to files.
 
     Args:
@@ -705,6 +742,9 @@ def create_pretraining_data(input_files, output_files, tokenizer,
       num_workers: processes that tokenize the input and build the
         records; the output does not depend on it.
       num_logged_examples: instances logged in full (Google: 20).
+      word_segmentation: None (Google's), or with `do_whole_word_mask` one
+        of `chinese_words.SEGMENTATIONS`: the characters of a Chinese word
+        are masked together (`chinese_words`).
 
     Returns:
       The number of records written.
@@ -715,11 +755,16 @@ def create_pretraining_data(input_files, output_files, tokenizer,
     """
     vocab = PretrainingVocab(
         tokenizer.vocab, getattr(tokenizer, "vocab_file", "the vocabulary"))
-    _validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
-                        masked_lm_prob, max_predictions_per_seq)
+    validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
+                       masked_lm_prob, max_predictions_per_seq)
+    if word_segmentation is not None and not do_whole_word_mask:
+        raise PretrainingDataError(
+            f"a Chinese word segmentation ({word_segmentation}) only "
+            f"changes whole-word masking: it needs do_whole_word_mask")
     _check_output_files(output_files)
     corpus = pretraining_corpus.tokenize_corpus(
-        input_files, tokenizer, num_workers=num_workers)
+        input_files, tokenizer, num_workers=num_workers,
+        word_segmentation=word_segmentation)
     rng = random.Random(random_seed)
     store, order = create_training_instances(
         corpus, vocab, rng, max_seq_length, dupe_factor, short_seq_prob,

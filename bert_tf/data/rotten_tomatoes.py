@@ -188,4 +188,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from bert_tf import startup
+    startup.quiet_start()  # before anything imports TensorFlow
     main()

@@ -439,6 +439,7 @@ def read_tfrecord(input_file, max_seq_length, is_training):
                 else tf.cast(value, tf.int32)
                 for name, value in parsed.items()}
 
+    tfrecord_files.register_input_files([input_file])
     return tf.data.TFRecordDataset(input_file).map(
         decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 

@@ -332,3 +332,140 @@ class RoundRobinRecordWriter:
         else:
             self.abort()
         return False
+
+
+# -- finding the damaged record of a file ------------------------------------
+
+_HEADER_BYTES = 12  # uint64 length + masked CRC of it
+_FOOTER_BYTES = 4  # masked CRC of the data
+_SCAN_BATCH_BYTES = 64 << 20
+
+# Record files the input pipelines of this process read, in the order they
+# were first read: on a `DataLossError` (which names no file) they are
+# scanned to find the damaged one (`describe_data_loss`).
+_FILES_READ = {}
+
+
+def register_input_files(paths):
+    """Notes record files an input pipeline reads, for `describe_data_loss`.
+
+    Args:
+      paths: file paths (str or bytes).
+    """
+    for path in paths:
+        if isinstance(path, bytes):
+            path = path.decode("utf-8")
+        _FILES_READ.setdefault(os.fspath(path), None)
+
+
+def _open_for_reading(path):
+    if file_io.is_remote(path):
+        import tensorflow as tf  # Only for remote files.
+        return tf.io.gfile.GFile(path, "rb")
+    return open(path, "rb")
+
+
+def find_damaged_record(path):
+    """Checks a TFRecord file's framing and CRCs, as TensorFlow's reader.
+
+    Args:
+      path: an uncompressed TFRecord file.
+
+    Returns:
+      None if every record is whole, else `(byte_offset, reason)`: the
+      offset of the first damaged record (where its length field starts)
+      and what is wrong with it.
+    """
+    with _open_for_reading(path) as reader:
+        pending = b""  # read bytes not yet checked
+        pending_offset = 0  # file offset of pending[0]
+        end_of_file = False
+        while True:
+            # Collect whole records of this batch, then check their CRCs
+            # together (crc32c_batch).
+            if not end_of_file:
+                chunk = reader.read(_SCAN_BATCH_BYTES)
+                end_of_file = not chunk
+                pending += chunk
+            headers, bodies, starts = [], [], []
+            position = 0
+            bad_length_at = None  # an incomplete record's bad length field
+            while True:
+                if len(pending) - position < _HEADER_BYTES:
+                    break
+                header = pending[position:position + 8]
+                length = int.from_bytes(header, "little")
+                end = position + _HEADER_BYTES + length + _FOOTER_BYTES
+                if end > len(pending):
+                    # Waiting for the rest is only right if the length is
+                    # (a corrupt one can announce terabytes).
+                    if int(masked_crc32c_batch([header])[0]) != (
+                            int.from_bytes(pending[position + 8:position + 12],
+                                           "little")):
+                        bad_length_at = pending_offset + position
+                    break
+                headers.append((header, pending[position + 8:position + 12]))
+                bodies.append((pending[position + 12:end - 4],
+                               pending[end - 4:end]))
+                starts.append(pending_offset + position)
+                position = end
+            if headers:
+                header_crcs = masked_crc32c_batch([h for h, _ in headers])
+                for index, (_, stored) in enumerate(headers):
+                    if int(header_crcs[index]) != int.from_bytes(stored,
+                                                                 "little"):
+                        return starts[index], (
+                            "corrupted record length (its CRC does not "
+                            "match)")
+                data_crcs = masked_crc32c_batch([b for b, _ in bodies])
+                for index, (_, stored) in enumerate(bodies):
+                    if int(data_crcs[index]) != int.from_bytes(stored,
+                                                               "little"):
+                        return starts[index], (
+                            "corrupted record data (its CRC does not match)")
+            if bad_length_at is not None:
+                return bad_length_at, ("corrupted record length (its CRC "
+                                       "does not match)")
+            pending = pending[position:]
+            pending_offset += position
+            if end_of_file and not headers:
+                if not pending:
+                    return None
+                offset = pending_offset
+                if len(pending) >= _HEADER_BYTES:
+                    header = pending[:8]
+                    if int(masked_crc32c_batch([header])[0]) != (
+                            int.from_bytes(pending[8:12], "little")):
+                        return offset, ("corrupted record length (its CRC "
+                                        "does not match)")
+                    length = int.from_bytes(header, "little")
+                    return offset, (
+                        f"truncated record: {length} data bytes announced, "
+                        f"the file ends {len(pending) - _HEADER_BYTES} bytes "
+                        f"later")
+                # Fewer bytes than a header: TensorFlow's reader takes them
+                # for the end of the file, and so does this check.
+                return None
+
+
+def describe_data_loss(paths=None):
+    """The first damaged record among record files, as a one-line message.
+
+    Args:
+      paths: files to scan; default: those registered by the input
+        pipelines of this process (`register_input_files`).
+
+    Returns:
+      "TFRecord file F is damaged at byte offset N: reason", or None when
+      every file reads whole (or none is known).
+    """
+    for path in list(_FILES_READ) if paths is None else paths:
+        try:
+            damage = find_damaged_record(path)
+        except OSError:
+            continue  # Gone or unreadable: not what the error was about.
+        if damage is not None:
+            offset, reason = damage
+            return (f"TFRecord file {path} is damaged at byte offset "
+                    f"{offset} (the record starting there): {reason}")
+    return None

@@ -14,6 +14,7 @@ from bert_tf.modeling.layers import attention_bias_from_mask
 from bert_tf.modeling.layers import checkpoint_scope
 from bert_tf.modeling.layers import weight_initializer
 from bert_tf.modeling.transformer import TransformerEncoder
+from bert_tf.modeling.save_signature import int_feature_specs
 
 
 # -- layers: the pooler ------------------------------------------------------
@@ -180,6 +181,27 @@ class BertModel(keras.Model):
             "encoder_outputs": encoder_outputs,
             "embedding_output": embedding_output,
         }
+
+    @property
+    def _default_save_signature(self):
+        """What `tf.saved_model.save(model, path)` exports as serving_default.
+
+        int32 `input_ids`, `input_mask`, `token_type_ids` [batch, seq] ->
+        `sequence_output` and `pooled_output` (see `save_signature`).
+        """
+        specs = int_feature_specs(("input_ids", "input_mask",
+                                   "token_type_ids"))
+
+        @tf.function(input_signature=[specs])
+        def serving_default(features):
+            outputs = self(features["input_ids"],
+                           input_mask=features["input_mask"],
+                           token_type_ids=features["token_type_ids"],
+                           training=False)
+            return {"sequence_output": outputs["sequence_output"],
+                    "pooled_output": outputs["pooled_output"]}
+
+        return serving_default
 
     def get_config(self):
         """Keras config: Google's config dict under "config", plus Keras'."""

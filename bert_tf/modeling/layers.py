@@ -156,11 +156,47 @@ def dropout(x, rate, training):
     """
     if not rate or training is None or training is False:
         return x
+    drop = tf.nn.dropout if _GENERATOR is None else _generator_dropout
     if training is True:
-        return tf.nn.dropout(x, rate=rate)
+        return drop(x, rate=rate)
     return tf.cond(tf.cast(training, tf.bool),
-                   lambda: tf.nn.dropout(x, rate=rate),
+                   lambda: drop(x, rate=rate),
                    lambda: tf.identity(x))
+
+
+# The generator `dropout` draws from while `random_generator_scope` is
+# active (at trace time), else None: TensorFlow's stateful op.
+_GENERATOR = None
+
+
+def _generator_dropout(x, rate):
+    """`tf.nn.dropout`'s result, drawn from `_GENERATOR`."""
+    keep = _GENERATOR.uniform(tf.shape(x), dtype=tf.float32) >= rate
+    return tf.where(keep, x / tf.cast(1.0 - rate, x.dtype),
+                    tf.zeros_like(x))
+
+
+@contextlib.contextmanager
+def random_generator_scope(generator):
+    """Makes `dropout` draw its masks from `generator` while tracing.
+
+    A stateful random op restarts its sequence in every new process, so a
+    run resumed from a checkpoint would drop other units than the run that
+    was never interrupted. A `tf.random.Generator` keeps its position in a
+    variable that the trainer saves with the checkpoint and restores, which
+    makes a resumed run exact (under a `tf.distribute` strategy each replica
+    draws its own stream).
+
+    Args:
+      generator: a `tf.random.Generator`, or None for TensorFlow's stateful
+        op (Google's).
+    """
+    global _GENERATOR
+    previous, _GENERATOR = _GENERATOR, generator
+    try:
+        yield
+    finally:
+        _GENERATOR = previous
 
 
 # -- layer norm ---------------------------------------------------------------
@@ -251,7 +287,9 @@ def attention_bias_from_mask(input_mask, causal=False):
     """
     mask = tf.cast(input_mask, tf.float32)
     # [batch, 1, 1, to_seq]: one row, repeated over heads and queries.
-    mask = mask[:, tf.newaxis, tf.newaxis, :]
+    # (expand_dims, not [:, None, None, :]: TensorFlow Lite's built-in ops
+    # have no strided slice that adds axes.)
+    mask = tf.expand_dims(tf.expand_dims(mask, 1), 1)
     if causal:
         seq_length = tf.shape(input_mask)[1]
         # Lower triangle of ones, [from_seq, to_seq]: 1 where key <= query.

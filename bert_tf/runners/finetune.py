@@ -190,10 +190,17 @@ def start(flag_values):
     from bert_tf.text import tokenization
     from bert_tf.training import distribution
 
+    # A run that does not train needs weights to evaluate or predict with.
+    runner_flags.require_weights_without_training(
+        flag_values, "/".join(f"--{name}" for name in ("do_eval", "do_predict")
+                              if name in flag_values))
     strategy = runner_flags.strategy_from_flags(flag_values)
     runner_flags.set_seed_from_flags(flag_values)
     on_tpu = distribution.resolve_strategy_name(
         flag_values.distribution_strategy, flag_values.use_tpu) == "tpu"
+    if flag_values.do_train:
+        # Before the runner writes feature files into --output_dir.
+        runner_flags.lock_output_dir(flag_values, strategy)
     init_checkpoint = None
     if flag_values.init_checkpoint:
         init_checkpoint = checkpoints.resolve_checkpoint(

@@ -22,6 +22,8 @@ fresh `flags.FlagValues()`:
     run_pretraining.run(flag_values)
 """
 
+import sys
+
 from absl import app
 from absl import flags
 import tensorflow as tf
@@ -141,8 +143,8 @@ def define_runtime_flags(flag_values=FLAGS):
     """The new flags; each default keeps the original's behaviour.
 
     `--distribution_strategy`, `--optimizer`, `--num_accumulation_steps`,
-    `--dtype`, `--enable_xla`, `--keep_checkpoint_max`, `--log_steps`,
-    `--seed`.
+    `--dtype`, `--allow_tf32`, `--enable_xla`, `--keep_checkpoint_max`,
+    `--log_steps`, `--log_every_seconds`, `--seed`.
     """
     flags.DEFINE_enum(
         "distribution_strategy", "default", distribution.STRATEGY_NAMES,
@@ -167,6 +169,12 @@ def define_runtime_flags(flag_values=FLAGS):
         "mixed_bfloat16: compute precision; variables stay float32.",
         flag_values=flag_values)
     flags.DEFINE_bool(
+        "allow_tf32", False,
+        "Let float32 matmuls run in TF32 on NVIDIA GPUs from Ampere on "
+        "(faster, but 10-bit mantissas: outputs then differ from Google's "
+        "by more than float32 round-off). Default: float32 means float32.",
+        flag_values=flag_values)
+    flags.DEFINE_bool(
         "enable_xla", False,
         "Compile with XLA (jit_compile): the whole training step on one "
         "device; the forward and backward pass with several replicas.",
@@ -179,6 +187,13 @@ def define_runtime_flags(flag_values=FLAGS):
         "log_steps", 100,
         "Log loss, accuracies, learning rate, examples/s and ETA, and write "
         "TensorBoard summaries, every this many steps.",
+        flag_values=flag_values)
+    flags.DEFINE_float(
+        "log_every_seconds", 30.0,
+        "Also report progress (step/total, speed, ETA, running loss) when "
+        "this many seconds passed without a log line, whichever of this and "
+        "--log_steps comes first; a bar on a terminal. 0: --log_steps only. "
+        "More of TensorFlow's own lines: --verbosity=1.",
         flag_values=flag_values)
     flags.DEFINE_integer(
         "seed", None,
@@ -221,10 +236,85 @@ def expand_file_patterns(flag_name, comma_separated):
         raise ValueError(f"--{flag_name}: {error}") from error
 
 
+def check_outputs_are_not_inputs(flag_values, output_names, input_flags):
+    """Refuses an `--output_dir` file that is one of the run's inputs.
+
+    Args:
+      flag_values: parsed flags with `--output_dir`.
+      output_names: the files the runner writes into `--output_dir`
+        (besides checkpoints), e.g. ("eval_results.txt",).
+      input_flags: names of the flags that name input files or patterns
+        (unset ones are skipped).
+
+    Raises:
+      file_io.OutputIsInputError: naming both flags and paths.
+    """
+    output_dir = flag_values.output_dir
+    outputs = [("--output_dir", output_dir)]
+    outputs += [("--output_dir file", f"{output_dir.rstrip('/')}/{name}")
+                for name in output_names]
+    inputs = [(f"--{name}", flag_values[name].value) for name in input_flags
+              if flag_values[name].value]
+    file_io.check_outputs_are_not_inputs(outputs, inputs)
+
+
+def require_weights_without_training(flag_values, phases):
+    """Without --do_train, refuses a run with no weights to use.
+
+    Evaluating or predicting from random weights gives meaningless numbers
+    that look like results; Google's Estimator did so silently.
+
+    Args:
+      flag_values: parsed flags with `--do_train`, `--output_dir`,
+        `--init_checkpoint`.
+      phases: what the run would do, e.g. "--do_eval/--do_predict".
+
+    Raises:
+      ValueError: no `--do_train`, no `--init_checkpoint`, and no checkpoint
+        in `--output_dir`.
+    """
+    if flag_values.do_train or flag_values.init_checkpoint:
+        return
+    from bert_tf.training import checkpoint_manager
+    output_dir = flag_values.output_dir
+    if tf.io.gfile.isdir(output_dir) and checkpoint_manager.CheckpointManager(
+            output_dir, is_chief=False).latest_checkpoint:
+        return
+    raise ValueError(
+        f"{phases} without --do_train needs trained weights, but "
+        f"--output_dir={output_dir} holds no checkpoint (model.ckpt-*) and "
+        "--init_checkpoint is not set: the model would be random. Pass "
+        "--do_train=True, --init_checkpoint, or the --output_dir of a "
+        "training run.")
+
+
+def lock_output_dir(flag_values, strategy):
+    """Takes `--output_dir`'s lock for a training run (chief only), before
+    the runner writes anything there; removes stale temporary files.
+
+    See `bert_tf.training.run_lock`. The `Trainer` takes the same lock (the
+    lock is reentrant within a process); runners take it earlier because
+    they write feature files first.
+
+    Raises:
+      run_lock.OutputDirLockedError (a ValueError): another run holds it.
+    """
+    from bert_tf.training import run_lock
+    is_chief = distribution.is_chief(strategy)
+    run_lock.lock_output_dir(flag_values.output_dir, is_chief)
+    if is_chief:
+        run_lock.remove_stale_temporary_files(flag_values.output_dir)
+
+
 # -- translation into library objects --------------------------------------
 
 def strategy_from_flags(flag_values=FLAGS):
-    """The `tf.distribute.Strategy` of `--distribution_strategy`/TPU flags."""
+    """The `tf.distribute.Strategy` of `--distribution_strategy`/TPU flags.
+
+    Also sets the process's TF32 mode from `--allow_tf32` (off by default):
+    every runner asks for its strategy before it builds a model.
+    """
+    precision.set_tensor_float_32(flag_values.allow_tf32)
     return distribution.get_distribution_strategy(
         flag_values.distribution_strategy,
         use_tpu=flag_values.use_tpu,
@@ -265,8 +355,10 @@ def trainer_config_from_flags(flag_values=FLAGS, *, num_train_steps,
         num_accumulation_steps=flag_values.num_accumulation_steps,
         keep_checkpoint_max=flag_values.keep_checkpoint_max,
         log_steps=flag_values.log_steps,
+        log_every_seconds=flag_values.log_every_seconds,
         dtype=flag_values.dtype,
-        enable_xla=flag_values.enable_xla)
+        enable_xla=flag_values.enable_xla,
+        seed=flag_values.seed)
     config.validate()
     return config
 
@@ -293,13 +385,24 @@ def optimizer_factory_from_flags(flag_values=FLAGS, *, num_train_steps,
     return create
 
 
+def exit_after_signal(program, interrupted):
+    """Ends the program after a signal stopped training (and it saved).
+
+    The exit status is the shell's for that signal (143 for SIGTERM), so a
+    scheduler sees that the run did not finish.
+    """
+    print(f"{program}: stopped: {interrupted}", file=sys.stderr, flush=True)
+    sys.exit(128 + interrupted.signal_number)
+
+
 def run_main(program, run, argv, flag_values):
     """A runner's `main`: `run(flag_values)`, a bad flag or input ending it.
 
     Errors a user can fix — a bad flag, a missing or malformed input file, a
     checkpoint that does not fit the config (ValueError, FileNotFoundError,
     CheckpointError), a loss that became NaN — end the program with their
-    message (`bert_tf.cli.exit_with_error`) instead of a traceback.
+    message (`bert_tf.cli.exit_with_error`) instead of a traceback. SIGTERM
+    during training ends it after the checkpoint (`exit_after_signal`).
 
     Args:
       program: the runner's file name, e.g. "run_classifier.py".
@@ -313,6 +416,37 @@ def run_main(program, run, argv, flag_values):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     from bert_tf.training.trainer import NonFiniteLossError
-    # Nothing is returned: absl's app.run would exit with it as status.
-    cli.run_or_exit(program, run, flag_values,
-                    user_errors=(NonFiniteLossError,))
+    from bert_tf.training.trainer import TrainingInterrupted
+    try:
+        # Nothing is returned: absl's app.run would exit with it as status.
+        cli.run_or_exit(program, _run_naming_damaged_records, run,
+                        flag_values,
+                        user_errors=(NonFiniteLossError, DataLossMessage))
+    except TrainingInterrupted as interrupted:
+        exit_after_signal(program, interrupted)
+
+
+def _run_naming_damaged_records(run, flag_values):
+    """`run(flag_values)`, a `DataLossError` turned into `DataLossMessage`."""
+    try:
+        return run(flag_values)
+    except tf.errors.DataLossError as error:
+        raise DataLossMessage(error) from error
+
+
+class DataLossMessage(Exception):
+    """A `tf.errors.DataLossError` told as the file and offset at fault.
+
+    TensorFlow's message ("corrupted record at 69955", after a graph
+    traceback) names no file; the record files this process's input
+    pipelines read are scanned to find the damaged one.
+    """
+
+    def __init__(self, error):
+        from bert_tf.data import tfrecord_files
+        message = tfrecord_files.describe_data_loss()
+        if message is None:
+            first_line = (error.message or str(error)).strip().splitlines()
+            message = ("input data is damaged: "
+                       + (first_line[0] if first_line else "DataLossError"))
+        super().__init__(message)

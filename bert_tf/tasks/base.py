@@ -107,12 +107,14 @@ from absl import logging
 import tensorflow as tf
 
 from bert_tf import checkpoints
+from bert_tf import modes
 
-# Modes passed to `Task.build_inputs` and the prediction hooks.
-TRAIN = "train"
-EVAL = "eval"
-PREDICT = "predict"
-MODES = (TRAIN, EVAL, PREDICT)
+# Modes passed to `Task.build_inputs` and the prediction hooks (defined in
+# `bert_tf.modes`, below the training layer).
+TRAIN = modes.TRAIN
+EVAL = modes.EVAL
+PREDICT = modes.PREDICT
+MODES = modes.MODES
 # The checkpoint scope of the encoder (`BertModel`): every task loads it
 # strictly from `--init_checkpoint`; the variables outside it are the task's
 # heads.

@@ -41,11 +41,17 @@ TEST_RESULTS_FILE = "test_results.tsv"
 LOGITS = "logits"
 
 
+@keras.saving.register_keras_serializable(package="bert_tf")
 class ClassificationModel(keras.Model):
     """`BertModel` + `ClassifierHead`; called on a feature dict.
 
     Returns `{"logits": float32 [batch, num_outputs]}`. Variables:
     `bert/...`, `output_weights`, `output_bias`.
+
+    Keras-native: `model.save("x.keras")` / `keras.models.load_model` round
+    trip, and `tf.saved_model.save(model, path)` exports a serving_default
+    signature of int32 `input_ids`, `input_mask`, `segment_ids`
+    [batch, seq] -> `logits`.
     """
 
     def __init__(self, bert_config, num_outputs,
@@ -70,6 +76,7 @@ class ClassificationModel(keras.Model):
         pooled = self.bert(dummy_ids, input_mask=tf.ones_like(dummy_ids),
                            token_type_ids=dummy_ids)["pooled_output"]
         self.classifier(pooled)
+        self.built = True
 
     def call(self, features, training=False):
         encoder_outputs = self.bert(
@@ -79,6 +86,27 @@ class ClassificationModel(keras.Model):
             training=training)
         return {"logits": self.classifier(encoder_outputs["pooled_output"],
                                           training=training)}
+
+    @property
+    def _default_save_signature(self):
+        """What `tf.saved_model.save(model, path)` exports (int32 inputs)."""
+        from bert_tf.modeling import save_signature
+        return save_signature.feature_dict_signature(
+            self, save_signature.int_feature_specs(
+                (features_lib.INPUT_IDS, features_lib.INPUT_MASK,
+                 features_lib.SEGMENT_IDS)))
+
+    def get_config(self):
+        return {**super().get_config(),
+                "bert_config": self.bert_config.to_dict(),
+                "num_outputs": self.num_outputs}
+
+    @classmethod
+    def from_config(cls, config):
+        from bert_tf.config import BertConfig
+        config = dict(config)
+        bert_config = BertConfig.from_dict(config.pop("bert_config"))
+        return cls(bert_config, **config)
 
 
 # -- losses (usable on their own) ---------------------------------------------

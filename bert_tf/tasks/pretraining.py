@@ -162,6 +162,7 @@ def left_to_right_example_losses(logits, target_ids):
 
 # -- the model -----------------------------------------------------------------
 
+@keras.saving.register_keras_serializable(package="bert_tf")
 class BertPretrainingModel(keras.Model):
     """`BertModel` + masked-LM head + next-sentence head.
 
@@ -200,6 +201,39 @@ class BertPretrainingModel(keras.Model):
         self.masked_lm(encoder_outputs["sequence_output"],
                        tf.zeros([1, 1], tf.int32))
         self.next_sentence(encoder_outputs["pooled_output"])
+        self.built = True
+
+    @property
+    def _default_save_signature(self):
+        """What `tf.saved_model.save(model, path)` exports.
+
+        int32 `input_ids`, `input_mask`, `segment_ids` [batch, seq] and
+        `masked_lm_positions` [batch, predictions] (with the `ltr`
+        objective also `masked_lm_ids` and float32 `masked_lm_weights`,
+        which restore the original tokens) -> this objective's logits.
+        """
+        from bert_tf.modeling import save_signature
+        specs = save_signature.int_feature_specs(
+            (records.INPUT_IDS, records.INPUT_MASK, records.SEGMENT_IDS,
+             records.MASKED_LM_POSITIONS))
+        if self.objective == LTR:
+            specs.update(save_signature.int_feature_specs(
+                (records.MASKED_LM_IDS,)))
+            specs.update(save_signature.int_feature_specs(
+                (records.MASKED_LM_WEIGHTS,), tf.float32))
+        return save_signature.feature_dict_signature(self, specs)
+
+    def get_config(self):
+        return {**super().get_config(),
+                "bert_config": self.bert_config.to_dict(),
+                "objective": self.objective}
+
+    @classmethod
+    def from_config(cls, config):
+        from bert_tf.config import BertConfig
+        config = dict(config)
+        bert_config = BertConfig.from_dict(config.pop("bert_config"))
+        return cls(bert_config, **config)
 
     def call(self, features, training=False):
         if self.objective == LTR:

@@ -44,12 +44,18 @@ START_LOGITS = "start_logits"
 END_LOGITS = "end_logits"
 
 
+@keras.saving.register_keras_serializable(package="bert_tf")
 class SquadModel(keras.Model):
     """`BertModel` + `SpanHead`, called on a feature dict.
 
     Returns `{"start_logits", "end_logits"}`, float32 [batch, seq_length].
     Variables: `bert/...`, `cls/squad/output_weights`,
     `cls/squad/output_bias`.
+
+    Keras-native: `model.save("x.keras")` / `keras.models.load_model` round
+    trip, and `tf.saved_model.save(model, path)` exports a serving_default
+    signature of int32 `input_ids`, `input_mask`, `segment_ids`
+    [batch, seq] -> `start_logits`, `end_logits`.
     """
 
     def __init__(self, bert_config, name="bert_squad_model", **kwargs):
@@ -72,6 +78,7 @@ class SquadModel(keras.Model):
             dummy_ids, input_mask=tf.ones_like(dummy_ids),
             token_type_ids=dummy_ids)["sequence_output"]
         self.span_head(sequence_output)
+        self.built = True
 
     def call(self, features, training=False):
         sequence_output = self.bert(
@@ -82,6 +89,26 @@ class SquadModel(keras.Model):
         start_logits, end_logits = self.span_head(sequence_output,
                                                   training=training)
         return {START_LOGITS: start_logits, END_LOGITS: end_logits}
+
+    @property
+    def _default_save_signature(self):
+        """What `tf.saved_model.save(model, path)` exports (int32 inputs)."""
+        from bert_tf.modeling import save_signature
+        return save_signature.feature_dict_signature(
+            self, save_signature.int_feature_specs(
+                (features_lib.INPUT_IDS, features_lib.INPUT_MASK,
+                 features_lib.SEGMENT_IDS)))
+
+    def get_config(self):
+        return {**super().get_config(),
+                "bert_config": self.bert_config.to_dict()}
+
+    @classmethod
+    def from_config(cls, config):
+        from bert_tf.config import BertConfig
+        config = dict(config)
+        bert_config = BertConfig.from_dict(config.pop("bert_config"))
+        return cls(bert_config, **config)
 
 
 def position_cross_entropy(logits, positions):

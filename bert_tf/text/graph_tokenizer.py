@@ -417,6 +417,9 @@ class GraphFullTokenizer:
         self._traced_tokenize = tf.function(
             self._tokenize, input_signature=batch_of_strings,
             autograph=False)
+        self._traced_tokenize_with_offsets = tf.function(
+            self._tokenize_with_offsets, input_signature=batch_of_strings,
+            autograph=False)
 
     def token_id(self, token):
         """The id of a vocabulary token (e.g. "[CLS]"), as a Python int.
@@ -428,6 +431,12 @@ class GraphFullTokenizer:
             raise KeyError(f"token {token!r} is not in the vocabulary "
                            f"{self.vocab_file}")
         return self.vocab[token]
+
+    @property
+    def vocab_table(self):
+        """The vocabulary lookup table: a SavedModel holding this tokenizer's
+        ops must track it (assign it to an attribute of the saved module)."""
+        return self._vocab_table
 
     @property
     def vocab_size(self):
@@ -464,6 +473,28 @@ class GraphFullTokenizer:
         """
         return self._traced_tokenize(self._as_batch(text))
 
+    def tokenize_with_offsets(self, text):
+        """Word pieces grouped by basic-tokenizer word, with their places.
+
+        What an answer extractor needs to map pieces back to text (SQuAD's
+        `get_final_text`): the words are those of `basic_tokenize` (lower
+        cased and accent-stripped when `do_lower_case`), and each piece
+        knows the bytes of its word it covers.
+
+        Args:
+          text: a string, a list of strings, or a 1-D string tensor.
+
+        Returns:
+          `(words, piece_ids, piece_starts, piece_ends)`: a string
+          `RaggedTensor` [batch, (words)]; int32 ids [batch, (words),
+          (pieces)] (flattened over words they are `tokenize`'s ids); int64
+          byte offsets [batch, (words), (pieces)] of each piece in its word,
+          start inclusive and end exclusive. A word that is "[UNK]" (it
+          cannot be covered, or has more than 200 characters) has that one
+          piece, whose offsets carry no meaning.
+        """
+        return self._traced_tokenize_with_offsets(self._as_batch(text))
+
     def _basic_tokenize(self, text):
         classes = self._classes
         text = tf.strings.unicode_transcode(
@@ -478,11 +509,20 @@ class GraphFullTokenizer:
         # Only " " separates words now; split() also drops empty words.
         return tf.strings.split(text)
 
-    def _tokenize(self, text):
-        words = self._basic_tokenize(text)
+    def _words_for_wordpiece(self, words):
+        """Words of more than 200 characters become "[UNK]" (Google's)."""
         too_long = (tf.strings.length(words.flat_values, unit="UTF8_CHAR")
                     > MAX_INPUT_CHARS_PER_WORD)
-        words = words.with_flat_values(
+        return words.with_flat_values(
             tf.where(too_long, UNKNOWN_TOKEN, words.flat_values))
+
+    def _tokenize(self, text):
+        words = self._words_for_wordpiece(self._basic_tokenize(text))
         pieces = self._wordpiece.tokenize(words)  # [batch, (words), (pieces)]
         return tf.cast(pieces.merge_dims(1, 2), tf.int32)
+
+    def _tokenize_with_offsets(self, text):
+        words = self._basic_tokenize(text)
+        pieces, starts, ends = self._wordpiece.tokenize_with_offsets(
+            self._words_for_wordpiece(words))
+        return words, tf.cast(pieces, tf.int32), starts, ends

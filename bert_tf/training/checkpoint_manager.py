@@ -7,6 +7,12 @@ the optimizer slots and `global_step` under Google's names (written by
 latest one. Rotation keeps the newest `max_to_keep`.
 
 Safety rules:
+- only a checkpoint's own files (index, data shards, `.meta`) inside the
+  directory are ever deleted: a state-file entry that points elsewhere
+  (TF1's absolute paths in a copied run directory) stands for the
+  checkpoint of the same name inside it, or is ignored;
+- a damaged checkpoint is never deleted: `set_aside` renames it
+  `damaged-model.ckpt-<step>`, out of rotation and resume;
 - the state file is rewritten (atomically) before an old checkpoint is
   deleted, so it never points at missing files;
 - a checkpoint that already exists is never rewritten (the run may have been
@@ -34,6 +40,24 @@ def _step_of(prefix, basename):
     match = re.fullmatch(re.escape(basename) + r"-(\d+)",
                          os.path.basename(prefix))
     return int(match.group(1)) if match else None
+
+
+def _same_directory(first, second):
+    if "://" in first or "://" in second:
+        return first.rstrip("/") == second.rstrip("/")
+    return os.path.realpath(first) == os.path.realpath(second)
+
+
+def _checkpoint_files(prefix):
+    """The files of checkpoint `prefix`, index first (the checkpoint exists
+    iff it does): the index, the data shards and a TF1 run's graph
+    (`.meta`). Other files that merely start with the prefix's name (e.g.
+    a user's `model.ckpt-5.notes`) are not the checkpoint's."""
+    escaped = glob.escape(prefix)
+    files = []
+    for pattern in (".index", ".data-?????-of-?????", ".meta"):
+        files.extend(sorted(tf.io.gfile.glob(escaped + pattern)))
+    return files
 
 
 def _exists(prefix):
@@ -71,6 +95,7 @@ class CheckpointManager:
         self.basename = basename
         if is_chief:
             tf.io.gfile.makedirs(self.directory)
+        self._warned_entries = set()  # state-file entries warned about
         # The checkpoints this directory already lists are rotated with the
         # new ones, as tf.train.CheckpointManager does.
         self._kept = self._existing_checkpoints()
@@ -93,9 +118,9 @@ class CheckpointManager:
                     state.model_checkpoint_path]:
                 if not path:
                     continue
-                if not os.path.isabs(path):
-                    path = os.path.join(self.directory, path)
-                if _step_of(path, self.basename) is not None and _exists(path):
+                path = self._inside_directory(path)
+                if (path and _step_of(path, self.basename) is not None
+                        and _exists(path)):
                     prefixes.add(path)
         # Checkpoints whose state file was lost still count.
         for index in glob.glob(os.path.join(
@@ -104,6 +129,37 @@ class CheckpointManager:
             if _step_of(prefix, self.basename) is not None:
                 prefixes.add(prefix)
         return sorted(prefixes, key=lambda p: _step_of(p, self.basename))
+
+    def _inside_directory(self, path):
+        """A state-file entry as a prefix inside this directory, or None.
+
+        TF1's `Saver` writes absolute paths, so the state file of a copied
+        run directory names the ORIGINAL directory's checkpoints. Rotating
+        those would delete another run's files: an entry outside this
+        directory stands for the checkpoint of the same name here, if there
+        is one, and is ignored otherwise (with a warning, either way).
+        """
+        if not os.path.isabs(path) and "://" not in path:
+            path = os.path.join(self.directory, path)
+        if _same_directory(os.path.dirname(path), self.directory):
+            return os.path.join(self.directory, os.path.basename(path))
+        local = os.path.join(self.directory, os.path.basename(path))
+        warn = path not in self._warned_entries
+        self._warned_entries.add(path)
+        if _exists(local):
+            if warn:
+                logging.warning(
+                    "The checkpoint state file of %s names %s, outside that "
+                    "directory (a copied run?); using %s instead.",
+                    self.directory, path, local)
+            return local
+        if warn:
+            logging.warning(
+                "The checkpoint state file of %s names %s, outside that "
+                "directory and with no checkpoint of that name in it; "
+                "ignoring that entry (it is never deleted).",
+                self.directory, path)
+        return None
 
     def _write_state_file(self, latest):
         """Atomically rewrites the `checkpoint` file (text CheckpointState)."""
@@ -116,6 +172,40 @@ class CheckpointManager:
         """Prefix of the newest complete checkpoint there, or None."""
         existing = self._existing_checkpoints()
         return existing[-1] if existing else None
+
+    def existing_checkpoints(self):
+        """Prefixes of the directory's `basename-<step>` checkpoints, oldest
+        first."""
+        return self._existing_checkpoints()
+
+    def set_aside(self, prefix):
+        """Renames a damaged checkpoint out of the way; never deletes it.
+
+        `model.ckpt-<step>.*` becomes `damaged-model.ckpt-<step>.*` (a
+        number is appended if that exists), which no rotation, resume or
+        `tf.train.latest_checkpoint` considers, so the run can write a good
+        checkpoint of that step and the damaged files stay for inspection.
+
+        Args:
+          prefix: a checkpoint prefix in this directory.
+
+        Returns:
+          The new prefix (`prefix` itself on non-chief workers, which do
+          not write).
+        """
+        if not self.is_chief:
+            return prefix
+        name = os.path.basename(prefix)
+        new_prefix = os.path.join(self.directory, "damaged-" + name)
+        suffix = 1
+        while tf.io.gfile.glob(glob.escape(new_prefix) + ".*"):
+            suffix += 1
+            new_prefix = os.path.join(self.directory,
+                                      f"damaged-{suffix}-{name}")
+        for path in _checkpoint_files(prefix):
+            tf.io.gfile.rename(path, new_prefix + path[len(prefix):])
+        self._kept = [p for p in self._kept if p != prefix]
+        return new_prefix
 
     def save(self, tensors, step):
         """Writes `model.ckpt-<step>` and rotates old checkpoints.
@@ -152,6 +242,10 @@ class CheckpointManager:
         # directory can be moved or copied.
         self._write_state_file(prefix)
         for old in removed:
-            for path in tf.io.gfile.glob(glob.escape(old) + ".*"):
+            # Only this directory's files: `_kept` holds nothing else, and
+            # this check keeps it so.
+            if not _same_directory(os.path.dirname(old), self.directory):
+                continue
+            for path in _checkpoint_files(old):
                 tf.io.gfile.remove(path)
         return prefix

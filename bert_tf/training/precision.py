@@ -48,6 +48,21 @@ def dtype_policy_scope(dtype):
         keras.config.set_dtype_policy(previous)
 
 
+def set_tensor_float_32(allow):
+    """Allows or forbids TF32 matmuls and convolutions, process-wide.
+
+    On NVIDIA GPUs from Ampere on, TensorFlow by default computes float32
+    matmuls in TF32 (10-bit mantissa inputs), which can move BERT's outputs
+    by more than the 1e-5 that separates two correct float32
+    implementations. The runners forbid it unless `--allow_tf32`: float32
+    means float32. No effect on CPUs, nor on 16-bit compute.
+
+    Args:
+      allow: whether float32 matmuls may run in TF32.
+    """
+    tf.config.experimental.enable_tensor_float_32_execution(bool(allow))
+
+
 def uses_loss_scaling(dtype):
     return dtype == "mixed_float16"
 

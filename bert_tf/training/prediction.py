@@ -26,9 +26,10 @@ so a caller that writes or folds them as they come never holds the whole
 set's outputs.
 """
 
-from absl import logging
 import numpy as np
 import tensorflow as tf
+
+from bert_tf import progress as progress_lib
 
 # The number of each example, added next to its features while predicting.
 # Padding rows are numbered PADDING_INDEX.
@@ -151,17 +152,20 @@ def predict(strategy, predict_fn, examples, global_batch_size,
                 for key, value in per_replica.items()}
 
     in_order = _InOrder()
-    next_report = 1000
+    progress = progress_lib.Progress(f"prediction over the {description}",
+                                     total=num_examples, unit="example",
+                                     first_interval_note="tracing included")
+    progress.start("tracing the prediction step (the first batch "
+                   "includes it)")
     for indices, features in dataset:
         outputs = {key: value.numpy()
                    for key, value in step(indices, features).items()}
         rows = in_order.add(outputs.pop(EXAMPLE_INDEX), outputs)
         if rows is None:
             continue
-        if in_order.next_index >= next_report:
-            logging.info("Processing example: %d", in_order.next_index)
-            next_report = (in_order.next_index // 1000 + 1) * 1000
+        progress.update(in_order.next_index)
         yield rows
+    progress.close()
     if in_order.num_pending:
         raise RuntimeError(
             f"prediction over the {description} lost example "

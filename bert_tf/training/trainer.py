@@ -21,12 +21,14 @@ Restarting with the same `output_dir` resumes from the newest
 `model.ckpt-<step>`: model, optimizer slots, `global_step` (hence the
 learning rate) and the loss scale. The run then finishes at
 `num_train_steps`: steps after the last checkpoint are recomputed, none are
-skipped. The input pipeline restarts from its beginning (reshuffled unless
-`--seed` fixes the order); the position in the data is not restored.
+skipped. With `--seed` (`TrainerConfig.seed`) the resumed run is exact:
+its input continues where the checkpoint's step left it and its dropout
+masks are the uninterrupted run's, so it ends with the same weights.
+Without, the input pipeline restarts from its beginning, reshuffled.
 """
 
+import contextlib
 import dataclasses
-import datetime
 import math
 import os
 import time
@@ -38,17 +40,36 @@ import tensorflow as tf
 
 from bert_tf import checkpoints
 from bert_tf import file_io
-from bert_tf.tasks import base
+from bert_tf import modes
+from bert_tf import progress as progress_lib
+from bert_tf.modeling import layers as modeling_layers
 from bert_tf.training import checkpoint_manager as checkpoint_manager_lib
 from bert_tf.training import distribution
 from bert_tf.training import precision
 from bert_tf.training import prediction
+from bert_tf.training import preemption
+from bert_tf.training import run_lock
 
 EVAL_RESULTS_FILE = "eval_results.txt"
+# The dropout generator's position, saved with each checkpoint of a seeded
+# run (Google's code ignores it: no variable of theirs has this name).
+DROPOUT_RANDOM_STATE = "training/dropout_random_state"
 
 
 class NonFiniteLossError(RuntimeError):
     """The training loss became NaN or infinite; the run stopped."""
+
+
+class TrainingInterrupted(RuntimeError):
+    """A signal (SIGTERM) stopped training; a checkpoint was saved.
+
+    Attributes:
+      signal_number: the signal that stopped the run.
+    """
+
+    def __init__(self, message, signal_number):
+        super().__init__(message)
+        self.signal_number = signal_number
 
 
 @dataclasses.dataclass
@@ -70,9 +91,18 @@ class TrainerConfig:
         time and sums the gradients.
       keep_checkpoint_max: checkpoints to keep (0 keeps all).
       log_steps: log and write summaries every this many steps.
+      log_every_seconds: also report progress (step, speed, ETA, running
+        loss) when this many seconds passed without a log line; 0 reports
+        on `log_steps` only. Calls into the device are kept short enough
+        for it.
       dtype: one of `precision.DTYPES`.
       enable_xla: compile with XLA: the whole step on one device, the
         forward and backward pass with several replicas.
+      seed: with a seed (`--seed`), a resumed run is exact: it continues
+        the input where the checkpoint's step left it (the seeded input
+        pipeline skips what was consumed) and draws the dropout masks the
+        uninterrupted run draws (`DROPOUT_RANDOM_STATE` in the checkpoint).
+        The task's input pipeline must be seeded with the same seed.
 
     The initial weights (`--init_checkpoint`) are the task's
     (`Task.init_checkpoint`).
@@ -87,8 +117,10 @@ class TrainerConfig:
     num_accumulation_steps: int = 1
     keep_checkpoint_max: int = 5
     log_steps: int = 100
+    log_every_seconds: float = 30.0
     dtype: str = "float32"
     enable_xla: bool = False
+    seed: Optional[int] = None
 
     def validate(self):
         """Raises ValueError naming the first flag whose value cannot work."""
@@ -108,6 +140,11 @@ class TrainerConfig:
         if self.max_eval_steps is not None and self.max_eval_steps <= 0:
             raise ValueError(
                 f"--max_eval_steps={self.max_eval_steps} must be positive")
+        if (isinstance(self.log_every_seconds, bool)
+                or not isinstance(self.log_every_seconds, (int, float))
+                or not self.log_every_seconds >= 0):
+            raise ValueError(f"--log_every_seconds={self.log_every_seconds!r}"
+                             " must be >= 0")
         if self.keep_checkpoint_max < 0:
             raise ValueError(
                 f"--keep_checkpoint_max={self.keep_checkpoint_max} must be "
@@ -136,10 +173,12 @@ def _next_multiple(step, every):
     return (step // every + 1) * every
 
 
-def _format_duration(seconds):
-    if not math.isfinite(seconds):
-        return "?"
-    return str(datetime.timedelta(seconds=int(round(seconds))))
+def training_metric_name(name):
+    """How a training log names a task metric: `eval_accuracy` is
+    `train_accuracy` there (the classifier's names are Google's eval keys)."""
+    if name.startswith("eval_"):
+        return "train_" + name[len("eval_"):]
+    return name
 
 
 class Trainer:
@@ -165,7 +204,7 @@ class Trainer:
         `task.initialize_from_checkpoint`.
 
         Args:
-          task: a `bert_tf.tasks.base.Task`.
+          task: a `bert_tf.tasks.base.Task` (any object with its methods).
           config: a `TrainerConfig`.
           strategy: a `tf.distribute.Strategy`; the default strategy if None.
           optimizer_factory: a callable returning a bert_tf optimizer
@@ -184,6 +223,10 @@ class Trainer:
         self.strategy = strategy or tf.distribute.get_strategy()
         self.num_replicas = self.strategy.num_replicas_in_sync
         self.is_chief = distribution.is_chief(self.strategy)
+        # Workers must run the same steps in every call and stop together:
+        # calls sized by the clock and stops on SIGTERM are for one process.
+        self._one_process = not isinstance(
+            self.strategy, tf.distribute.MultiWorkerMirroredStrategy)
         self.per_replica_train_batch_size = None
         if optimizer_factory is not None:
             self.per_replica_train_batch_size = (
@@ -196,15 +239,29 @@ class Trainer:
                 self.model = task.build_model()
             self.trainable_variables = task.trainable_variables(self.model)
             self.optimizer = None
+            # Dropout masks from a generator whose position is checkpointed
+            # (see `TrainerConfig.seed`); None: TensorFlow's stateful op.
+            self._dropout_generator = None
+            if optimizer_factory is not None and config.seed is not None:
+                self._dropout_generator = tf.random.Generator.from_seed(
+                    config.seed)
             if optimizer_factory is not None:
                 self.optimizer = precision.wrap_optimizer(
                     optimizer_factory(), config.dtype)
                 self.optimizer.build(self.trainable_variables)
 
+        if self.optimizer is not None:
+            # One training run per output_dir; the temporary files of one
+            # that was killed are removed (see run_lock).
+            run_lock.lock_output_dir(config.output_dir, self.is_chief)
+            if self.is_chief:
+                run_lock.remove_stale_temporary_files(config.output_dir)
         self.checkpoint_manager = checkpoint_manager_lib.CheckpointManager(
             config.output_dir, max_to_keep=config.keep_checkpoint_max,
             is_chief=self.is_chief)
         self._checkpoint_step = 0
+        # SIGTERM during `train` stops at the next step boundary.
+        self._stop_request = preemption.StopRequest()
         self.restored_checkpoint = None
         self._train_loop = None
         self._eval_step = None
@@ -231,20 +288,64 @@ class Trainer:
         tensors = dict(self.task.checkpoint_variables(self.model))
         tensors.update(self._optimizer_state())
         tensors.update(precision.loss_scale_variables(self.optimizer))
+        tensors.update(self._random_state())
         return tensors
 
+    def _random_state(self):
+        if self._dropout_generator is None:
+            return {}
+        return {DROPOUT_RANDOM_STATE: self._dropout_generator.state}
+
+    def _restore_newest_readable(self):
+        """Restores the newest checkpoint that reads; returns its prefix.
+
+        A damaged checkpoint (truncated or corrupt files, e.g. a disk that
+        filled up) is skipped with a warning naming it, and set aside
+        (`CheckpointManager.set_aside`, never deleted) so that this run can
+        write a good checkpoint of that step again.
+
+        Raises:
+          bert_tf.checkpoints.DamagedCheckpointError: no checkpoint reads.
+        """
+        candidates = self.checkpoint_manager.existing_checkpoints()
+        damaged = []
+        for prefix in reversed(candidates):
+            try:
+                self._restore(prefix)
+            except checkpoints.DamagedCheckpointError as error:
+                damaged.append(prefix)
+                logging.warning("Checkpoint %s cannot be read; trying an "
+                                "older one. %s", prefix, error)
+                continue
+            for bad in damaged:
+                # Only a training run (which holds the output_dir's lock)
+                # renames files there.
+                kept_as = (self.checkpoint_manager.set_aside(bad)
+                           if self.optimizer is not None else bad)
+                logging.warning(
+                    "Resuming from %s instead of the damaged %s (kept as "
+                    "%s, not deleted).", prefix, bad, kept_as)
+            return prefix
+        if damaged:
+            raise checkpoints.DamagedCheckpointError(
+                f"no checkpoint in --output_dir={self.config.output_dir} "
+                f"can be read (damaged: {', '.join(damaged)}); move them "
+                f"away to start afresh")
+        return None
+
     def _initialize_variables(self):
-        latest = self.checkpoint_manager.latest_checkpoint
+        latest = self._restore_newest_readable()
         if latest:
-            self._restore(latest)
             self.restored_checkpoint = latest
             logging.info("Resuming from %s (global step %d).", latest,
                          self.global_step)
         elif self.task.init_checkpoint:
             logging.info("Initializing the model from --init_checkpoint %s.",
                          self.task.init_checkpoint)
-            self.task.initialize_from_checkpoint(self.model,
-                                                 self.task.init_checkpoint)
+            # One line however many passes the task makes (encoder, heads).
+            with checkpoints.load_summary():
+                self.task.initialize_from_checkpoint(
+                    self.model, self.task.init_checkpoint)
         else:
             logging.info("No checkpoint in %s and no --init_checkpoint: "
                          "starting from random weights.",
@@ -262,6 +363,7 @@ class Trainer:
         required = dict(self.task.checkpoint_variables(self.model))
         required.update(self._optimizer_state())
         optional = dict(precision.loss_scale_variables(self.optimizer))
+        optional.update(self._random_state())
         if "global_step" not in required:
             # Evaluation only: the step is read for the results, if there.
             optional["global_step"] = tf.Variable(
@@ -270,6 +372,8 @@ class Trainer:
             report = checkpoints.load_checkpoint(
                 {**required, **optional}, prefix, strict=True,
                 optional=list(optional))
+        except checkpoints.DamagedCheckpointError:
+            raise  # `_restore_newest_readable` falls back to an older one.
         except checkpoints.CheckpointError as error:
             raise checkpoints.CheckpointError(
                 f"cannot resume from {prefix} in --output_dir: it does not "
@@ -280,6 +384,12 @@ class Trainer:
             step = (required["global_step"] if "global_step" in required
                     else optional["global_step"])
             self._checkpoint_step = int(step.numpy())
+        if (self._dropout_generator is not None
+                and DROPOUT_RANDOM_STATE not in report.loaded):
+            logging.warning(
+                "%s holds no dropout random state (written without "
+                "--seed): the resumed run draws other dropout masks "
+                "than an uninterrupted one would have.", prefix)
 
     def save_checkpoint(self):
         """Writes `model.ckpt-<global_step>` (chief only); returns the prefix."""
@@ -342,6 +452,7 @@ class Trainer:
                             // num_micro_batches)
         gradients_fn, missing_gradients = self._gradients_fn()
         loss_scaling = precision.uses_loss_scaling(self.config.dtype)
+        stop_variable = self._stop_request.variable
 
         def accumulated_gradients(features, denominators):
             def micro_batch(index):
@@ -400,8 +511,12 @@ class Trainer:
             totals = {k: tf.constant(0.0) for k in metric_keys}
             last_loss = tf.constant(0.0)
             steps = tf.constant(0)
-            while tf.logical_and(steps < num_steps,
-                                 tf.math.is_finite(last_loss)):
+            # Read before every step: SIGTERM ends the call at the next
+            # step boundary (see `preemption`).
+            while tf.logical_and(
+                    tf.logical_and(steps < num_steps,
+                                   tf.math.is_finite(last_loss)),
+                    tf.logical_not(stop_variable.read_value())):
                 per_replica = strategy.run(replica_step,
                                            args=(next(iterator),))
                 outputs = {k: strategy.experimental_local_results(v)[0]
@@ -439,7 +554,7 @@ class Trainer:
             sums = replica_context.all_reduce(tf.distribute.ReduceOp.SUM,
                                               values)
             return sums, self._prediction_outputs(features, outputs,
-                                                  base.EVAL)
+                                                  modes.EVAL)
 
         # The last batch may be partial: retrace for it only once.
         @tf.function(reduce_retracing=True)
@@ -477,9 +592,26 @@ class Trainer:
             raise ValueError("this Trainer was built without an "
                              "optimizer_factory and can only evaluate")
         per_replica_batch_size = self.per_replica_train_batch_size
-        dataset = self.strategy.distribute_datasets_from_function(
-            lambda context: self.task.build_inputs(
-                base.TRAIN, per_replica_batch_size, context))
+        # With a seed the input is the same sequence in every run: a resumed
+        # run skips the batches the steps before its checkpoint consumed, so
+        # that it reads what the uninterrupted run reads next.
+        steps_done = (self.global_step if self.config.seed is not None
+                      else 0)
+
+        def dataset_fn(context):
+            dataset = self.task.build_inputs(modes.TRAIN,
+                                             per_replica_batch_size, context)
+            if not steps_done:
+                return dataset
+            # Each step takes one batch per replica; a pipeline feeds
+            # num_replicas_in_sync / num_input_pipelines replicas.
+            per_step = context.num_replicas_in_sync // max(
+                context.num_input_pipelines, 1)
+            logging.info("Resuming the input at step %d: skipping %d "
+                         "batches.", steps_done, steps_done * per_step)
+            return dataset.skip(steps_done * per_step)
+
+        dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
         return iter(dataset)
 
     def train_steps(self, iterator, num_steps):
@@ -500,8 +632,10 @@ class Trainer:
         """
         if self._train_loop is None:
             self._train_loop = self._build_train_loop()
-        totals, steps_run, last_loss = self._train_loop(
-            iterator, tf.constant(num_steps, tf.int32))
+        # The generator is read when the loop is traced (its first call).
+        with modeling_layers.random_generator_scope(self._dropout_generator):
+            totals, steps_run, last_loss = self._train_loop(
+                iterator, tf.constant(num_steps, tf.int32))
         return ({k: float(v) for k, v in totals.items()}, int(steps_run),
                 float(last_loss))
 
@@ -510,12 +644,16 @@ class Trainer:
 
         Returns:
           A dict: `global_step`, and the last logged window's `loss`,
-          `learning_rate`, `examples_per_second` and task metrics (empty
-          apart from `global_step` when there was nothing left to train).
+          `learning_rate`, `examples_per_second` and task metrics (named
+          by `training_metric_name`; empty apart from `global_step` when
+          there was nothing left to train).
 
         Raises:
           NonFiniteLossError: the loss became NaN/Inf; the message names the
             step and the last checkpoint written.
+          TrainingInterrupted: SIGTERM arrived (in the main thread's run);
+            a checkpoint of the step reached was saved, which the message
+            names.
         """
         if self.optimizer is None:
             raise ValueError("this Trainer was built without an "
@@ -529,34 +667,79 @@ class Trainer:
                 self.save_checkpoint()
             return {"global_step": step}
 
-        per_replica_batch_size = self.per_replica_train_batch_size
         iterator = self.make_train_iterator()
+        logging.info("Training %s from step %d to %d: %s.", self.task.name,
+                     step, config.num_train_steps, self._describe_setup())
+        progress = progress_lib.Progress(
+            f"train {self.task.name}", total=config.num_train_steps,
+            unit="step", initial=step,
+            every_seconds=config.log_every_seconds if self.is_chief else 0,
+            first_interval_note="tracing included")
+        with (self._stop_request if self._one_process
+              else contextlib.nullcontext()):
+            progress.start("tracing and compiling the training step (the "
+                           "first step includes it)")
+            try:
+                last_logged = self._train_until_done(iterator, progress)
+            finally:
+                progress.close()
+        return last_logged
 
-        logging.info(
-            "Training %s from step %d to %d: %d replicas, global batch %d "
-            "(%d per replica%s), %s, XLA %s.", self.task.name, step,
-            config.num_train_steps, self.num_replicas, config.train_batch_size,
-            per_replica_batch_size,
-            (f" in {config.num_accumulation_steps} micro-batches"
-             if config.num_accumulation_steps > 1 else ""),
-            config.dtype, "on" if config.enable_xla else "off")
+    def _describe_setup(self):
+        """Replicas, batch, precision and what XLA compiles, in words."""
+        config = self.config
+        if self._compiles_whole_step():
+            xla = "XLA on (the whole training step)"
+        elif config.enable_xla:
+            xla = "XLA on (the forward and backward pass)"
+        else:
+            # Our optimizers' per-variable update is always one XLA program
+            # (TensorFlow says "Compiled cluster using XLA!" for it).
+            xla = "XLA off (except the fused optimizer update)"
+        accumulation = (f" in {config.num_accumulation_steps} micro-batches"
+                        if config.num_accumulation_steps > 1 else "")
+        return (f"{self.num_replicas} replicas, global batch "
+                f"{config.train_batch_size} "
+                f"({self.per_replica_train_batch_size} per replica"
+                f"{accumulation}), {config.dtype}, {xla}")
+
+    def _steps_until_report(self, progress, seconds_per_step):
+        """Steps that fit before the next time-based report is due."""
+        seconds = progress.seconds_until_due()
+        if not math.isfinite(seconds) or seconds_per_step is None:
+            return None
+        return max(1, int(seconds / seconds_per_step))
+
+    def _train_until_done(self, iterator, progress):
+        """The loop of `train`: calls, logs, checkpoints, stop requests."""
+        config = self.config
+        step = self.global_step
         next_log = _next_multiple(step, config.log_steps)
         next_save = _next_multiple(step, config.save_checkpoints_steps)
         window_totals = {k: 0.0 for k in self._metric_keys()}
         window_steps = 0
         # Throughput leaves out the first call, which traces (and with XLA
-        # compiles) the loop.
+        # compiles) the loop, unless there is nothing else to measure.
         timed_steps, timed_seconds = 0, 0.0
-        first_call = True
+        first_call_steps, first_call_seconds = 0, 0.0
+        seconds_per_step = None
         last_logged = {"global_step": step}
         writer = self._summary_writer()
         while step < config.num_train_steps:
-            num_steps = min(config.iterations_per_loop, next_log - step,
-                            next_save - step, config.num_train_steps - step)
+            # The first call runs one step: its end shows how long tracing
+            # took, and progress is reported right after it.
+            num_steps = 1 if seconds_per_step is None else min(
+                config.iterations_per_loop, next_log - step,
+                next_save - step, config.num_train_steps - step)
+            fitting = self._steps_until_report(progress, seconds_per_step)
+            if fitting is not None and self._one_process:
+                num_steps = min(num_steps, fitting)
             call_start = time.time()
             totals, steps_run, last_loss = self.train_steps(iterator,
                                                             num_steps)
             call_seconds = time.time() - call_start
+            if self._stop_request.requested:
+                self._stop_request.reached_boundary()
             if not math.isfinite(last_loss):
                 latest = self.checkpoint_manager.latest_checkpoint
                 raise NonFiniteLossError(
@@ -565,29 +748,52 @@ class Trainer:
                     f"good checkpoint is "
                     f"{latest or '(none: no checkpoint was written yet)'}. "
                     "Lower --learning_rate, or check the input data.")
-            if first_call:
-                logging.info("First %d steps, including tracing, took %.1f s.",
-                             steps_run, call_seconds)
-                first_call = False
+            if seconds_per_step is None:
+                if steps_run:
+                    logging.info("First %d step%s, including tracing, took "
+                                 "%.1f s.", steps_run,
+                                 "" if steps_run == 1 else "s", call_seconds)
+                first_call_steps, first_call_seconds = (steps_run,
+                                                        call_seconds)
             else:
                 timed_steps += steps_run
                 timed_seconds += call_seconds
+            if steps_run:
+                seconds_per_step = call_seconds / steps_run
             for key, value in totals.items():
                 window_totals[key] += float(value)
             window_steps += steps_run
             step = self.global_step
             finished = step >= config.num_train_steps
+            stopping = self._stop_request.requested
             if step >= next_log or finished:
+                if not timed_steps:
+                    timed_steps, timed_seconds = (first_call_steps,
+                                                  first_call_seconds)
                 last_logged = self._log_window(
                     step, window_totals, window_steps, timed_steps,
                     timed_seconds, writer)
+                progress.update(step)
+                progress.reported_elsewhere()
                 window_totals = {k: 0.0 for k in window_totals}
                 window_steps = 0
                 timed_steps, timed_seconds = 0, 0.0
+                first_call_steps, first_call_seconds = 0, 0.0
                 next_log = _next_multiple(step, config.log_steps)
-            if step >= next_save or finished:
+            elif window_steps:
+                progress.update(step, note=(
+                    f"loss {window_totals['loss'] / window_steps:.4f}"))
+            if step >= next_save or finished or stopping:
                 self.save_checkpoint()
                 next_save = _next_multiple(step, config.save_checkpoints_steps)
+            if stopping:
+                writer.flush()
+                latest = self.checkpoint_manager.latest_checkpoint
+                raise TrainingInterrupted(
+                    f"received {self._stop_request.signal_name} at step "
+                    f"{step}/{config.num_train_steps}: saved {latest}; run "
+                    "the same command to resume from it.",
+                    self._stop_request.signal_number)
         writer.flush()
         return last_logged
 
@@ -596,6 +802,7 @@ class Trainer:
         config = self.config
         metrics = self.task.aggregate_metrics(
             {k: totals[k] for k in self.task.metric_names})
+        metrics = {training_metric_name(k): v for k, v in metrics.items()}
         loss = totals["loss"] / max(num_steps, 1)
         learning_rate = self._learning_rate()
         steps_per_second = (timed_steps / timed_seconds
@@ -604,13 +811,13 @@ class Trainer:
         remaining = config.num_train_steps - step
         eta = (remaining / steps_per_second
                if steps_per_second > 0 else float("nan"))
-        metric_text = ", ".join(f"{k} = {v:.4f}"
-                                for k, v in sorted(metrics.items()))
+        metric_text = "".join(f", {k} = {v:.4f}"
+                              for k, v in sorted(metrics.items()))
         logging.info(
-            "step %d/%d: loss = %.4f, %s, learning_rate = %.4g, "
+            "step %d/%d: loss = %.4f%s, learning_rate = %.4g, "
             "examples/s = %.1f, ETA %s", step, config.num_train_steps, loss,
             metric_text, learning_rate, examples_per_second,
-            _format_duration(eta))
+            progress_lib.format_duration(eta))
         with writer.as_default(step=step):
             tf.summary.scalar("loss", loss)
             tf.summary.scalar("learning_rate", learning_rate)
@@ -639,9 +846,17 @@ class Trainer:
         config = self.config
         per_replica_batch_size = distribution.per_replica_batch_size(
             config.eval_batch_size, self.num_replicas, "eval_batch_size")
+        # The total is --max_eval_steps when set: the input may be shorter.
+        progress = progress_lib.Progress(
+            f"evaluate {self.task.name}", total=config.max_eval_steps,
+            unit="batch",
+            every_seconds=config.log_every_seconds if self.is_chief else 0,
+            first_interval_note="tracing included")
+        progress.start("preparing the input and tracing the evaluation step "
+                       "(the first batch includes it)")
         dataset = self.strategy.distribute_datasets_from_function(
             lambda context: self.task.build_inputs(
-                base.EVAL, per_replica_batch_size, context))
+                modes.EVAL, per_replica_batch_size, context))
         if self._eval_step is None:
             self._eval_step = self._build_eval_step()
         totals = {k: 0.0 for k in self._metric_keys()}
@@ -660,8 +875,11 @@ class Trainer:
             if kept:
                 state = self.task.aggregate_predictions(
                     state, {k: v.numpy() for k, v in kept.items()},
-                    base.EVAL)
+                    modes.EVAL)
             num_batches += 1
+            progress.update(num_batches)
+        progress.total = num_batches  # the input may end before the limit
+        progress.close()
         if not num_batches:
             raise ValueError(
                 f"the {self.task.name} evaluation input yielded no batch "
@@ -672,7 +890,7 @@ class Trainer:
                    "loss": np.float32(totals["loss"] / num_batches)}
         metrics = self.task.aggregate_metrics(
             {k: totals[k] for k in self.task.metric_names})
-        metrics.update(self.task.reduce_predictions(state, base.EVAL))
+        metrics.update(self.task.reduce_predictions(state, modes.EVAL))
         results.update({k: np.float32(v) for k, v in metrics.items()})
         self._report_eval_results(results, f"{num_batches} batches")
         if self.is_chief:
@@ -698,7 +916,7 @@ class Trainer:
     # -- prediction ----------------------------------------------------------
 
     def predict(self, examples, global_batch_size, pad_to_full_batches=False,
-                num_examples=None, mode=base.PREDICT):
+                num_examples=None, mode=modes.PREDICT):
         """The task's `prediction_outputs` of every example, in input order.
 
         The one prediction loop (`bert_tf.training.prediction.predict`) run
@@ -740,7 +958,7 @@ class Trainer:
         logged and written to `eval_results.txt` (chief only).
 
         Args:
-          mode: `base.EVAL` or `base.PREDICT`.
+          mode: `modes.EVAL` or `modes.PREDICT`.
           global_batch_size: examples per step, over all replicas.
           initial_state: the state `aggregate_predictions` starts from.
           pad_to_full_batches: see `predict`.

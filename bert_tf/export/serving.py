@@ -1,0 +1,256 @@
+"""The exported modules: a raw-text `serving_default` and an ids `serving_ids`.
+
+Each module holds a task model, the in-graph tokenizer
+(`bert_tf.text.graph_tokenizer.GraphFullTokenizer`, the Python tokenizer's
+ids) and the task's packing, so that a SavedModel maps raw strings to the
+runner's outputs:
+
+- `ClassifierExport`: `text_a` (and `text_b` for pair tasks) ->
+  `probabilities` [batch, num_labels] (what `run_classifier.py` writes to
+  `test_results.tsv`), `label` (string), `label_id`, `logits`; regression
+  (STS-B) -> `score`.
+- `SquadExport`: `question`, `context` -> `answer` (the text
+  `run_squad.py` writes to `predictions.json`), its `probability` and
+  `score` (start + end logit), and the n-best list.
+- `EmbeddingExport`: `text` -> `pooled_output` and `mean_pooled` (the mean
+  of the last layer over the real tokens, [CLS] and [SEP] included).
+
+`serving_ids` takes int32 `input_ids`, `input_mask`, `segment_ids`
+[batch, seq_length] and returns the model's outputs (logits or pooled
+outputs) for callers that tokenize themselves; it has no string ops, so it
+converts to TensorFlow Lite.
+"""
+
+import tensorflow as tf
+
+from bert_tf import file_io
+from bert_tf.export import packing
+from bert_tf.export import squad_answers
+
+INPUT_IDS = "input_ids"
+INPUT_MASK = "input_mask"
+SEGMENT_IDS = "segment_ids"
+SERVING_DEFAULT = "serving_default"
+SERVING_IDS = "serving_ids"
+
+
+def _ids_specs():
+    return [tf.TensorSpec([None, None], tf.int32, name=name)
+            for name in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)]
+
+
+def _string_spec(name):
+    return tf.TensorSpec([None], tf.string, name=name)
+
+
+class _TextExport(tf.Module):
+    """What every export has: the model, the tokenizer, the packing."""
+
+    def __init__(self, model, tokenizer, max_seq_length, name=None):
+        """Args:
+          model: a Keras model with its final weights.
+          tokenizer: a `GraphFullTokenizer` of the model's vocabulary.
+          max_seq_length: the runner's `--max_seq_length`.
+          name: the module's name.
+        """
+        super().__init__(name=name)
+        self.model = model
+        # The tf.Variables under the Keras variables, tracked directly: the
+        # session-based loaders (TensorFlow Serving, `saved_model_cli run`)
+        # restore only variables the SavedModel tracks as such; without
+        # this they find the model's variables uninitialized.
+        self.tf_variables = [variable.value for variable in model.weights]
+        # Tracked so that the SavedModel holds the vocabulary table.
+        self.vocab_table = tokenizer.vocab_table
+        self._tokenizer = tokenizer
+        self.max_seq_length = max_seq_length
+        self._cls_id = tokenizer.token_id("[CLS]")
+        self._sep_id = tokenizer.token_id("[SEP]")
+
+    def _pack(self, text_a, text_b=None):
+        ids_b = None if text_b is None else self._tokenizer.tokenize(text_b)
+        return packing.pack_inputs(
+            self._tokenizer.tokenize(text_a), ids_b, self.max_seq_length,
+            self._cls_id, self._sep_id)
+
+    def signatures(self):
+        """{signature name: concrete function} for `tf.saved_model.save`."""
+        raise NotImplementedError
+
+
+class ClassifierExport(_TextExport):
+    """Sequence (pair) classification or regression, as run_classifier.py."""
+
+    def __init__(self, model, tokenizer, max_seq_length, label_list,
+                 is_regression=False, has_text_b=False):
+        """Args:
+          model: a `ClassificationModel`.
+          tokenizer: a `GraphFullTokenizer`.
+          max_seq_length: the runner's `--max_seq_length`.
+          label_list: the label strings in label-id order (ignored for
+            regression).
+          is_regression: one output, returned as `score`.
+          has_text_b: the task reads text pairs: `serving_default` takes
+            `text_b` too (an empty one gives the one-text layout, as in
+            Google's code).
+        """
+        super().__init__(model, tokenizer, max_seq_length,
+                         name="classifier_export")
+        self.is_regression = is_regression
+        self.has_text_b = has_text_b
+        self.label_names = tf.constant(
+            [""] if is_regression else list(label_list), tf.string)
+
+    def _outputs(self, features):
+        logits = tf.cast(self.model(features, training=False)["logits"],
+                         tf.float32)
+        if self.is_regression:
+            return {"score": logits[:, 0]}
+        label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return {"probabilities": tf.nn.softmax(logits, axis=-1),
+                "logits": logits,
+                "label_id": label_id,
+                "label": tf.gather(self.label_names, label_id)}
+
+    def serve_ids(self, input_ids, input_mask, segment_ids):
+        return self._outputs({INPUT_IDS: input_ids, INPUT_MASK: input_mask,
+                              SEGMENT_IDS: segment_ids})
+
+    def serve_text(self, text_a, text_b=None):
+        return self._outputs(self._pack(text_a, text_b))
+
+    def signatures(self):
+        if self.has_text_b:
+            serve_text = tf.function(
+                self.serve_text,
+                input_signature=[_string_spec("text_a"),
+                                 _string_spec("text_b")])
+        else:
+            serve_text = tf.function(
+                lambda text_a: self.serve_text(text_a),
+                input_signature=[_string_spec("text_a")])
+        return {
+            SERVING_DEFAULT: serve_text.get_concrete_function(),
+            SERVING_IDS: tf.function(
+                self.serve_ids,
+                input_signature=_ids_specs()).get_concrete_function(),
+        }
+
+
+class EmbeddingExport(_TextExport):
+    """Sentence embeddings from a `BertModel`: pooled and mean-pooled."""
+
+    def __init__(self, model, tokenizer, max_seq_length):
+        """Args:
+          model: a `BertModel`.
+          tokenizer: a `GraphFullTokenizer`.
+          max_seq_length: the longest input, in pieces with [CLS] and
+            [SEP]; longer texts are cut, as in run_classifier.py.
+        """
+        super().__init__(model, tokenizer, max_seq_length,
+                         name="embedding_export")
+
+    def serve_ids(self, input_ids, input_mask, segment_ids):
+        outputs = self.model(input_ids, input_mask=input_mask,
+                             token_type_ids=segment_ids, training=False)
+        sequence_output = tf.cast(outputs["sequence_output"], tf.float32)
+        # [batch, seq, 1]: the real tokens, [CLS] and [SEP] included.
+        weights = tf.cast(input_mask, tf.float32)[:, :, tf.newaxis]
+        mean_pooled = tf.reduce_sum(sequence_output * weights, axis=1) / (
+            tf.maximum(tf.reduce_sum(weights, axis=1), 1.0))
+        return {"pooled_output": tf.cast(outputs["pooled_output"],
+                                         tf.float32),
+                "mean_pooled": mean_pooled}
+
+    def serve_text(self, text):
+        features = self._pack(text)
+        return self.serve_ids(features[INPUT_IDS], features[INPUT_MASK],
+                              features[SEGMENT_IDS])
+
+    def signatures(self):
+        return {
+            SERVING_DEFAULT: tf.function(
+                self.serve_text,
+                input_signature=[_string_spec("text")]
+            ).get_concrete_function(),
+            SERVING_IDS: tf.function(
+                self.serve_ids,
+                input_signature=_ids_specs()).get_concrete_function(),
+        }
+
+
+class SquadExport(_TextExport):
+    """SQuAD question answering, as run_squad.py (see `squad_answers`)."""
+
+    def __init__(self, model, tokenizer, max_seq_length, doc_stride,
+                 max_query_length, n_best_size=20, max_answer_length=30,
+                 version_2_with_negative=False,
+                 null_score_diff_threshold=0.0):
+        """Args:
+          model: a `SquadModel`.
+          tokenizer: a `GraphFullTokenizer`.
+          max_seq_length, doc_stride, max_query_length, n_best_size,
+          max_answer_length, version_2_with_negative,
+          null_score_diff_threshold: `run_squad.py`'s flags.
+
+        Raises:
+          ValueError: the lengths cannot work (Google's checks).
+        """
+        super().__init__(model, tokenizer, max_seq_length,
+                         name="squad_export")
+        self._answerer = squad_answers.SquadAnswerer(
+            tokenizer, max_seq_length, doc_stride, max_query_length,
+            n_best_size, max_answer_length, version_2_with_negative,
+            null_score_diff_threshold)
+
+    def serve_ids(self, input_ids, input_mask, segment_ids):
+        outputs = self.model({INPUT_IDS: input_ids, INPUT_MASK: input_mask,
+                              SEGMENT_IDS: segment_ids}, training=False)
+        return {name: tf.cast(outputs[name], tf.float32)
+                for name in ("start_logits", "end_logits")}
+
+    def _answer_one(self, question_and_context):
+        question, context = question_and_context
+        inputs, windows = self._answerer.features(question, context)
+        logits = self.serve_ids(inputs[INPUT_IDS], inputs[INPUT_MASK],
+                                inputs[SEGMENT_IDS])
+        return self._answerer.answer(windows, logits["start_logits"],
+                                     logits["end_logits"])
+
+    def serve_text(self, question, context):
+        # One question at a time: each has its own number of windows.
+        return tf.map_fn(
+            self._answer_one, (question, context),
+            fn_output_signature=self._answerer.output_signature())
+
+    def signatures(self):
+        return {
+            SERVING_DEFAULT: tf.function(
+                self.serve_text,
+                input_signature=[_string_spec("question"),
+                                 _string_spec("context")]
+            ).get_concrete_function(),
+            SERVING_IDS: tf.function(
+                self.serve_ids,
+                input_signature=_ids_specs()).get_concrete_function(),
+        }
+
+
+def save_export(module, export_dir, overwrite=False):
+    """Writes `module` as a SavedModel, atomically.
+
+    The SavedModel is written to a temporary directory beside `export_dir`
+    and renamed at the end, so a failed export leaves nothing half-written
+    under the real name.
+
+    Args:
+      module: a `ClassifierExport`, `SquadExport` or `EmbeddingExport`.
+      export_dir: the SavedModel directory to create.
+      overwrite: replace an existing `export_dir`.
+
+    Raises:
+      FileExistsError: `export_dir` exists and not `overwrite`.
+    """
+    signatures = module.signatures()
+    with file_io.atomic_directory(export_dir, overwrite) as temporary:
+        tf.saved_model.save(module, temporary, signatures=signatures)

@@ -1,0 +1,136 @@
+"""A quiet start: what every program does before TensorFlow is imported.
+
+Importing TensorFlow prints a dozen lines from its C++ runtime before the
+program says anything: `Could not find cuda drivers`, `cpu_feature_guard ...
+rebuild TensorFlow`, an ERROR line (`failed call to cuInit`) on every machine
+without a GPU, oneDNN notes, XLA and MLIR service lines, `TFRecordDataset
+buffer_size is unspecified`, `Local rendezvous is aborting ... OUT_OF_RANGE`
+at the end of each evaluation, and `Compiled cluster using XLA!` (the
+optimizer update is XLA-compiled even with `--enable_xla=false`). None of them
+needs the user's attention; a failure that stops a run reaches Python as an
+exception whose message the program prints.
+
+Every entry point (the runners, `create_pretraining_data.py`,
+`extract_features.py`, the `bert_tf` tools with a `main`, `demo.py`,
+`experiments/`) imports this module first, before anything that imports
+TensorFlow:
+
+    from bert_tf import startup
+    startup.quiet_start()  # before anything imports TensorFlow
+
+`quiet_start()`
+
+- sets `TF_CPP_MIN_LOG_LEVEL=3` (TensorFlow's C++ logging: FATAL only) and
+  the same minimum level for the Abseil C++ logging that XLA uses;
+- turns off absl's Python `WARNING: Logging before flag parsing goes to
+  stderr.`
+
+and leaves the levels to the user when they asked for the lines: a
+`TF_CPP_MIN_LOG_LEVEL` already set is kept (and applied to Abseil's C++
+logging too; `TF_CPP_MIN_LOG_LEVEL=0` shows every line), and a command line
+with `--verbosity=1` or more (`-v 1`, `--v=1`: absl's flag, which also shows
+our own debug lines) changes nothing. When TensorFlow
+is already imported (a test, a notebook), nothing is changed: it would be too
+late for the C++ side, and the environment would leak into child processes.
+"""
+
+import ctypes
+import importlib.util
+import os
+import re
+import sys
+
+# TensorFlow's C++ log levels: 0 all, 1 no INFO, 2 no WARNING, 3 FATAL only.
+QUIET_LEVEL = "3"
+ENV_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
+
+# absl's `--verbosity` and its short forms `-v N`, `-v=N`, `--v=N`.
+_VERBOSITY_ARGUMENT = re.compile(r"^--?(?:verbosity|v)(?:=(-?\d+))?$")
+
+
+def _requested_verbosity(argv):
+    """The `--verbosity` value on the command line, or None if absent."""
+    for index, argument in enumerate(argv[1:], start=1):
+        match = _VERBOSITY_ARGUMENT.match(argument)
+        if not match:
+            continue
+        value = match.group(1)
+        if value is None and index + 1 < len(argv):
+            value = argv[index + 1]
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def _quiet_abseil_cpp_logging(level):
+    """Sets the Abseil C++ minimum log level inside TensorFlow's runtime.
+
+    XLA logs through Abseil (`Compiled cluster using XLA!`, and absl's
+    `WARNING: All log messages before absl::InitializeLog() ...`), which
+    `TF_CPP_MIN_LOG_LEVEL` does not reach. `absl::SetMinLogLevel` is exported
+    by `libtensorflow_framework`; it is found by its mangled name, which
+    carries Abseil's release, so another TensorFlow build may not have it:
+    then the lines stay, and nothing else changes.
+    """
+    spec = importlib.util.find_spec("tensorflow")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    directory = list(spec.submodule_search_locations)[0]
+    library_path = os.path.join(directory, "libtensorflow_framework.so.2")
+    if not os.path.exists(library_path):
+        return False
+    try:
+        library = ctypes.CDLL(library_path)
+    except OSError:
+        return False
+    for symbol in _abseil_symbols():
+        function = getattr(library, symbol, None)
+        if function is not None:
+            function.argtypes = [ctypes.c_int]
+            function.restype = None
+            # absl::LogSeverityAtLeast: kInfo 0, kWarning 1, kError 2,
+            # kFatal 3 (TensorFlow's numbering).
+            function(int(level))
+            return True
+    return False
+
+
+def _abseil_symbols():
+    """Mangled names of `absl::SetMinLogLevel` for recent Abseil releases."""
+    name = "14SetMinLogLevelENS0_18LogSeverityAtLeastE"
+    releases = ("lts_20250127", "lts_20250512", "lts_20250814",
+                "lts_20240722", "lts_20240116", "lts_20230802")
+    return [f"_ZN4absl{len(release)}{release}{name}" for release in releases]
+
+
+def quiet_start(argv=None, environ=None):
+    """Quiets TensorFlow's start-up unless the user asked for its lines.
+
+    Args:
+      argv: the command line; `sys.argv` if None.
+      environ: the environment to update; `os.environ` if None.
+
+    Returns:
+      True when the levels were set, False when nothing was changed.
+    """
+    argv = sys.argv if argv is None else argv
+    environ = os.environ if environ is None else environ
+    # absl's Python warning is never useful: flags are parsed right after.
+    from absl import logging as absl_logging
+    absl_logging._warn_preinit_stderr = False  # pylint: disable=protected-access
+    if "tensorflow" in sys.modules:
+        return False
+    verbosity = _requested_verbosity(argv)
+    if verbosity is not None and verbosity >= 1:
+        return False
+    # The user's level (or a parent program's, e.g. demo.py's) wins and
+    # applies to Abseil's C++ logging too.
+    level = environ.setdefault(ENV_VARIABLE, QUIET_LEVEL)
+    if environ is os.environ and level.strip() in ("1", "2", "3"):
+        _quiet_abseil_cpp_logging(level.strip())
+    return True
+
+
+

@@ -1,0 +1,844 @@
+"""Fault injection: accidents and mistakes never lose a user's files.
+
+Each scenario of issue 12 runs the real program in a subprocess on a tiny
+model, as a user would, and checks the exact message the user sees and that
+no file the run does not own was deleted or changed:
+
+* a copied run directory whose `checkpoint` state file holds absolute paths
+  (TF1's Saver writes them) resumes without touching the original;
+* an output that is one of the inputs is refused before anything is written;
+* a second run on a locked `--output_dir` is refused, a dead run's lock is
+  taken over, stale temporary files (only this project's) are removed, and
+  `--keep_checkpoint_max` holds;
+* evaluating without training, with no weights anywhere, is refused;
+* a truncated checkpoint is named with the tensor being read; a resumed run
+  falls back to the newest readable checkpoint and keeps the damaged one;
+* a corrupt TFRecord among two inputs is named with its byte offset;
+* a killed and resumed run with `--seed` ends with the uninterrupted run's
+  weights, on one device and under MirroredStrategy (two logical CPUs);
+* (slow) runs killed at random points, also during saves, never leave an
+  unreadable checkpoint named by the state file, nor temporary files.
+"""
+
+import hashlib
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from modeling_harness import tiny_bert_config
+from pretraining_harness import make_pretraining_arrays
+from pretraining_harness import write_pretraining_records
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SEQ, PREDICTIONS = 16, 4
+LOCK_FILE = ".bert_tf.lock"  # bert_tf.training.run_lock.LOCK_FILE
+
+
+# -- helpers -----------------------------------------------------------------
+
+def _environment():
+    return {**os.environ, "PYTHONPATH": REPO_ROOT, "TF_CPP_MIN_LOG_LEVEL": "2",
+            "CUDA_VISIBLE_DEVICES": ""}
+
+
+def _command(script, args):
+    if script.startswith("-m "):
+        return [sys.executable, "-m", script[3:]] + list(args)
+    return [sys.executable, os.path.join(REPO_ROOT, script)] + list(args)
+
+
+def _run(script, *args, timeout=600):
+    """Runs a script to its end; returns (exit status, stdout + stderr)."""
+    process = subprocess.run(_command(script, args), cwd=REPO_ROOT,
+                             env=_environment(), capture_output=True,
+                             text=True, timeout=timeout)
+    return process.returncode, process.stdout + process.stderr
+
+
+def _start(script, args, log_path):
+    log = open(log_path, "w")
+    process = subprocess.Popen(_command(script, args), cwd=REPO_ROOT,
+                               env=_environment(), stdout=log,
+                               stderr=subprocess.STDOUT)
+    return process, log
+
+
+def _error_line(output):
+    """The last line: where a runner states why it stopped."""
+    return output.strip().splitlines()[-1]
+
+
+def _snapshot(directory):
+    """{relative path: sha256} of every file under `directory`."""
+    result = {}
+    for root, _, names in os.walk(directory):
+        for name in names:
+            path = os.path.join(root, name)
+            with open(path, "rb") as reader:
+                result[os.path.relpath(path, directory)] = hashlib.sha256(
+                    reader.read()).hexdigest()
+    return result
+
+
+def _steps(directory):
+    """Steps of the model.ckpt-<step> checkpoints in `directory`."""
+    return sorted(int(m.group(1)) for m in (
+        re.fullmatch(r"model\.ckpt-(\d+)\.index", name)
+        for name in os.listdir(directory)) if m)
+
+
+def _wait_for(path, process, log_path, seconds=600):
+    deadline = time.time() + seconds
+    while not os.path.exists(path):
+        assert process.poll() is None, open(log_path).read()[-5000:]
+        assert time.time() < deadline, f"{path} did not appear"
+        time.sleep(0.02)
+
+
+def _dead_pid():
+    """The id of a process that has ended (and was reaped)."""
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """Two record shards and a tiny bert_config.json (dropout on)."""
+    directory = tmp_path_factory.mktemp("data")
+    for shard in range(2):
+        write_pretraining_records(
+            directory / f"records-{shard}.tfrecord",
+            make_pretraining_arrays(40, SEQ, PREDICTIONS, seed=shard))
+    tiny_bert_config(hidden_dropout_prob=0.1,
+                     attention_probs_dropout_prob=0.1).to_json_file(
+                         str(directory / "bert_config.json"))
+    return directory
+
+
+def pretraining_args(data_dir, output_dir, **overrides):
+    values = {
+        "input_file": f"{data_dir}/records-*.tfrecord",
+        "output_dir": str(output_dir),
+        "bert_config_file": str(data_dir / "bert_config.json"),
+        "do_train": "True", "do_eval": "False",
+        "train_batch_size": "4", "eval_batch_size": "4",
+        "max_seq_length": str(SEQ),
+        "max_predictions_per_seq": str(PREDICTIONS),
+        "num_train_steps": "4", "num_warmup_steps": "1",
+        "learning_rate": "1e-3", "save_checkpoints_steps": "1",
+        "iterations_per_loop": "1", "log_steps": "1",
+        "keep_checkpoint_max": "0", "seed": "7",
+    }
+    values.update(overrides)
+    return [f"--{k}={v}" for k, v in values.items() if v is not None]
+
+
+@pytest.fixture(scope="module")
+def finished_run(data_dir, tmp_path_factory):
+    """A run directory with model.ckpt-1 .. model.ckpt-4 (never modified:
+    tests copy it)."""
+    output_dir = tmp_path_factory.mktemp("finished") / "run"
+    status, output = _run("run_pretraining.py",
+                          *pretraining_args(data_dir, output_dir))
+    assert status == 0, output[-5000:]
+    assert _steps(output_dir) == [1, 2, 3, 4]
+    return output_dir
+
+
+# -- 1. a copied run directory with absolute paths ---------------------------
+
+def test_resuming_a_copied_run_never_touches_the_original(
+        data_dir, finished_run, tmp_path):
+    original = tmp_path / "original"
+    shutil.copytree(finished_run, original)
+    copy = tmp_path / "copy"
+    shutil.copytree(original, copy)
+    # As TF1's Saver writes it: absolute paths into the original directory.
+    (original / "checkpoint").write_text(
+        f'model_checkpoint_path: "{original}/model.ckpt-4"\n' + "".join(
+            f'all_model_checkpoint_paths: "{original}/model.ckpt-{step}"\n'
+            for step in (1, 2, 3, 4)))
+    shutil.copy(original / "checkpoint", copy / "checkpoint")
+    # The copy lacks one of them: that entry must be ignored, not followed.
+    for name in os.listdir(copy):
+        if name.startswith("model.ckpt-1."):
+            os.remove(copy / name)
+    before = _snapshot(original)
+
+    status, output = _run("run_pretraining.py", *pretraining_args(
+        data_dir, copy, num_train_steps="6", keep_checkpoint_max="2"))
+
+    assert status == 0, output[-5000:]
+    assert _snapshot(original) == before  # nothing deleted or changed
+    assert (f"The checkpoint state file of {copy} names "
+            f"{original}/model.ckpt-4, outside that directory (a copied "
+            f"run?); using {copy}/model.ckpt-4 instead.") in output
+    assert (f"The checkpoint state file of {copy} names "
+            f"{original}/model.ckpt-1, outside that directory and with no "
+            f"checkpoint of that name in it; ignoring that entry (it is "
+            f"never deleted).") in output
+    assert f"Resuming from {copy}/model.ckpt-4 (global step 4)" in output
+    # Rotation kept 2, all inside the copy; the state file is relative.
+    assert _steps(copy) == [5, 6]
+    assert (copy / "checkpoint").read_text() == (
+        'model_checkpoint_path: "model.ckpt-6"\n'
+        'all_model_checkpoint_paths: "model.ckpt-5"\n'
+        'all_model_checkpoint_paths: "model.ckpt-6"\n')
+
+
+# -- 2. an output that is an input ---------------------------------------------
+
+def test_output_file_equal_to_input_file_is_refused(golden_dir, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    shutil.copy(golden_dir / "create_pretraining_data" / "corpus.txt", corpus)
+    link = tmp_path / "link.tfrecord"
+    os.symlink(corpus, link)
+    vocab = golden_dir / "models" / "cased_tiny" / "vocab.txt"
+    before = _snapshot(tmp_path)
+    for output_file, same in ((corpus, ""), (link, " (the same file)")):
+        status, output = _run(
+            "create_pretraining_data.py", f"--input_file={corpus}",
+            f"--output_file={output_file}", f"--vocab_file={vocab}")
+        assert status == 1
+        assert _error_line(output) == (
+            f"create_pretraining_data.py: error: --output_file {output_file} "
+            f"is the input --input_file {corpus}{same}: refusing to "
+            f"overwrite an input; choose another output path")
+    assert _snapshot(tmp_path) == before
+
+
+def test_extract_features_and_convert_refuse_to_overwrite_inputs(
+        golden_dir, tmp_path):
+    model = tmp_path / "model"
+    shutil.copytree(golden_dir / "models" / "cased_tiny", model)
+    text = tmp_path / "input.txt"
+    text.write_text("Hello world .\n")
+    before = _snapshot(tmp_path)
+    status, output = _run(
+        "extract_features.py", f"--input_file={text}",
+        f"--output_file={text}", f"--vocab_file={model}/vocab.txt",
+        f"--bert_config_file={model}/bert_config.json",
+        f"--init_checkpoint={model}/bert_model.ckpt", "--layers=-1")
+    assert status == 1
+    assert _error_line(output) == (
+        f"extract_features.py: error: --output_file {text} is the input "
+        f"--input_file {text}: refusing to overwrite an input; choose "
+        f"another output path")
+    # The converter writing into the checkpoint's own directory would copy
+    # vocab.txt onto itself.
+    status, output = _run(
+        "-m bert_tf.convert", "google_to_hf", f"--checkpoint={model}",
+        f"--bert_config_file={model}/bert_config.json",
+        f"--output_dir={model}", "--overwrite")
+    assert status == 1
+    assert _error_line(output) == (
+        f"python -m bert_tf.convert google_to_hf: error: --output_dir file "
+        f"{model}/vocab.txt is the input --vocab_file {model}/vocab.txt: "
+        f"refusing to overwrite an input; choose another output path")
+    assert _snapshot(tmp_path) == before
+
+
+def test_run_squad_refuses_a_predict_file_it_would_overwrite(golden_dir,
+                                                             tmp_path):
+    model = golden_dir / "models" / "cased_tiny"
+    output_dir = tmp_path / "out"
+    output_dir.mkdir()
+    predict_file = output_dir / "predictions.json"
+    predict_file.write_text('{"version": "1.1", "data": []}')
+    before = _snapshot(tmp_path)
+    status, output = _run(
+        "run_squad.py", f"--vocab_file={model}/vocab.txt",
+        f"--bert_config_file={model}/bert_config.json",
+        f"--init_checkpoint={model}/bert_model.ckpt", "--do_predict=True",
+        f"--predict_file={predict_file}", f"--output_dir={output_dir}",
+        "--do_lower_case=False", "--max_seq_length=64", "--doc_stride=32",
+        "--max_query_length=16")
+    assert status == 1
+    assert _error_line(output) == (
+        f"run_squad.py: error: --output_dir file {predict_file} is the input "
+        f"--predict_file {predict_file}: refusing to overwrite an input; "
+        f"choose another output path")
+    assert _snapshot(tmp_path) == before
+
+
+# -- 3. two runs, a dead run's lock, stale temporary files ---------------------
+
+def test_second_run_is_refused_and_a_dead_runs_lock_is_taken_over(
+        data_dir, tmp_path):
+    output_dir = tmp_path / "out"
+    first, log = _start("run_pretraining.py", pretraining_args(
+        data_dir, output_dir, num_train_steps="100000",
+        save_checkpoints_steps="100000", iterations_per_loop="10",
+        log_steps="1000"), tmp_path / "first.log")
+    try:
+        _wait_for(output_dir / LOCK_FILE, first, tmp_path / "first.log")
+        status, output = _run("run_pretraining.py", *pretraining_args(
+            data_dir, output_dir, num_train_steps="2"))
+        assert status == 1
+        assert _error_line(output) == (
+            f"run_pretraining.py: error: --output_dir={output_dir} is in use "
+            f"by another run (process {first.pid} on this host, lock file "
+            f"{output_dir}/{LOCK_FILE}); wait for it to finish or use "
+            f"another --output_dir")
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+        log.close()
+    assert (output_dir / LOCK_FILE).exists()  # the dead run's
+
+    # Temporary files of interrupted writes: this project's (removed) and
+    # look-alikes a user may own (kept).
+    dead = _dead_pid()
+    ours = [".model.ckpt-7.tmp-" + "0123456789abcdef" * 2
+            + ".data-00000-of-00001",
+            ".model.ckpt-7.tmp-" + "0123456789abcdef" * 2 + ".index",
+            f"checkpoint.tmp-{dead}", f"eval_results.txt.tmp-{dead}"]
+    users = [".model.ckpt-7.tmp-mine", "notes.txt.tmp-12", "draft.tmp",
+             f"checkpoint.tmp-{os.getppid()}"]  # a live pid: kept
+    for name in ours + users:
+        (output_dir / name).write_bytes(b"x" * 1000)
+    before = {name: (output_dir / name).read_bytes() for name in users}
+
+    status, output = _run("run_pretraining.py", *pretraining_args(
+        data_dir, output_dir, keep_checkpoint_max="2"))
+    assert status == 0, output[-5000:]
+    assert (f"Took over the lock {output_dir}/{LOCK_FILE} of process "
+            f"{first.pid} on {socket.gethostname()}, which no longer runs "
+            f"(killed or crashed).") in output
+    assert (f"Removed 4 temporary files left by an interrupted run in "
+            f"{output_dir}: {', '.join(sorted(ours))}") in output
+    for name in ours:
+        assert not (output_dir / name).exists(), name
+    for name, content in before.items():
+        assert (output_dir / name).read_bytes() == content, name
+    assert not (output_dir / LOCK_FILE).exists()  # released at exit
+    assert _steps(output_dir) == [3, 4]  # --keep_checkpoint_max=2 holds
+
+
+# -- 4. evaluation without weights -------------------------------------------
+
+def test_eval_without_training_or_weights_is_refused(data_dir, tmp_path):
+    output_dir = tmp_path / "out"
+    status, output = _run("run_pretraining.py", *pretraining_args(
+        data_dir, output_dir, do_train="False", do_eval="True"))
+    assert status == 1
+    assert _error_line(output) == (
+        f"run_pretraining.py: error: --do_eval without --do_train needs "
+        f"trained weights, but --output_dir={output_dir} holds no checkpoint "
+        f"(model.ckpt-*) and --init_checkpoint is not set: the model would "
+        f"be random. Pass --do_train=True, --init_checkpoint, or the "
+        f"--output_dir of a training run.")
+    assert not output_dir.exists()
+
+
+# -- 5. damaged checkpoints ----------------------------------------------------
+
+def _truncate(path, keep_fraction=0.5):
+    data = open(path, "rb").read()
+    with open(path, "wb") as writer:
+        writer.write(data[:int(len(data) * keep_fraction)])
+    return data
+
+
+def test_truncated_checkpoint_is_named_with_the_tensor(golden_dir, tmp_path):
+    model = tmp_path / "model"
+    shutil.copytree(golden_dir / "models" / "cased_tiny", model)
+    data_file = model / "bert_model.ckpt.data-00000-of-00001"
+    _truncate(data_file)
+    text = tmp_path / "input.txt"
+    text.write_text("Hello world .\n")
+    status, output = _run(
+        "extract_features.py", f"--input_file={text}",
+        f"--output_file={tmp_path}/features.jsonl",
+        f"--vocab_file={model}/vocab.txt",
+        f"--bert_config_file={model}/bert_config.json",
+        f"--init_checkpoint={model}/bert_model.ckpt", "--layers=-1")
+    assert status == 1
+    line = _error_line(output)
+    match = re.fullmatch(
+        re.escape(f"extract_features.py: error: checkpoint {model}/"
+                  f"bert_model.ckpt is damaged (truncated or corrupt): "
+                  f"cannot read tensor ") + r"(\S+)" + re.escape(
+            f" from {data_file}: Read less bytes than requested"), line)
+    assert match, line
+    assert match.group(1).startswith("bert/")
+    assert not (tmp_path / "features.jsonl").exists()
+
+
+def test_resume_falls_back_past_a_truncated_checkpoint(data_dir,
+                                                       finished_run, tmp_path):
+    output_dir = tmp_path / "run"
+    shutil.copytree(finished_run, output_dir)
+    data_file = output_dir / "model.ckpt-4.data-00000-of-00001"
+    damaged_bytes = _truncate(data_file)
+    truncated = data_file.read_bytes()
+    index_bytes = (output_dir / "model.ckpt-4.index").read_bytes()
+
+    status, output = _run("run_pretraining.py", *pretraining_args(
+        data_dir, output_dir, num_train_steps="5"))
+
+    assert status == 0, output[-5000:]
+    assert damaged_bytes != truncated
+    assert re.search(
+        re.escape(f"Checkpoint {output_dir}/model.ckpt-4 cannot be read; "
+                  f"trying an older one. checkpoint {output_dir}/"
+                  f"model.ckpt-4 is damaged (truncated or corrupt): cannot "
+                  f"read tensor ") + r"\S+" + re.escape(
+            f" from {data_file}: Read less bytes than requested"), output)
+    assert (f"Resuming from {output_dir}/model.ckpt-3 instead of the damaged "
+            f"{output_dir}/model.ckpt-4 (kept as {output_dir}/"
+            f"damaged-model.ckpt-4, not deleted).") in output
+    # The damaged files are kept, byte for byte; steps 4 and 5 rewritten.
+    assert (output_dir / "damaged-model.ckpt-4.data-00000-of-00001"
+            ).read_bytes() == truncated
+    assert (output_dir / "damaged-model.ckpt-4.index"
+            ).read_bytes() == index_bytes
+    assert _steps(output_dir) == [1, 2, 3, 4, 5]
+
+
+# -- 6. a corrupt TFRecord among two inputs -----------------------------------
+
+def _record_start(path, byte_offset):
+    """Where the record holding `byte_offset` starts (TFRecord framing:
+    8-byte length, 4-byte CRC, data, 4-byte CRC)."""
+    data = open(path, "rb").read()
+    start = 0
+    while start < len(data):
+        length = int.from_bytes(data[start:start + 8], "little")
+        end = start + 12 + length + 4
+        if byte_offset < end:
+            return start
+        start = end
+    raise ValueError("offset beyond the file")
+
+
+def test_corrupt_tfrecord_is_named_with_its_offset(data_dir, tmp_path):
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    for shard in range(2):
+        shutil.copy(data_dir / f"records-{shard}.tfrecord", inputs)
+    damaged = inputs / "records-1.tfrecord"
+    data = bytearray(damaged.read_bytes())
+    position = len(data) * 2 // 3
+    data[position] ^= 0x20
+    damaged.write_bytes(bytes(data))
+    status, output = _run("run_pretraining.py", *pretraining_args(
+        data_dir, tmp_path / "out", input_file=f"{inputs}/records-*.tfrecord",
+        num_train_steps="200", save_checkpoints_steps="100",
+        iterations_per_loop="20", log_steps="100"))
+    assert status == 1
+    start = _record_start(damaged, position)
+    assert _error_line(output) in (
+        f"run_pretraining.py: error: TFRecord file {damaged} is damaged at "
+        f"byte offset {start} (the record starting there): corrupted record "
+        f"{part} (its CRC does not match)" for part in ("data", "length"))
+
+
+def test_corrupt_classifier_and_squad_records_are_named(tmp_path):
+    import tensorflow as tf
+    from bert_tf.data import classifier_features
+    from bert_tf.data import squad_features
+    from bert_tf.data import tfrecord_files
+    from bert_tf.runners import flags as runner_flags
+    path = tmp_path / "eval.tf_record"
+    record = tf.train.Example(features=tf.train.Features(feature={
+        name: tf.train.Feature(int64_list=tf.train.Int64List(value=[1] * 8))
+        for name in ("input_ids", "input_mask", "segment_ids")} | {
+            name: tf.train.Feature(int64_list=tf.train.Int64List(value=[1]))
+            for name in ("label_ids", "is_real_example", "unique_ids")})).\
+        SerializeToString()
+    framed = tfrecord_files.frame_tfrecords([record] * 3)
+    corrupt = bytearray(framed)
+    third = 2 * (len(framed) // 3)
+    corrupt[third + 20] ^= 1  # inside the third record's data
+    path.write_bytes(bytes(corrupt))
+    readers = [
+        lambda: classifier_features.read_tfrecord(path, 8),
+        lambda: squad_features.read_tfrecord(path, 8, is_training=False),
+    ]
+    for make in readers:
+        with pytest.raises(tf.errors.DataLossError) as raised:
+            for _ in make():
+                pass
+        assert str(runner_flags.DataLossMessage(raised.value)) == (
+            f"TFRecord file {path} is damaged at byte offset {third} (the "
+            f"record starting there): corrupted record data (its CRC does "
+            f"not match)")
+
+
+def test_find_damaged_record_agrees_with_tensorflow(tmp_path):
+    """Every single-byte corruption TensorFlow's reader detects is found,
+    at the record TensorFlow names."""
+    import tensorflow as tf
+    from bert_tf.data import tfrecord_files
+    rng = np.random.RandomState(0)
+    records = [rng.bytes(rng.randint(0, 40)) for _ in range(12)]
+    framed = tfrecord_files.frame_tfrecords(records)
+    path = tmp_path / "r.tfrecord"
+    path.write_bytes(framed)
+    assert tfrecord_files.find_damaged_record(str(path)) is None
+    for position in rng.choice(len(framed), 40, replace=False):
+        data = bytearray(framed)
+        data[position] ^= 1 << rng.randint(8)
+        path.write_bytes(bytes(data))
+        try:
+            for _ in tf.data.TFRecordDataset(str(path)):
+                pass
+            tensorflow_offset = None
+        except tf.errors.DataLossError as error:
+            tensorflow_offset = int(re.search(r"record at (\d+)",
+                                              error.message).group(1))
+        found = tfrecord_files.find_damaged_record(str(path))
+        assert (found is None) == (tensorflow_offset is None), position
+        if found:
+            assert tensorflow_offset in (found[0], found[0] + 12), position
+    path.write_bytes(framed[:-7])  # truncated
+    assert tfrecord_files.find_damaged_record(str(path))[1].startswith(
+        "truncated record")
+
+
+# -- 7. a killed and resumed run is the uninterrupted run ----------------------
+
+def _read_all(prefix):
+    from bert_tf import checkpoints
+    return checkpoints.read_checkpoint(str(prefix))
+
+
+def test_killed_and_resumed_run_equals_the_uninterrupted_run(data_dir,
+                                                             tmp_path):
+    num_steps = 150
+    overrides = dict(num_train_steps=str(num_steps),
+                     save_checkpoints_steps="25", iterations_per_loop="5",
+                     log_steps="50")
+    # The uninterrupted run runs beside the first, killed one.
+    uninterrupted = tmp_path / "uninterrupted"
+    reference, reference_log = _start("run_pretraining.py", pretraining_args(
+        data_dir, uninterrupted, **overrides), tmp_path / "reference.log")
+    resumed = tmp_path / "resumed"
+    process, log = _start("run_pretraining.py", pretraining_args(
+        data_dir, resumed, **overrides), tmp_path / "first.log")
+    try:
+        _wait_for(resumed / "model.ckpt-25.index", process,
+                  tmp_path / "first.log")
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        log.close()
+    killed_at = _steps(resumed)[-1]
+    assert process.returncode == -signal.SIGKILL and killed_at < num_steps
+    status, output = _run("run_pretraining.py", *pretraining_args(
+        data_dir, resumed, **overrides))
+    assert status == 0, output[-5000:]
+    assert f"(global step {killed_at})" in output
+    try:
+        reference.wait(timeout=600)
+    finally:
+        if reference.poll() is None:
+            reference.kill()
+        reference_log.close()
+    assert reference.returncode == 0, (
+        tmp_path / "reference.log").read_text()[-5000:]
+
+    expected = _read_all(uninterrupted / f"model.ckpt-{num_steps}")
+    actual = _read_all(resumed / f"model.ckpt-{num_steps}")
+    assert sorted(actual) == sorted(expected)
+    assert "training/dropout_random_state" in actual
+    for name, value in expected.items():
+        np.testing.assert_allclose(actual[name], value, rtol=1e-6,
+                                   atol=1e-7, err_msg=name)
+    # The comparison can fail: the weights moved since the kill.
+    before = _read_all(resumed / f"model.ckpt-{killed_at}") if os.path.exists(
+        resumed / f"model.ckpt-{killed_at}.index") else None
+    if before is not None:
+        assert not np.allclose(before["bert/pooler/dense/kernel"],
+                               actual["bert/pooler/dense/kernel"])
+
+
+@pytest.mark.slow  # three processes with two logical devices: minutes
+def test_resume_is_exact_under_mirrored_strategy(data_dir, tmp_path):
+    """Two logical CPUs: uninterrupted vs killed (SIGKILL) and resumed."""
+    num_steps = 80
+    script = os.path.abspath(__file__)
+
+    def command(output_dir):
+        return [sys.executable, script, "mirrored_train", str(data_dir),
+                str(output_dir), str(num_steps)]
+
+    env = {**_environment(),
+           "PYTHONPATH": os.pathsep.join([REPO_ROOT,
+                                          os.path.dirname(script)])}
+    # The uninterrupted run runs beside the first, killed one.
+    reference = subprocess.Popen(command(tmp_path / "uninterrupted"),
+                                 cwd=REPO_ROOT, env=env,
+                                 stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+    resumed = tmp_path / "resumed"
+    with open(tmp_path / "first.log", "w") as log:
+        process = subprocess.Popen(command(resumed), cwd=REPO_ROOT, env=env,
+                                   stdout=log, stderr=subprocess.STDOUT)
+        try:
+            _wait_for(resumed / "model.ckpt-10.index", process,
+                      tmp_path / "first.log")
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == -signal.SIGKILL
+    killed_at = _steps(resumed)[-1]
+    assert killed_at < num_steps
+    second = subprocess.run(command(resumed), cwd=REPO_ROOT, env=env,
+                            capture_output=True, text=True, timeout=900)
+    assert second.returncode == 0, second.stderr[-5000:]
+    assert f"restored {resumed}/model.ckpt-{killed_at}" in second.stdout
+    try:
+        assert reference.wait(timeout=600) == 0
+    finally:
+        if reference.poll() is None:
+            reference.kill()
+    expected = _read_all(tmp_path / "uninterrupted" /
+                         f"model.ckpt-{num_steps}")
+    actual = _read_all(resumed / f"model.ckpt-{num_steps}")
+    for name, value in expected.items():
+        np.testing.assert_allclose(actual[name], value, rtol=1e-6,
+                                   atol=1e-7, err_msg=name)
+
+
+def _mirrored_train(data_dir, output_dir, num_steps):
+    """Trains the pretraining task on 2 logical CPUs with --seed 7."""
+    import tensorflow as tf
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    import keras
+    from bert_tf.config import BertConfig
+    from bert_tf.tasks import pretraining
+    from bert_tf.training import distribution
+    from bert_tf.training import optimization
+    from bert_tf.training import trainer as trainer_lib
+    keras.utils.set_random_seed(7)
+    strategy = distribution.get_distribution_strategy("mirrored")
+    assert strategy.num_replicas_in_sync == 2
+    task = pretraining.PretrainingTask(
+        BertConfig.from_json_file(os.path.join(data_dir, "bert_config.json")),
+        pretraining.PretrainingDataConfig(
+            input_patterns=(os.path.join(data_dir, "records-*.tfrecord"),),
+            max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS, seed=7))
+    trainer = trainer_lib.Trainer(
+        task, trainer_lib.TrainerConfig(
+            output_dir=output_dir, train_batch_size=4,
+            num_train_steps=num_steps, save_checkpoints_steps=10,
+            iterations_per_loop=5, log_steps=20, keep_checkpoint_max=0,
+            seed=7),
+        strategy, optimizer_factory=lambda: optimization.create_optimizer(
+            "adamw", 1e-3, num_steps, 10))
+    trainer.train()
+    print(f"restored {trainer.restored_checkpoint}")
+
+
+# -- the pieces, in process (fast) --------------------------------------------
+
+def test_lock_is_reentrant_refuses_live_holders_and_takes_over_dead_ones(
+        tmp_path):
+    from bert_tf.training import run_lock
+    lock = tmp_path / LOCK_FILE
+    host = socket.gethostname()
+    # A live process of this host (our parent) holds it.
+    lock.write_text(f"host={host}\npid={os.getppid()}\n")
+    with pytest.raises(run_lock.OutputDirLockedError) as raised:
+        run_lock.lock_output_dir(tmp_path)
+    assert str(raised.value) == (
+        f"--output_dir={tmp_path} is in use by another run (process "
+        f"{os.getppid()} on this host, lock file {lock}); wait for it to "
+        f"finish or use another --output_dir")
+    # Another host's lock is never taken over.
+    lock.write_text("host=elsewhere\npid=1\n")
+    with pytest.raises(run_lock.OutputDirLockedError) as raised:
+        run_lock.lock_output_dir(tmp_path)
+    assert str(raised.value).endswith(
+        f"(process 1 on host elsewhere, lock file {lock}); wait for it to "
+        f"finish or use another --output_dir (delete {lock} only if that run "
+        f"is gone)")
+    # A dead process's lock is taken over; taking it again is a no-op.
+    lock.write_text(f"host={host}\npid={_dead_pid()}\n")
+    assert run_lock.lock_output_dir(tmp_path) == str(lock)
+    assert run_lock.lock_output_dir(tmp_path) == str(lock)
+    assert f"pid={os.getpid()}" in lock.read_text()
+    assert not run_lock.lock_output_dir(tmp_path / "worker", is_chief=False)
+    run_lock.release_output_dir(tmp_path)
+    assert not lock.exists()
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_only_this_projects_stale_temporary_files_are_removed(tmp_path):
+    from bert_tf.training import run_lock
+    dead = _dead_pid()
+    hex32 = "0123456789abcdef" * 2
+    ours = [f".model.ckpt-12.tmp-{hex32}.index",
+            f".model.ckpt-12.tmp-{hex32}.data-00000-of-00001",
+            f".model.ckpt-12.tmp-{hex32}.data-00000-of-00001.tempstate123",
+            f"checkpoint.tmp-{hex32}", f"checkpoint.tmp-{dead}",
+            f"eval_results.txt.tmp-{dead}", f"test_results.tsv.tmp-{dead}",
+            f".train.tf_record.tmp-{dead}-0123abcd",
+            f".checkpoint.tmp-{dead}-k3_x9q0z",  # file_io.atomic_write's
+            f".eval_results.txt.tmp-{dead}-a1b2c3d4",
+            f"{LOCK_FILE}.tmp-{dead}"]
+    kept = [f"checkpoint.tmp-{os.getpid()}",  # a live writer's
+            f".checkpoint.tmp-{os.getpid()}-k3_x9q0z",
+            f".eval_results.txt.tmp-{dead}-a1b2",
+            f".model.ckpt-12.tmp-{hex32[:-1]}.index", "model.ckpt-12.index",
+            "notes.tmp", f"results.txt.tmp-{dead}", ".hidden",
+            f".train.tf_record.tmp-{dead}", "checkpoint"]
+    for name in ours + kept:
+        (tmp_path / name).write_text("x")
+    removed = run_lock.remove_stale_temporary_files(tmp_path)
+    assert removed == sorted(str(tmp_path / name) for name in ours)
+    assert sorted(os.listdir(tmp_path)) == sorted(kept)
+
+
+def test_output_is_input_check_follows_links_and_lists(tmp_path):
+    from bert_tf import file_io
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("text")
+    os.link(corpus, tmp_path / "hard.txt")
+    os.symlink(tmp_path, tmp_path / "dir_link")
+    for output in (f"{tmp_path}/other.tfrecord,{tmp_path}/hard.txt",
+                   f"{tmp_path}/dir_link/corpus.txt",
+                   f"{tmp_path}/sub/../corpus.txt"):
+        with pytest.raises(file_io.OutputIsInputError, match=re.escape(
+                f"is the input --input_file {corpus}")):
+            file_io.check_outputs_are_not_inputs(
+                [("--output_file", output)],
+                [("--input_file", f"{tmp_path}/*.txt")])
+    # A checkpoint prefix's files are inputs too.
+    (tmp_path / "model.ckpt.index").write_text("x")
+    with pytest.raises(file_io.OutputIsInputError):
+        file_io.check_outputs_are_not_inputs(
+            [("--output_dir file", tmp_path / "model.ckpt.index")],
+            [("--init_checkpoint", tmp_path / "model.ckpt")])
+    file_io.check_outputs_are_not_inputs(
+        [("--output_file", tmp_path / "new.tfrecord")],
+        [("--input_file", corpus), ("--vocab_file", None)])
+
+
+def test_vocabulary_and_corpus_tools_refuse_to_overwrite_inputs(tmp_path):
+    from bert_tf import learn_vocab
+    from bert_tf import prepare_corpus
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("some text\n")
+    dump = tmp_path / "dump.xml.bz2"
+    dump.write_bytes(b"BZh9")
+    for main, args, flag, path in (
+            (learn_vocab.main, [f"--input_file={corpus}"], "--input_file",
+             corpus),
+            (prepare_corpus.main, [f"--wiki_dump={dump}"], "--wiki_dump",
+             dump)):
+        with pytest.raises(SystemExit) as raised:
+            main(args + [f"--output_file={path}"])
+        # sys.exit(message): the message on stderr, exit status 1.
+        assert str(raised.value.code).endswith(
+            f"error: --output_file {path} is the input {flag} {path}: "
+            f"refusing to overwrite an input; choose another output path")
+    assert corpus.read_text() == "some text\n"
+    assert dump.read_bytes() == b"BZh9"
+
+
+def test_unused_encoder_weights_are_a_warning(cased_tiny_dir, caplog):
+    import tensorflow as tf
+    from bert_tf import checkpoints
+    prefix = str(cased_tiny_dir / "bert_model.ckpt")
+    shapes = checkpoints.checkpoint_shapes(prefix)
+
+    def load(names):
+        variables = {name: tf.Variable(tf.zeros(shapes[name]), name=name)
+                     for name in names}
+        caplog.clear()
+        with caplog.at_level("INFO"):
+            checkpoints.load_checkpoint(variables, prefix)
+        return [record for record in caplog.records
+                if "not used by the model" in record.getMessage()]
+
+    # A config with fewer layers: layer_1's weights are left over.
+    encoder = [n for n in shapes if n.startswith("bert/")
+               and "layer_1/" not in n]
+    [record] = load(encoder)
+    assert record.levelname == "WARNING"
+    assert ("(including 16 encoder weights, e.g. bert/encoder/layer_1/"
+            "attention/output/LayerNorm/beta: does bert_config.json describe "
+            "the checkpoint's model?)") in record.getMessage()
+    # The encoder alone from a pretraining checkpoint: heads left, INFO.
+    [record] = load([n for n in shapes if n.startswith("bert/")])
+    assert record.levelname == "INFO"
+
+
+# -- 8. (slow) kills at random points, also during saves ----------------------
+
+@pytest.mark.slow
+def test_runs_killed_at_random_points_lose_nothing(data_dir, tmp_path):
+    from bert_tf import checkpoints
+    import tensorflow as tf
+    output_dir = tmp_path / "out"
+    random_state = random.Random(0)
+    keep = 3
+    args = pretraining_args(
+        data_dir, output_dir, num_train_steps="100000",
+        save_checkpoints_steps="1", iterations_per_loop="1",
+        log_steps="1000", keep_checkpoint_max=str(keep))
+    for attempt in range(8):
+        process, log = _start("run_pretraining.py", args,
+                              tmp_path / f"run-{attempt}.log")
+        try:
+            deadline = time.time() + 300
+            steps_before = _steps(output_dir) if output_dir.exists() else []
+            # Wait until this run saves, then kill it at a random moment
+            # (checkpoints are written every step: most kills hit a save).
+            while (not output_dir.exists()
+                   or _steps(output_dir) == steps_before):
+                assert process.poll() is None, open(
+                    tmp_path / f"run-{attempt}.log").read()[-5000:]
+                assert time.time() < deadline
+                time.sleep(0.01)
+            time.sleep(random_state.uniform(0.0, 1.0))
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+            log.close()
+        state = tf.train.get_checkpoint_state(str(output_dir))
+        for prefix in state.all_model_checkpoint_paths:
+            checkpoints.read_checkpoint(prefix)  # every one reads whole
+        # Killed between a save and its rotation: at most one extra.
+        assert len(_steps(output_dir)) <= keep + 1
+        temporary = [name for name in os.listdir(output_dir)
+                     if ".tmp-" in name]
+        # At most one interrupted write's files (removed by the next run).
+        assert len({name.split(".tmp-")[0] for name in temporary}) <= 1, (
+            temporary)
+    status, output = _run("run_pretraining.py", *pretraining_args(
+        data_dir, output_dir, num_train_steps=str(_steps(output_dir)[-1] + 2),
+        keep_checkpoint_max=str(keep)))
+    assert status == 0, output[-5000:]
+    assert not [name for name in os.listdir(output_dir) if ".tmp-" in name]
+    assert len(_steps(output_dir)) == keep
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "mirrored_train":
+        _mirrored_train(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    else:
+        raise SystemExit(f"unknown mode {sys.argv[1]!r}")

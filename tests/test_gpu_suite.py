@@ -1,0 +1,115 @@
+"""benchmarks/gpu_suite.sh keeps working: its --smoke run is a test.
+
+The full suite needs a GPU; `--smoke` runs every part on CPUs with tiny
+shapes. The numbers part is checked against Google's golden output (the
+reference the suite itself uses); speed figures are only checked to exist.
+"""
+
+import importlib
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+BENCHMARKS = REPO_ROOT / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def gpu_suite():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        yield importlib.import_module("gpu_suite")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def test_numbers_part_reproduces_google_with_tf32_off_and_on(gpu_suite,
+                                                             tmp_path):
+    import tensorflow as tf
+    before = tf.config.experimental.tensor_float_32_execution_enabled()
+    try:
+        rows = gpu_suite.numbers_part(str(tmp_path))
+    finally:
+        tf.config.experimental.enable_tensor_float_32_execution(before)
+    assert [row[0] for row in rows] == ["off", "on"]
+    # On CPUs TF32 does not exist: both are float32 round-off.
+    for _, difference, within in rows:
+        assert float(difference) <= 1e-5 and within == "yes"
+
+
+def test_tf32_drift_part_runs_and_is_zero_on_cpus(gpu_suite):
+    rows = gpu_suite.tf32_drift_part(gpu_suite.TINY, 16, 2)
+    # No TF32 on CPUs: both settings compute the same float32.
+    assert rows[0][1:] == ["0.00e+00", "yes"]
+
+
+def test_full_plan_covers_every_shape_dtype_and_xla_mode(gpu_suite):
+    plan = gpu_suite.suite_plan(smoke=False)
+    pretraining = plan["pretraining"]
+    assert len(pretraining) == 3 * 3 * 2 == len(set(
+        (e[0], e[4], e[5]) for e in pretraining))
+    assert {e[0] for e in pretraining} == {"base-128", "base-512",
+                                           "large-128"}
+    # The figures to hold against NVIDIA's come first.
+    assert [e[4:] for e in pretraining[:3]] == [("mixed_bfloat16", True)] * 3
+    assert {e[0] for e in plan["finetuning"]} == {"classifier", "squad"}
+    smoke = gpu_suite.suite_plan(smoke=True)["pretraining"]
+    assert {e[4] for e in smoke} == {"float32", "mixed_float16",
+                                     "mixed_bfloat16"}
+    assert {e[5] for e in smoke} == {False, True}
+
+
+def test_rows_run_most_important_first_and_stop_at_the_budget(gpu_suite,
+                                                              capsys):
+    entry = lambda name, dtype, xla: (name, {}, 128, 8, dtype, xla)
+    pretraining = [entry("base-128", "float32", True),
+                   entry("base-128", "mixed_bfloat16", True),
+                   entry("base-128", "float32", False)]
+    finetuning = [entry("classifier", "float32", False),
+                  entry("classifier", "mixed_bfloat16", True)]
+    calls = []
+
+    def row(part):
+        return lambda e: calls.append((part, e[4], e[5])) or ["1.0x"]
+
+    tables = [("pre", ["model", "dtype", "XLA", "r"], pretraining,
+               row("pre")),
+              ("fine", ["task", "dtype", "XLA", "r"], finetuning,
+               row("fine"))]
+    rows = gpu_suite.run_tables(tables, deadline=float("inf"))
+    assert calls == [("pre", "mixed_bfloat16", True),
+                     ("fine", "mixed_bfloat16", True),
+                     ("pre", "float32", False),
+                     ("fine", "float32", False),
+                     ("pre", "float32", True)]
+    # Tables keep their own order.
+    assert [r[1:3] for r in rows[0]] == [["float32", "on"],
+                                         ["mixed_bfloat16", "on"],
+                                         ["float32", "off"]]
+    assert rows[1][0] == ["classifier-128", "float32", "off", "1.0x"]
+    calls.clear()
+    rows = gpu_suite.run_tables(tables, deadline=0.0)
+    assert calls == [] and all(r[-1] == "skipped" for t in rows for r in t)
+
+
+@pytest.mark.slow
+def test_smoke_run_prints_every_table():
+    result = subprocess.run(
+        ["bash", str(BENCHMARKS / "gpu_suite.sh"), "--smoke",
+         "--budget_s=100000"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stderr[-3000:]
+    output = result.stdout
+    for title in ("extract_features (golden checkpoint)",
+                  "TF32 against float32", "\npretraining,",
+                  "\nfine-tuning,"):
+        assert title in output
+    assert "skipped" not in output
+    table_rows = [line for line in output.splitlines()
+                  if line.strip().startswith(("tiny", "classifier", "squad"))
+                  and line.split()[-1].endswith("x")]
+    # The tables' 3 pretraining and 2 fine-tuning rows, each with a
+    # bert_tf/MG ratio.
+    assert len(table_rows) == 3 + 2, output

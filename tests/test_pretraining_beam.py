@@ -1,0 +1,84 @@
+"""The Beam pipeline writes, per shard, the script's records for that shard.
+
+Reference: `create_pretraining_data.py` itself, run once per shard in its own
+process with the same flags (what Google's README tells users to do), whose
+output matches Google's original (tests/test_create_pretraining_data.py).
+The pipeline runs on Beam's local DirectRunner.
+"""
+
+import subprocess
+import sys
+
+import pytest
+
+REPO_ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+FLAGS = ["--max_seq_length=48", "--max_predictions_per_seq=7",
+         "--random_seed=99", "--dupe_factor=2", "--do_lower_case=True"]
+
+
+def _shards(tmp_path, golden_dir, count):
+    """The golden corpus (Hamlet) split by documents into `count` files."""
+    text = (golden_dir / "create_pretraining_data" / "corpus.txt").read_text(
+        encoding="utf-8")
+    documents = [d for d in text.split("\n\n") if d.strip()]
+    shard_dir = tmp_path / "shards"
+    shard_dir.mkdir()
+    paths = []
+    for index in range(count):
+        path = shard_dir / f"part-{index}.txt"
+        path.write_text("\n\n".join(documents[index::count]) + "\n",
+                        encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def test_pipeline_writes_the_scripts_records_for_each_shard(
+        tmp_path, golden_dir, uncased_vocab_file):
+    pytest.importorskip("apache_beam")
+    import create_pretraining_data_beam
+
+    shards = _shards(tmp_path, golden_dir, 3)
+    output_dir = tmp_path / "beam"
+    output_dir.mkdir()
+    create_pretraining_data_beam.run([
+        f"--input_file={tmp_path / 'shards' / '*.txt'}",
+        f"--output_dir={output_dir}", f"--vocab_file={uncased_vocab_file}",
+        *FLAGS, "--runner=DirectRunner"])
+
+    outputs = []
+    for shard in shards:
+        expected = tmp_path / f"{shard.name}.script.tfrecord"
+        subprocess.run(
+            [sys.executable, str(REPO_ROOT / "create_pretraining_data.py"),
+             f"--input_file={shard}", f"--output_file={expected}",
+             f"--vocab_file={uncased_vocab_file}", *FLAGS],
+            check=True, cwd=REPO_ROOT, capture_output=True)
+        actual = (output_dir / f"{shard.name}.tfrecord").read_bytes()
+        assert actual == expected.read_bytes(), shard.name
+        outputs.append(actual)
+    assert len(set(outputs)) == 3 and all(outputs)
+    assert sorted(p.name for p in output_dir.iterdir()) == [
+        f"{shard.name}.tfrecord" for shard in shards]
+
+
+def test_shards_with_the_same_name_are_refused(tmp_path):
+    from bert_tf.data import pretraining_beam
+    from bert_tf.data.pretraining_corpus import PretrainingDataError
+    with pytest.raises(PretrainingDataError,
+                       match=r"input files a/x.txt and b/x.txt have the "
+                             r"same name"):
+        pretraining_beam.plan_shards(["a/x.txt", "b/x.txt"], str(tmp_path))
+
+
+def test_missing_output_dir_is_one_line(tmp_path, golden_dir,
+                                        uncased_vocab_file):
+    shard = _shards(tmp_path, golden_dir, 1)[0]
+    result = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "create_pretraining_data_beam.py"),
+         f"--input_file={shard}", f"--output_dir={tmp_path / 'missing'}",
+         f"--vocab_file={uncased_vocab_file}"],
+        cwd=REPO_ROOT, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"create_pretraining_data_beam.py: error: --output_dir="
+        f"{tmp_path / 'missing'} is not an existing directory")

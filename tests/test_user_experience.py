@@ -1,0 +1,296 @@
+"""What a user sees: a quiet start, early progress, signals handled.
+
+Each test runs a program as a user does: a subprocess started from the
+repository root with the user's environment, in which nobody set
+`TF_CPP_MIN_LOG_LEVEL` (conftest.py and tests/runner_harness.py set it for
+the other tests; here it is removed).
+"""
+
+import importlib.util
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bert_tf import checkpoints
+
+from modeling_harness import tiny_bert_config
+from pretraining_harness import make_pretraining_arrays
+from pretraining_harness import write_pretraining_records
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SEQ, PREDICTIONS = 32, 5
+
+# TensorFlow's C++ logging ("2026-12-01 21:33:30.589671: I external/...cc:31]
+# ..."), Abseil's C++ logging as XLA uses it ("I0000 00:00:1796160820.50 5953
+# device_compiler.h:196] ..."), their notes, and absl's Python warning.
+# Our own lines come from Python files: "I1201 21:33:36.41 1400 trainer.py:249]".
+TENSORFLOW_LINE = re.compile(
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] |"
+    r"^[IWEF]\d{4} [\d:.]+\s+\d+ [^\]\s]+\.(?:cc|h|c|cpp):\d+\] |"
+    r"absl::InitializeLog|Logging before flag parsing|cpu_feature_guard|"
+    r"rebuild TensorFlow|cuInit|Compiled cluster using XLA|"
+    r"TFRecordDataset|Local rendezvous|MLIR")
+
+
+def user_environment(**changes):
+    """The environment of a user who set no TensorFlow variable."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_CPP_MAX_VLOG_LEVEL")}
+    env.update(changes)
+    return env
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """Two record shards and a tiny bert_config.json."""
+    directory = tmp_path_factory.mktemp("ux_data")
+    for shard in range(2):
+        write_pretraining_records(
+            directory / f"records-{shard}.tfrecord",
+            make_pretraining_arrays(48, SEQ, PREDICTIONS, seed=shard))
+    tiny_bert_config().to_json_file(str(directory / "bert_config.json"))
+    return directory
+
+
+def pretraining_command(data_dir, output_dir, **overrides):
+    values = {
+        "input_file": f"{data_dir}/records-*.tfrecord",
+        "output_dir": str(output_dir),
+        "bert_config_file": str(data_dir / "bert_config.json"),
+        "do_train": "True",
+        "do_eval": "True",
+        "train_batch_size": "8",
+        "eval_batch_size": "8",
+        "max_seq_length": str(SEQ),
+        "max_predictions_per_seq": str(PREDICTIONS),
+        "num_train_steps": "6",
+        "num_warmup_steps": "2",
+        "learning_rate": "1e-3",
+        "save_checkpoints_steps": "3",
+        "iterations_per_loop": "3",
+        "log_steps": "2",
+        "max_eval_steps": "3",
+    }
+    values.update(overrides)
+    return [sys.executable, os.path.join(REPO_ROOT, "run_pretraining.py")] + [
+        f"--{k}={v}" for k, v in values.items() if v is not None]
+
+
+# -- a quiet start -------------------------------------------------------------
+
+def test_training_and_evaluation_show_no_tensorflow_line(data_dir, tmp_path):
+    process = subprocess.run(
+        pretraining_command(data_dir, tmp_path / "out"), cwd=REPO_ROOT,
+        env=user_environment(), capture_output=True, text=True, timeout=600)
+    assert process.returncode == 0, process.stderr[-5000:]
+    output = process.stdout + process.stderr
+    noise = [line for line in output.splitlines()
+             if TENSORFLOW_LINE.search(line)]
+    assert noise == []
+    # Our own lines are there: training, a checkpoint, evaluation.
+    assert "step 6/6" in output
+    assert "Eval results" in output
+
+
+@pytest.mark.slow  # one more runner start
+def test_verbosity_brings_tensorflow_lines_back(data_dir, tmp_path):
+    """`--verbosity=1` leaves TensorFlow's C++ logging at its default."""
+    process = subprocess.run(
+        pretraining_command(data_dir, tmp_path / "out", num_train_steps="2",
+                            do_eval="False", verbosity="1"),
+        cwd=REPO_ROOT, env=user_environment(), capture_output=True,
+        text=True, timeout=600)
+    assert process.returncode == 0, process.stderr[-5000:]
+    assert any(TENSORFLOW_LINE.search(line)
+               for line in process.stderr.splitlines())
+
+
+# -- progress from the first seconds -------------------------------------------
+
+PROGRESS_LINE = re.compile(r"train pretraining: (\d+)/(\d+) steps")
+
+
+def test_progress_is_reported_before_the_first_log_steps_boundary(
+        data_dir, tmp_path):
+    """Slow steps, a far --log_steps and a short --log_every_seconds: the
+    run reports progress in between, the first line before any step."""
+    process = subprocess.run(
+        pretraining_command(data_dir, tmp_path / "out", num_train_steps="12",
+                            log_steps="12", iterations_per_loop="12",
+                            save_checkpoints_steps="12", do_eval="False",
+                            log_every_seconds="0.001"),
+        cwd=REPO_ROOT, env=user_environment(), capture_output=True,
+        text=True, timeout=600)
+    assert process.returncode == 0, process.stderr[-5000:]
+    lines = process.stderr.splitlines()
+    boundary = next(i for i, line in enumerate(lines)
+                    if "step 12/12: loss = " in line)
+    before = [int(m.group(1)) for line in lines[:boundary]
+              for m in [PROGRESS_LINE.search(line)] if m]
+    # The start line (step 0) says what the first seconds are spent on.
+    start_line = next(line for line in lines if PROGRESS_LINE.search(line))
+    assert "0/12 steps" in start_line and "tracing" in start_line
+    # Then steps between 0 and the --log_steps boundary, with a speed.
+    assert [s for s in before if 0 < s < 12], lines
+    assert not any("nan" in line or "ETA ?" in line for line in lines)
+
+
+# -- signals -----------------------------------------------------------------
+
+def read_until(stream, pattern, seen):
+    """Reads lines into `seen` until one matches; returns the match."""
+    for line in stream:
+        seen.append(line)
+        match = pattern.search(line)
+        if match:
+            return match
+    raise AssertionError("the program ended before printing "
+                         f"{pattern.pattern!r}:\n" + "".join(seen[-50:]))
+
+
+@pytest.mark.slow  # two runner starts
+def test_sigterm_during_training_saves_a_checkpoint_to_resume_from(
+        data_dir, tmp_path):
+    output_dir = tmp_path / "out"
+    command = pretraining_command(
+        data_dir, output_dir, num_train_steps="100000",
+        save_checkpoints_steps="100000", log_steps="100000",
+        iterations_per_loop="100000", do_eval="False",
+        log_every_seconds="0.001")
+    process = subprocess.Popen(command, cwd=REPO_ROOT, env=user_environment(),
+                               stderr=subprocess.PIPE, text=True)
+    seen = []
+    try:
+        # Training is under way (past the first, tracing call).
+        match = read_until(process.stderr, re.compile(
+            r"train pretraining: ([2-9]|\d\d+)/100000 steps"), seen)
+        step_seen = int(match.group(1))
+        process.send_signal(signal.SIGTERM)
+        seen.extend(process.stderr)
+        returncode = process.wait(timeout=120)
+    finally:
+        process.kill()
+        process.wait()
+    output = "".join(seen)
+    assert returncode == 128 + signal.SIGTERM, output[-5000:]
+    stopped = re.search(r"run_pretraining.py: stopped: received SIGTERM at "
+                        r"step (\d+)/100000: saved (\S+);", output)
+    assert stopped, output[-5000:]
+    step = int(stopped.group(1))
+    assert step >= step_seen
+    assert stopped.group(2) == str(output_dir / f"model.ckpt-{step}")
+    assert checkpoints.checkpoint_shapes(stopped.group(2))
+    assert (sorted(f for f in os.listdir(output_dir) if f.endswith(".index"))
+            == [f"model.ckpt-{step}.index"])
+
+    # The same command resumes from it.
+    resumed = subprocess.run(
+        pretraining_command(data_dir, output_dir,
+                            num_train_steps=str(step + 2), do_eval="False"),
+        cwd=REPO_ROOT, env=user_environment(), capture_output=True,
+        text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-5000:]
+    assert f"Resuming from {output_dir}/model.ckpt-{step} " in resumed.stderr
+    assert (output_dir / f"model.ckpt-{step + 2}.index").exists()
+
+
+def child_pids(pid):
+    """The processes whose parent is `pid` (from /proc)."""
+    children = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            children.append(int(entry))
+    return children
+
+
+def running(pid):
+    """Whether `pid` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"),
+                    reason="reads /proc")
+@pytest.mark.skipif(
+    importlib.util.find_spec("gensim") is None,
+    reason="demo.py's first step needs gensim (pip install --no-deps "
+           "gensim==4.4.0)")
+def test_sigterm_of_demo_stops_its_running_step(tmp_path):
+    """`kill <pid>` of demo.py passes SIGTERM on and waits: no orphan."""
+    process = subprocess.Popen(
+        [sys.executable, os.path.join(REPO_ROOT, "demo.py"),
+         f"--work_dir={tmp_path / 'work'}", "--quick"],
+        cwd=tmp_path, env=user_environment(), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    seen = []
+    try:
+        # The first step's command line: its process starts right after.
+        read_until(process.stdout, re.compile(r"^\$ "), seen)
+        children = []
+        for _ in range(600):  # at most a minute
+            children = child_pids(process.pid)
+            if children:
+                break
+            time.sleep(0.1)
+        assert children, "demo.py started no step:\n" + "".join(seen)
+        process.send_signal(signal.SIGTERM)
+        seen.extend(process.stdout)
+        returncode = process.wait(timeout=120)
+    finally:
+        process.kill()
+        process.wait()
+    output = "".join(seen)
+    assert returncode == 128 + signal.SIGTERM, output[-5000:]
+    assert "demo.py: stopped by SIGTERM; run the same command again" in output
+    assert not [pid for pid in children if running(pid)]
+
+
+# -- lines that say what they mean ---------------------------------------------
+
+def test_training_log_names_training_metrics_and_gives_a_speed_at_once(
+        tiny_config, tmp_path, caplog):
+    """The classifier's running metrics are `train_*` (its task names them
+    with Google's eval keys); the first line has a speed and an ETA."""
+    import logging as python_logging
+
+    from bert_tf.data import classifier_features as cf
+    from bert_tf.training import optimization
+    from bert_tf.training.trainer import Trainer, TrainerConfig
+
+    from test_classification_task import make_task, random_features
+
+    train_file = str(tmp_path / "train.tf_record")
+    cf.write_tfrecord(random_features(16, 2, seed=3), train_file)
+    task = make_task(tiny_config, num_labels=2, train_file=train_file)
+    trainer = Trainer(
+        task, TrainerConfig(output_dir=str(tmp_path / "out"),
+                            train_batch_size=4, num_train_steps=4,
+                            log_steps=2, save_checkpoints_steps=4),
+        optimizer_factory=lambda: optimization.create_optimizer(
+            "adamw", 1e-3, 4, 0))
+    with caplog.at_level(python_logging.INFO):
+        last = trainer.train()
+    step_lines = [r.getMessage() for r in caplog.records
+                  if r.getMessage().startswith("step ")]
+    assert [line.split(":")[0] for line in step_lines] == ["step 2/4",
+                                                          "step 4/4"]
+    for line in step_lines:
+        assert "train_accuracy = " in line and "train_loss = " in line
+        assert "eval_" not in line
+        assert "nan" not in line and "ETA ?" not in line
+    assert "train_accuracy" in last and "eval_accuracy" not in last
