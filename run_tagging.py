@@ -31,6 +31,11 @@ line for line with a predicted label column), `test_predictions.jsonl`
 has labels, `test_results.txt`.
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 import os
 
 from absl import app
