@@ -24,6 +24,11 @@ probabilities on a line, in input order). Checkpoints carry Google's names,
 so `--init_checkpoint` of a fine-tuned output_dir predicts as that model.
 """
 
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
+
 import os
 
 from absl import app

@@ -14,7 +14,7 @@ column, the last by default) or `peoples_daily` / `peoples_daily_ner`
 (People's Daily 1998 `word/TAG` lines; POS tags, or PER/LOC/ORG entities
 from nr/ns/nt) or `word_tag` (any `word/TAG` line format). The label list is read from the training file and saved as
 `label_list.txt` in `--output_dir`; evaluating or predicting without
-training reads it from there.
+training reads it from there, or from beside `--init_checkpoint`.
 
 Model: the encoder + a per-token classifier (`output_weights`,
 `output_bias`, as run_classifier.py's), optionally a CRF (`--use_crf`,
@@ -30,6 +30,11 @@ line for line with a predicted label column), `test_predictions.jsonl`
 (words, labels and entities with word offsets) and, when the predict file
 has labels, `test_results.txt`.
 """
+
+from bert_tf import startup
+
+# Before anything imports TensorFlow: keeps its C++ start-up lines out.
+startup.quiet_start()
 
 import os
 
@@ -113,6 +118,21 @@ def input_file(flag_values, phase):
     return path
 
 
+def saved_label_list(flag_values, label_list_path):
+    """Where a run without training finds the training run's labels.
+
+    `--output_dir`'s `label_list.txt`, else the one beside
+    `--init_checkpoint` (the fine-tuned run's output directory).
+    """
+    if os.path.isfile(label_list_path) or not flag_values.init_checkpoint:
+        return label_list_path
+    checkpoint = flag_values.init_checkpoint
+    directory = (checkpoint if os.path.isdir(checkpoint)
+                 else os.path.dirname(checkpoint))
+    beside = os.path.join(directory, os.path.basename(label_list_path))
+    return beside if os.path.isfile(beside) else label_list_path
+
+
 def _validate_flags(flag_values):
     if not (flag_values.do_train or flag_values.do_eval
             or flag_values.do_predict):
@@ -162,7 +182,8 @@ def run(flag_values):
         train_file = read("train")
         label_list = tagging_examples.labels_of(train_file)
     else:
-        label_list = tagging_examples.read_label_list(label_list_path)
+        label_list = tagging_examples.read_label_list(
+            saved_label_list(flag_values, label_list_path))
     if flag_values.do_eval:
         eval_file = read("eval")
         if not eval_file.has_labels:

@@ -11,7 +11,6 @@ read back through --init_checkpoint to predict again.
 import json
 import random
 
-import numpy as np
 import pytest
 
 from runner_harness import read_eval_results, run_runner
@@ -154,10 +153,8 @@ def test_init_checkpoint_of_a_fine_tuned_model_predicts_the_same(
         workspace, trained):
     use_crf, output_dir = trained
     reloaded = workspace / f"reloaded_{use_crf}"
-    reloaded.mkdir()
-    # Predicting alone reuses the training run's label list.
-    (reloaded / "label_list.txt").write_text(
-        (output_dir / "label_list.txt").read_text())
+    # Predicting alone finds the training run's label list beside the
+    # checkpoint.
     run_tagging(workspace, "--do_predict", f"--data_dir={workspace / 'data'}",
                 f"--output_dir={reloaded}",
                 f"--init_checkpoint={output_dir / 'model.ckpt-75'}",

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from bert_tf.data import tagging_examples as examples_lib
 from bert_tf.data import tagging_features as features_lib

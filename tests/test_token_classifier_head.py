@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from bert_tf.modeling.token_classifier_head import TokenClassifierHead
+from bert_tf.modeling import TokenClassifierHead
 
 
 def test_names_shapes_and_values(tiny_config):

@@ -371,8 +371,8 @@ def read_label_list(path):
     if not os.path.isfile(path):
         raise FileNotFoundError(
             f"{path} not found: it is written when training "
-            "(--do_train); to predict without training, pass the "
-            "output_dir of the training run")
+            "(--do_train); to predict without training, use the training "
+            "run's --output_dir or an --init_checkpoint in it")
     with open(path, encoding="utf-8") as reader:
         labels = [line.rstrip("\n") for line in reader if line.strip()]
     if not labels:

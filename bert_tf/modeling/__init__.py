@@ -8,7 +8,9 @@ By concept, in dependency order:
 - `transformer`: the post-LN Transformer block with its attention, and the
   encoder stack;
 - `bert_model`: `BertModel`, the backbone (embeddings, encoder, pooler);
-- `heads`: the task heads (classifier, masked LM, next sentence, span).
+- `heads`: the task heads (classifier, masked LM, next sentence, span,
+  token classifier);
+- `crf`: a linear-chain CRF over tag sequences (tagging's `--use_crf`).
 """
 
 from bert_tf.modeling.bert_model import BertModel
@@ -18,6 +20,7 @@ from bert_tf.modeling.heads import ClassifierHead
 from bert_tf.modeling.heads import MaskedLMHead
 from bert_tf.modeling.heads import NextSentenceHead
 from bert_tf.modeling.heads import SpanHead
+from bert_tf.modeling.heads import TokenClassifierHead
 from bert_tf.modeling.layers import LayerNorm
 from bert_tf.modeling.layers import SUPPORTED_ACTIVATIONS
 from bert_tf.modeling.layers import attention_bias_from_mask
@@ -46,6 +49,7 @@ __all__ = [
     "ResidualOutput",
     "SUPPORTED_ACTIVATIONS",
     "SpanHead",
+    "TokenClassifierHead",
     "TransformerBlock",
     "TransformerEncoder",
     "attention_bias_from_mask",

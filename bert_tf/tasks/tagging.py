@@ -75,10 +75,8 @@ class TaggingModel(keras.Model):
     def __init__(self, bert_config, num_labels, use_crf=False,
                  name="bert_tagging_model", **kwargs):
         super().__init__(name=name, **kwargs)
-        from bert_tf.modeling import BertModel
+        from bert_tf.modeling import BertModel, TokenClassifierHead
         from bert_tf.modeling.crf import LinearChainCRF
-        from bert_tf.modeling.token_classifier_head import (
-            TokenClassifierHead)
         self.bert_config = bert_config
         self.num_labels = num_labels
         self.use_crf = use_crf
