@@ -16,9 +16,6 @@ from bert_tf import startup
 # Before anything imports TensorFlow: keeps its C++ start-up lines out.
 startup.quiet_start()
 
-import os
-import sys
-
 from absl import app
 from absl import flags
 from absl import logging

@@ -223,17 +223,10 @@ def run(flag_values):
     trainer = finetune.make_trainer(run, task, flag_values, steps,
                                     flag_values.eval_batch_size)
 
-    results = {}
-    if flag_values.do_train:
-        results["train"] = trainer.train()
-    if flag_values.do_eval:
-        results["eval"] = trainer.evaluate()
-    if flag_values.do_predict:
-        state, _ = trainer.run_predictions(
-            base.PREDICT, flag_values.predict_batch_size,
-            num_examples=num_records[base.PREDICT])
-        results["predict"] = task.predicted_probabilities(state)
-    return results
+    # The records are padded for TPUs already (`_write_records`).
+    return finetune.run_phases(
+        trainer, flag_values, num_predict_examples=num_records.get(base.PREDICT),
+        pad_to_full_batches=False, predicted=task.predicted_probabilities)
 
 
 def main(argv, flag_values=FLAGS):

@@ -29,8 +29,6 @@ from bert_tf import startup
 # Before anything imports TensorFlow: keeps its C++ start-up lines out.
 startup.quiet_start()
 
-import os
-
 from absl import app
 from absl import flags
 from absl import logging
@@ -73,22 +71,6 @@ def define_flags(flag_values=FLAGS):
         flag_values=flag_values)
 
 
-def input_file(flag_values, phase):
-    """The file of a phase ("train", "eval", "predict") from the flags."""
-    path = flag_values[f"{phase}_file"].value
-    if path:
-        runner_flags.check_file(f"{phase}_file", path)
-        return path
-    if not flag_values.data_dir:
-        raise ValueError(f"--{phase}_file or --data_dir is required")
-    path = os.path.join(flag_values.data_dir,
-                        DEFAULT_FILES[flag_values.input_format][phase])
-    if not os.path.isfile(path):
-        raise ValueError(f"--data_dir: {path} does not exist (or pass "
-                         f"--{phase}_file)")
-    return path
-
-
 def _validate_flags(flag_values):
     if not (flag_values.do_train or flag_values.do_eval
             or flag_values.do_predict):
@@ -106,7 +88,6 @@ def run(flag_values):
       [n, num_choices]), for the phases that ran.
     """
     from bert_tf.data import multiple_choice
-    from bert_tf.tasks import base
     from bert_tf.tasks import multiple_choice as task_lib
 
     _validate_flags(flag_values)
@@ -127,7 +108,9 @@ def run(flag_values):
                           ("predict", flag_values.do_predict)):
         if not wanted:
             continue
-        path = input_file(flag_values, phase)
+        path = finetune.phase_input_file(
+            flag_values, phase,
+            DEFAULT_FILES[flag_values.input_format][phase])
         examples[phase] = multiple_choice.read_examples(
             path, flag_values.input_format, num_choices)
         if not examples[phase]:
@@ -162,19 +145,11 @@ def run(flag_values):
     trainer = finetune.make_trainer(run, task, flag_values, steps,
                                     flag_values.eval_batch_size)
 
-    results = {}
-    if flag_values.do_train:
-        results["train"] = trainer.train()
-    if flag_values.do_eval:
-        results["eval"] = trainer.evaluate()
-    if flag_values.do_predict:
-        state, _ = trainer.run_predictions(
-            base.PREDICT, flag_values.predict_batch_size,
-            num_examples=len(examples["predict"]),
-            # TPUs need full batches: the last is padded (and dropped).
-            pad_to_full_batches=run.on_tpu)
-        results["predict"] = task.probabilities(state)
-    return results
+    return finetune.run_phases(
+        trainer, flag_values,
+        num_predict_examples=len(examples.get("predict", ())),
+        # TPUs need full batches: the last is padded (and dropped).
+        pad_to_full_batches=run.on_tpu, predicted=task.probabilities)
 
 
 def main(argv, flag_values=FLAGS):

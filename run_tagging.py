@@ -102,22 +102,6 @@ def define_flags(flag_values=FLAGS):
         flag_values=flag_values)
 
 
-def input_file(flag_values, phase):
-    """The file of a phase ("train", "eval", "predict") from the flags."""
-    path = flag_values[f"{phase}_file"].value
-    if path:
-        runner_flags.check_file(f"{phase}_file", path)
-        return path
-    if not flag_values.data_dir:
-        raise ValueError(f"--{phase}_file or --data_dir is required")
-    path = os.path.join(flag_values.data_dir, DEFAULT_FILES[phase])
-    import tensorflow as tf
-    if not tf.io.gfile.exists(path):
-        raise ValueError(f"--data_dir: {path} does not exist (or pass "
-                         f"--{phase}_file)")
-    return path
-
-
 def saved_label_list(flag_values, label_list_path):
     """Where a run without training finds the training run's labels.
 
@@ -169,9 +153,10 @@ def run(flag_values):
             f"(--bert_config_file={flag_values.bert_config_file})")
 
     def read(phase):
+        path = finetune.phase_input_file(flag_values, phase,
+                                         DEFAULT_FILES[phase])
         return tagging_examples.read_tagging_file(
-            input_file(flag_values, phase), flag_values.input_format,
-            flag_values.label_column)
+            path, flag_values.input_format, flag_values.label_column)
 
     # Every input file is read (and checked) before any training, so a bad
     # dev or test file fails in seconds, not after hours of training.
@@ -233,25 +218,23 @@ def run(flag_values):
     trainer = finetune.make_trainer(run, task, flag_values, steps,
                                     flag_values.eval_batch_size)
 
-    results = {}
-    if flag_values.do_train:
-        results["train"] = trainer.train()
-    if flag_values.do_eval:
-        logging.info("***** Running evaluation *****")
+    def before_phase(mode):
+        if mode == base.TRAIN:
+            return
+        tagged_file, windows = ((eval_file, eval_set) if mode == base.EVAL
+                                else (predict_file, predict_set))
+        logging.info("***** Running %s *****",
+                     "evaluation" if mode == base.EVAL else "prediction")
         logging.info("  Num sentences = %d, windows = %d",
-                     len(eval_file.sentences), eval_set.num_windows)
-        results["eval"] = trainer.evaluate()
-    if flag_values.do_predict:
-        logging.info("***** Running prediction *****")
-        logging.info("  Num sentences = %d, windows = %d",
-                     len(predict_file.sentences), predict_set.num_windows)
-        state, _ = trainer.run_predictions(
-            base.PREDICT, flag_values.predict_batch_size,
-            num_examples=predict_set.num_windows,
-            # TPUs need full batches: the last is padded (and dropped).
-            pad_to_full_batches=run.on_tpu)
-        results["predict"] = task.predicted_labels(state, base.PREDICT)
-    return results
+                     len(tagged_file.sentences), windows.num_windows)
+
+    return finetune.run_phases(
+        trainer, flag_values,
+        num_predict_examples=predict_set.num_windows if predict_set else 0,
+        # TPUs need full batches: the last is padded (and dropped).
+        pad_to_full_batches=run.on_tpu,
+        predicted=lambda state: task.predicted_labels(state, base.PREDICT),
+        before_phase=before_phase)
 
 
 def main(argv, flag_values=FLAGS):

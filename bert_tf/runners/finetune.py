@@ -16,6 +16,7 @@ here, and travels in the task (`Task.init_checkpoint`), which opens it once.
 """
 
 import dataclasses
+import os
 import types
 from typing import Optional
 
@@ -236,3 +237,70 @@ def make_trainer(run, task, flag_values, steps, eval_batch_size):
             num_warmup_steps=steps.num_warmup_steps)
     return trainer_lib.Trainer(task, trainer_config, run.strategy,
                                optimizer_factory=optimizer_factory)
+
+
+def phase_input_file(flag_values, phase, default_name):
+    """The input file of a phase: `--<phase>_file`, else `--data_dir`'s.
+
+    Args:
+      flag_values: parsed flags with `--data_dir` and `--<phase>_file`.
+      phase: "train", "eval" or "predict".
+      default_name: the file's name inside `--data_dir` (e.g. "dev.txt").
+
+    Raises:
+      ValueError: naming the flag, or the missing file.
+    """
+    path = flag_values[f"{phase}_file"].value
+    if path:
+        runner_flags.check_file(f"{phase}_file", path)
+        return path
+    if not flag_values.data_dir:
+        raise ValueError(f"--{phase}_file or --data_dir is required")
+    path = os.path.join(flag_values.data_dir, default_name)
+    import tensorflow as tf
+    if not tf.io.gfile.exists(path):
+        raise ValueError(f"--data_dir: {path} does not exist (or pass "
+                         f"--{phase}_file)")
+    return path
+
+
+def run_phases(trainer, flag_values, *, num_predict_examples,
+               pad_to_full_batches, predicted, before_phase=None):
+    """Trains, evaluates and predicts, as `--do_train/--do_eval/--do_predict`
+    ask; evaluation and prediction write the task's files.
+
+    Args:
+      trainer: the run's `Trainer`.
+      flag_values: the parsed flags.
+      num_predict_examples: the examples (or windows) the predict set has.
+      pad_to_full_batches: pad the last prediction batch (TPUs).
+      predicted: `predicted(state)` -> what "predict" holds in the result,
+        from the task's aggregated prediction state.
+      before_phase: optional `before_phase(mode)`, called before each phase
+        (e.g. to log what it runs on).
+
+    Returns:
+      A dict: "train" (the last training log), "eval" (the eval results),
+      "predict" (`predicted(state)`), for the phases that ran.
+    """
+    from bert_tf import modes
+
+    results = {}
+    for mode, wanted in ((modes.TRAIN, flag_values.do_train),
+                         (modes.EVAL, flag_values.do_eval),
+                         (modes.PREDICT, flag_values.do_predict)):
+        if not wanted:
+            continue
+        if before_phase is not None:
+            before_phase(mode)
+        if mode == modes.TRAIN:
+            results["train"] = trainer.train()
+        elif mode == modes.EVAL:
+            results["eval"] = trainer.evaluate()
+        else:
+            state, _ = trainer.run_predictions(
+                modes.PREDICT, flag_values.predict_batch_size,
+                num_examples=num_predict_examples,
+                pad_to_full_batches=pad_to_full_batches)
+            results["predict"] = predicted(state)
+    return results

@@ -44,7 +44,6 @@ def run(flag_values, bert_config):
     """
     from bert_tf.data import multi_label as data_lib
     from bert_tf.runners import finetune
-    from bert_tf.tasks import base
     from bert_tf.tasks import multi_label as task_lib
 
     if flag_values.task_name.lower() != "generic":
@@ -86,16 +85,9 @@ def run(flag_values, bert_config):
         init_checkpoint=run_setup.init_checkpoint)
     trainer = finetune.make_trainer(run_setup, task, flag_values, steps,
                                     flag_values.eval_batch_size)
-    results = {}
-    if flag_values.do_train:
-        results["train"] = trainer.train()
-    if flag_values.do_eval:
-        results["eval"] = trainer.evaluate()
-    if flag_values.do_predict:
-        state, _ = trainer.run_predictions(
-            base.PREDICT, flag_values.predict_batch_size,
-            num_examples=len(examples["predict"]),
-            # TPUs need full batches: the last is padded (and dropped).
-            pad_to_full_batches=run_setup.on_tpu)
-        results["predict"] = task.stacked_predictions(state)[0]
-    return results
+    return finetune.run_phases(
+        trainer, flag_values,
+        num_predict_examples=len(examples.get("predict", ())),
+        # TPUs need full batches: the last is padded (and dropped).
+        pad_to_full_batches=run_setup.on_tpu,
+        predicted=lambda state: task.stacked_predictions(state)[0])
