@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from bert_tf import file_io
 from bert_tf.data import classifier_features as features_lib
+from bert_tf.data import in_memory
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
 
@@ -108,18 +109,9 @@ class MultipleChoiceTask(base.Task):
         return len(self._arrays(mode)[features_lib.LABEL_IDS])
 
     def build_inputs(self, mode, per_replica_batch_size, input_context=None):
-        dataset = tf.data.Dataset.from_tensor_slices(self._arrays(mode))
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines,
-                                    input_context.input_pipeline_id)
-        if mode == base.TRAIN:
-            dataset = dataset.repeat().shuffle(self.num_examples(mode),
-                                               seed=self.data_config.seed)
-            return dataset.batch(per_replica_batch_size,
-                                 drop_remainder=True).prefetch(
-                                     tf.data.AUTOTUNE)
-        return dataset.batch(per_replica_batch_size).prefetch(
-            tf.data.AUTOTUNE)
+        return in_memory.in_memory_dataset(
+            self._arrays(mode), mode == base.TRAIN, per_replica_batch_size,
+            input_context, seed=self.data_config.seed)
 
     @property
     def metric_names(self):

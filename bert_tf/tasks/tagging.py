@@ -39,6 +39,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import file_io
+from bert_tf.data import in_memory
 from bert_tf.data import tagging_examples
 from bert_tf.data import tagging_features as features_lib
 from bert_tf.data import tagging_metrics
@@ -197,21 +198,12 @@ class TaggingTask(base.Task):
         return tagging_set
 
     def build_inputs(self, mode, per_replica_batch_size, input_context=None):
-        tagging_set = self._set(mode)
-        dataset = features_lib.dataset_from_arrays(tagging_set.arrays)
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines,
-                                    input_context.input_pipeline_id)
-        if mode == base.TRAIN:
-            # The arrays are in memory: shuffle all windows, not a window of
-            # neighbouring sentences of one document.
-            dataset = dataset.repeat().shuffle(
-                tagging_set.num_windows, seed=self.data_config.seed)
-            return dataset.batch(per_replica_batch_size,
-                                 drop_remainder=True).prefetch(
-                                     tf.data.AUTOTUNE)
-        return dataset.batch(per_replica_batch_size).prefetch(
-            tf.data.AUTOTUNE)
+        # Training shuffles all windows, not a window of neighbouring
+        # sentences of one document.
+        return in_memory.in_memory_dataset(
+            self._set(mode).arrays, mode == base.TRAIN,
+            per_replica_batch_size, input_context,
+            seed=self.data_config.seed)
 
     # -- loss and summed metrics ----------------------------------------------
 
