@@ -29,7 +29,6 @@ from absl import logging
 import numpy as np
 
 from bert_tf import file_io
-from bert_tf import progress as progress_lib
 from bert_tf.data import classifier_features
 from bert_tf.text import tokenization
 
@@ -383,14 +382,10 @@ def extract_features(input_file, output_file, bert_config_file,
         load_checkpoint(model, init_checkpoint)
     extractor = FeatureExtractor(model, layer_indexes, batch_size, strategy)
 
-    progress = progress_lib.Progress("extract_features",
-                                     total=len(features), unit="example",
-                                     first_interval_note="tracing included")
-    progress.start("tracing the model (the first batch includes it)")
+    # The prediction loop reports the progress ("prediction over the input
+    # lines: 12/12 examples ...").
     with file_io.atomic_write(output_file) as writer:
         for feature, layer_outputs in extractor.run(features):
             writer.write(json.dumps(
                 feature_json(feature, layer_outputs, layer_indexes)) + "\n")
-            progress.update(progress.count + 1)
-    progress.close()
     return len(features)
