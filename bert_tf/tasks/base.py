@@ -370,3 +370,30 @@ class Task(abc.ABC):
                 "--init_checkpoint %s has no %s head (%s); it starts from "
                 "random values", report.checkpoint, self.name,
                 ", ".join(report.missing))
+
+
+class InMemoryArraysTask(Task):
+    """A task whose sets are feature arrays held in memory.
+
+    The subclass's `data_config` has `train_arrays`, `eval_arrays` and
+    `predict_arrays` (dicts of numpy arrays, one row per example, or None)
+    and `seed` (the training shuffle's); this class reads and batches
+    them (multiple choice, multi-label).
+    """
+
+    def _arrays(self, mode):
+        data = self.data_config
+        arrays = {TRAIN: data.train_arrays, EVAL: data.eval_arrays,
+                  PREDICT: data.predict_arrays}[mode]
+        if arrays is None:
+            raise ValueError(f"the {self.name} task has no {mode} data")
+        return arrays
+
+    def build_inputs(self, mode, per_replica_batch_size, input_context=None):
+        from bert_tf.data import in_memory
+        return in_memory.in_memory_dataset(
+            self._arrays(mode), mode == TRAIN, per_replica_batch_size,
+            input_context, seed=self.data_config.seed)
+
+    def prediction_inputs(self, mode):
+        return tf.data.Dataset.from_tensor_slices(self._arrays(mode))

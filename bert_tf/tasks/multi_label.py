@@ -24,7 +24,6 @@ import tensorflow as tf
 
 from bert_tf import file_io
 from bert_tf.data import classifier_features as features_lib
-from bert_tf.data import in_memory
 from bert_tf.data import multi_label as multi_label_lib
 from bert_tf.tasks import base
 
@@ -47,7 +46,7 @@ class MultiLabelDataConfig:
     seed: Optional[int] = None
 
 
-class MultiLabelTask(base.Task):
+class MultiLabelTask(base.InMemoryArraysTask):
     """Sigmoid outputs per label; see the module docstring."""
 
     name = "multi_label"
@@ -85,22 +84,6 @@ class MultiLabelTask(base.Task):
         from bert_tf.tasks.classification import ClassificationModel
         return ClassificationModel(self.bert_config, len(self.label_list))
 
-    def _arrays(self, mode):
-        data = self.data_config
-        arrays = {base.TRAIN: data.train_arrays, base.EVAL: data.eval_arrays,
-                  base.PREDICT: data.predict_arrays}[mode]
-        if arrays is None:
-            raise ValueError(f"the multi-label task has no {mode} data")
-        return arrays
-
-    def num_examples(self, mode):
-        return len(self._arrays(mode)[features_lib.INPUT_IDS])
-
-    def build_inputs(self, mode, per_replica_batch_size, input_context=None):
-        return in_memory.in_memory_dataset(
-            self._arrays(mode), mode == base.TRAIN, per_replica_batch_size,
-            input_context, seed=self.data_config.seed)
-
     @property
     def metric_names(self):
         return ("loss_sum", "exact", "num_examples")
@@ -127,9 +110,6 @@ class MultiLabelTask(base.Task):
                                                  totals["num_examples"])}
 
     # -- prediction -------------------------------------------------------------
-
-    def prediction_inputs(self, mode):
-        return tf.data.Dataset.from_tensor_slices(self._arrays(mode))
 
     def prediction_outputs(self, features, outputs, mode):
         del mode  # Both keep the probabilities and the gold labels.

@@ -23,7 +23,6 @@ import tensorflow as tf
 
 from bert_tf import file_io
 from bert_tf.data import classifier_features as features_lib
-from bert_tf.data import in_memory
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
 
@@ -74,7 +73,7 @@ class MultipleChoiceDataConfig:
     seed: Optional[int] = None
 
 
-class MultipleChoiceTask(base.Task):
+class MultipleChoiceTask(base.InMemoryArraysTask):
     """A softmax over each example's choices; see the module docstring."""
 
     name = "multiple_choice"
@@ -96,22 +95,6 @@ class MultipleChoiceTask(base.Task):
 
     def build_model(self):
         return MultipleChoiceModel(self.bert_config)
-
-    def _arrays(self, mode):
-        data = self.data_config
-        arrays = {base.TRAIN: data.train_arrays, base.EVAL: data.eval_arrays,
-                  base.PREDICT: data.predict_arrays}[mode]
-        if arrays is None:
-            raise ValueError(f"the multiple-choice task has no {mode} data")
-        return arrays
-
-    def num_examples(self, mode):
-        return len(self._arrays(mode)[features_lib.LABEL_IDS])
-
-    def build_inputs(self, mode, per_replica_batch_size, input_context=None):
-        return in_memory.in_memory_dataset(
-            self._arrays(mode), mode == base.TRAIN, per_replica_batch_size,
-            input_context, seed=self.data_config.seed)
 
     @property
     def metric_names(self):
@@ -137,9 +120,6 @@ class MultipleChoiceTask(base.Task):
                                                  totals["num_examples"])}
 
     # -- prediction -------------------------------------------------------------
-
-    def prediction_inputs(self, mode):
-        return tf.data.Dataset.from_tensor_slices(self._arrays(mode))
 
     def prediction_outputs(self, features, outputs, mode):
         if mode == base.EVAL:
