@@ -140,7 +140,9 @@ def run(flag_values):
             train_arrays=arrays.get("train"), eval_arrays=arrays.get("eval"),
             predict_arrays=arrays.get("predict"),
             max_seq_length=flag_values.max_seq_length,
-            seed=flag_values.seed),
+            seed=flag_values.seed,
+            # TPUs need full evaluation batches (weight-0 padding).
+            pad_to_full_batches=run.on_tpu),
         init_checkpoint=run.init_checkpoint)
     trainer = finetune.make_trainer(run, task, flag_values, steps,
                                     flag_values.eval_batch_size)

@@ -213,7 +213,9 @@ def run(flag_values):
         tagging.TaggingDataConfig(
             train_set=train_set, eval_set=eval_set, predict_set=predict_set,
             max_seq_length=flag_values.max_seq_length,
-            seed=flag_values.seed),
+            seed=flag_values.seed,
+            # TPUs need full evaluation batches (weight-0 padding).
+            pad_to_full_batches=run.on_tpu),
         use_crf=flag_values.use_crf, init_checkpoint=run.init_checkpoint)
     trainer = finetune.make_trainer(run, task, flag_values, steps,
                                     flag_values.eval_batch_size)

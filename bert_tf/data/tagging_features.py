@@ -1,4 +1,4 @@
-"""Token-tagging features: word pieces, windows, word-level labels, tf.data.
+"""Token-tagging features: word pieces, windows, word-level labels.
 
 Each word of a `TaggedSentence` is split into word pieces by Google's
 `FullTokenizer` (a Chinese word gives one piece per character); the word's
@@ -35,7 +35,6 @@ import dataclasses
 from typing import List
 
 import numpy as np
-import tensorflow as tf
 
 from bert_tf.data import squad_features
 
@@ -163,11 +162,6 @@ def windows_to_arrays(windows, max_seq_length):
         arrays[name] = np.asarray(
             [getattr(window, name) for window in windows], np.int32)
     return arrays
-
-
-def dataset_from_arrays(arrays):
-    """An unbatched `tf.data.Dataset` of feature dicts, in order."""
-    return tf.data.Dataset.from_tensor_slices(arrays)
 
 
 def assemble_sentence_predictions(sentences, arrays, predicted_ids,

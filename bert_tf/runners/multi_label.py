@@ -80,7 +80,9 @@ def run(flag_values, bert_config):
             train_arrays=arrays.get("train"), eval_arrays=arrays.get("eval"),
             predict_arrays=arrays.get("predict"),
             max_seq_length=flag_values.max_seq_length,
-            seed=flag_values.seed),
+            seed=flag_values.seed,
+            # TPUs need full evaluation batches (weight-0 padding).
+            pad_to_full_batches=run_setup.on_tpu),
         threshold=flag_values.threshold,
         init_checkpoint=run_setup.init_checkpoint)
     trainer = finetune.make_trainer(run_setup, task, flag_values, steps,

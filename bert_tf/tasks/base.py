@@ -376,9 +376,13 @@ class InMemoryArraysTask(Task):
     """A task whose sets are feature arrays held in memory.
 
     The subclass's `data_config` has `train_arrays`, `eval_arrays` and
-    `predict_arrays` (dicts of numpy arrays, one row per example, or None)
-    and `seed` (the training shuffle's); this class reads and batches
-    them (multiple choice, multi-label).
+    `predict_arrays` (dicts of numpy arrays, one row per example, or None),
+    `seed` (the training shuffle's) and `pad_to_full_batches` (evaluation
+    batches all full, as TPUs need: the evaluation set is padded with
+    weight-0 rows, `is_real_example = 0`, the classifier's rule); this class
+    reads and batches them (tagging, multiple choice, multi-label). A
+    subclass whose sets live elsewhere overrides `_arrays`. Losses and
+    metrics weight each row by `in_memory.example_weights` (padding: 0).
     """
 
     def _arrays(self, mode):
@@ -393,7 +397,16 @@ class InMemoryArraysTask(Task):
         from bert_tf.data import in_memory
         return in_memory.in_memory_dataset(
             self._arrays(mode), mode == TRAIN, per_replica_batch_size,
-            input_context, seed=self.data_config.seed)
+            input_context, seed=self.data_config.seed,
+            pad_to_full_batches=(mode == EVAL
+                                 and self.data_config.pad_to_full_batches))
+
+    def loss_denominators(self, features):
+        """The number of real examples (padding rows have weight 0)."""
+        from bert_tf.data import in_memory
+        return {"num_examples": tf.reduce_sum(
+            in_memory.example_weights(features))}
 
     def prediction_inputs(self, mode):
+        # Unpadded: the prediction loop pads (and drops) rows itself.
         return tf.data.Dataset.from_tensor_slices(self._arrays(mode))

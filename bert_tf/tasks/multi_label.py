@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from bert_tf import file_io
 from bert_tf.data import classifier_features as features_lib
+from bert_tf.data import in_memory
 from bert_tf.data import multi_label as multi_label_lib
 from bert_tf.tasks import base
 
@@ -38,12 +39,15 @@ class MultiLabelDataConfig:
       train_arrays, eval_arrays, predict_arrays: dicts of arrays, or None.
       max_seq_length: sequence length of the arrays.
       seed: training shuffle seed.
+      pad_to_full_batches: evaluation batches all full (TPUs), see
+        `base.InMemoryArraysTask`.
     """
     train_arrays: Optional[Dict[str, np.ndarray]] = None
     eval_arrays: Optional[Dict[str, np.ndarray]] = None
     predict_arrays: Optional[Dict[str, np.ndarray]] = None
     max_seq_length: int = 128
     seed: Optional[int] = None
+    pad_to_full_batches: bool = False
 
 
 class MultiLabelTask(base.InMemoryArraysTask):
@@ -91,17 +95,18 @@ class MultiLabelTask(base.InMemoryArraysTask):
     def compute_loss(self, features, outputs, denominators):
         logits = tf.cast(outputs["logits"], tf.float32)
         labels = tf.cast(features[features_lib.LABEL_IDS], tf.float32)
+        # Padding rows (evaluation on TPUs) have weight 0.
+        weights = in_memory.example_weights(features)
         per_example = tf.reduce_mean(
             tf.nn.sigmoid_cross_entropy_with_logits(labels=labels,
                                                     logits=logits), axis=-1)
-        loss_sum = tf.reduce_sum(per_example)
+        loss_sum = tf.reduce_sum(weights * per_example)
         predicted = tf.cast(tf.sigmoid(logits) >= self.threshold, tf.float32)
-        exact = tf.reduce_sum(tf.cast(tf.reduce_all(
+        exact = tf.reduce_sum(weights * tf.cast(tf.reduce_all(
             tf.equal(predicted, labels), axis=-1), tf.float32))
-        count = tf.cast(tf.shape(logits)[0], tf.float32)
         loss = loss_sum / tf.maximum(denominators["num_examples"], 1.0)
         return loss, {"loss_sum": loss_sum, "exact": exact,
-                      "num_examples": count}
+                      "num_examples": tf.reduce_sum(weights)}
 
     def aggregate_metrics(self, totals):
         return {"eval_loss": base.safe_ratio(totals["loss_sum"],
@@ -115,14 +120,18 @@ class MultiLabelTask(base.InMemoryArraysTask):
         del mode  # Both keep the probabilities and the gold labels.
         return {"probabilities": tf.sigmoid(tf.cast(outputs["logits"],
                                                     tf.float32)),
-                "label_ids": features[features_lib.LABEL_IDS]}
+                "label_ids": features[features_lib.LABEL_IDS],
+                in_memory.IS_REAL_EXAMPLE: in_memory.example_weights(
+                    features)}
 
     def aggregate_predictions(self, state, outputs, mode):
+        """Keeps the real rows' outputs (not the padding of TPU batches)."""
         del mode
         state = {"probabilities": [], "label_ids": []} if state is None else (
             state)
+        real = np.asarray(outputs[in_memory.IS_REAL_EXAMPLE]) > 0
         for key in state:
-            state[key].append(np.asarray(outputs[key]))
+            state[key].append(np.asarray(outputs[key])[real])
         return state
 
     def stacked_predictions(self, state):

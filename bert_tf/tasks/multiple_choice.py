@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from bert_tf import file_io
 from bert_tf.data import classifier_features as features_lib
+from bert_tf.data import in_memory
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
 
@@ -65,12 +66,17 @@ class MultipleChoiceModel(keras.Model):
 
 @dataclasses.dataclass(frozen=True)
 class MultipleChoiceDataConfig:
-    """In-memory arrays of each set (`multiple_choice.examples_to_arrays`)."""
+    """In-memory arrays of each set (`multiple_choice.examples_to_arrays`).
+
+    `pad_to_full_batches`: evaluation batches all full (TPUs), see
+    `base.InMemoryArraysTask`.
+    """
     train_arrays: Optional[Dict[str, np.ndarray]] = None
     eval_arrays: Optional[Dict[str, np.ndarray]] = None
     predict_arrays: Optional[Dict[str, np.ndarray]] = None
     max_seq_length: int = 128
     seed: Optional[int] = None
+    pad_to_full_batches: bool = False
 
 
 class MultipleChoiceTask(base.InMemoryArraysTask):
@@ -103,15 +109,16 @@ class MultipleChoiceTask(base.InMemoryArraysTask):
     def compute_loss(self, features, outputs, denominators):
         logits = outputs["logits"]
         labels = tf.cast(features[features_lib.LABEL_IDS], tf.int32)
+        # Padding rows (evaluation on TPUs) have weight 0.
+        weights = in_memory.example_weights(features)
         per_example = losses.cross_entropy(logits, labels)
-        loss_sum = tf.reduce_sum(per_example)
-        correct = tf.reduce_sum(tf.cast(tf.equal(
+        loss_sum = tf.reduce_sum(weights * per_example)
+        correct = tf.reduce_sum(weights * tf.cast(tf.equal(
             tf.argmax(logits, axis=-1, output_type=tf.int32), labels),
             tf.float32))
         loss = loss_sum / tf.maximum(denominators["num_examples"], 1.0)
         return loss, {"loss_sum": loss_sum, "correct": correct,
-                      "num_examples": tf.cast(tf.shape(logits)[0],
-                                              tf.float32)}
+                      "num_examples": tf.reduce_sum(weights)}
 
     def aggregate_metrics(self, totals):
         return {"eval_loss": base.safe_ratio(totals["loss_sum"],

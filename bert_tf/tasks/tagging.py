@@ -39,7 +39,6 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import file_io
-from bert_tf.data import in_memory
 from bert_tf.data import tagging_examples
 from bert_tf.data import tagging_features as features_lib
 from bert_tf.data import tagging_metrics
@@ -145,15 +144,19 @@ class TaggingDataConfig:
       train_set, eval_set, predict_set: `TaggingSet`s.
       max_seq_length: window length.
       seed: training shuffle seed; None for a different order every run.
+      pad_to_full_batches: evaluation batches all full (TPUs): the windows
+        are padded with all-zero windows, whose words have weight 0 (see
+        `base.InMemoryArraysTask`).
     """
     train_set: Optional[TaggingSet] = None
     eval_set: Optional[TaggingSet] = None
     predict_set: Optional[TaggingSet] = None
     max_seq_length: int = 128
     seed: Optional[int] = None
+    pad_to_full_batches: bool = False
 
 
-class TaggingTask(base.Task):
+class TaggingTask(base.InMemoryArraysTask):
     """Per-word tagging with a softmax or a CRF; see the module docstring."""
 
     name = "tagging"
@@ -197,13 +200,10 @@ class TaggingTask(base.Task):
             raise ValueError(f"the tagging task has no {mode} data")
         return tagging_set
 
-    def build_inputs(self, mode, per_replica_batch_size, input_context=None):
-        # Training shuffles all windows, not a window of neighbouring
-        # sentences of one document.
-        return in_memory.in_memory_dataset(
-            self._set(mode).arrays, mode == base.TRAIN,
-            per_replica_batch_size, input_context,
-            seed=self.data_config.seed)
+    def _arrays(self, mode):
+        # Batched by `base.InMemoryArraysTask`: training shuffles all
+        # windows, not a window of neighbouring sentences of one document.
+        return self._set(mode).arrays
 
     # -- loss and summed metrics ----------------------------------------------
 
@@ -246,10 +246,6 @@ class TaggingTask(base.Task):
                                                  totals["num_words"])}
 
     # -- prediction -------------------------------------------------------------
-
-    def prediction_inputs(self, mode):
-        """The set's windows, unbatched, in order."""
-        return features_lib.dataset_from_arrays(self._set(mode).arrays)
 
     def prediction_outputs(self, features, outputs, mode):
         """Each window's predicted ids and where they belong."""
