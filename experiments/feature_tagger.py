@@ -197,8 +197,13 @@ def train_tagger(model, vectors, label_ids, num_epochs, batch_size,
 
     optimizer = keras.optimizers.Adam(learning_rate)
     rng = np.random.default_rng(seed)
+    size = vectors[0].shape[-1]
 
-    @tf.function
+    # Batches differ in length: one trace for all of them.
+    @tf.function(input_signature=[
+        tf.TensorSpec([None, None, size], tf.float32),
+        tf.TensorSpec([None, None], tf.int32),
+        tf.TensorSpec([None, None], tf.float32)])
     def step(inputs, labels, weights):
         with tf.GradientTape() as tape:
             logits = model(inputs, training=True)
