@@ -41,8 +41,8 @@ Steps, each a command line a user could type, printed before it runs:
                  random weights (same model, data, steps and seed); dev
                  (`--do_eval`) and test (`--do_predict`) scores.
 
-Runs go `--jobs` at a time (the random-init baselines do not wait for
-pretraining). Each finished run leaves `run_info.json` in its output
+Runs go `--jobs` at a time (default 3: the random-init baselines do not
+wait for pretraining). Each finished run leaves `run_info.json` in its output
 directory, so a rerun skips it and an interrupted run resumes from its last
 checkpoint. The results -- `chinese_tagging.json` (every run's command,
 time and metrics) and `chinese_tagging.md` (the table) -- are rewritten
@@ -113,10 +113,11 @@ def define_flags(flag_values=FLAGS):
         "steps. It checks the workflow; its numbers mean nothing.",
         flag_values=flag_values)
     flags.DEFINE_integer(
-        "jobs", 2,
-        "Runs at a time. Each gets max(1, cores // jobs) TensorFlow threads "
-        "(TF_NUM_INTRAOP_THREADS); with 1, TensorFlow picks.",
-        lower_bound=1, flag_values=flag_values)
+        "jobs", 3,
+        "Runs at a time (3: pretraining and both random-init baselines "
+        "together, then the two pretrained runs). Each gets max(1, cores // "
+        "jobs) TensorFlow threads (TF_NUM_INTRAOP_THREADS); with 1, "
+        "TensorFlow picks.", lower_bound=1, flag_values=flag_values)
     flags.DEFINE_bool(
         "verbose", False,
         "With --jobs=1, show every line the runs print (by default "
@@ -445,11 +446,46 @@ def result_rows(runs, infos):
     return rows
 
 
+def most_frequent_tag_accuracy(train_file, eval_file):
+    """Token accuracy on `eval_file` of tagging each word with its most
+    frequent tag in `train_file` (a word never seen in training: the most
+    frequent tag overall) -- the POS task's reference without a model.
+
+    Args:
+      train_file, eval_file: `--input_format=peoples_daily` files.
+
+    Returns:
+      The accuracy, a float.
+    """
+    import collections
+
+    from bert_tf.data import tagging_examples
+
+    by_word = collections.defaultdict(collections.Counter)
+    overall = collections.Counter()
+    for sentence in tagging_examples.read_tagging_file(
+            train_file, "peoples_daily").sentences:
+        for word, tag in zip(sentence.words, sentence.labels):
+            by_word[word][tag] += 1
+            overall[tag] += 1
+    default = overall.most_common(1)[0][0]
+    right = total = 0
+    for sentence in tagging_examples.read_tagging_file(
+            eval_file, "peoples_daily").sentences:
+        for word, tag in zip(sentence.words, sentence.labels):
+            guess = (by_word[word].most_common(1)[0][0] if word in by_word
+                     else default)
+            right += guess == tag
+            total += 1
+    return right / total
+
+
 def _number(value, digits=4):
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def markdown_table(rows, pretraining, settings, corpus_counts):
+def markdown_table(rows, pretraining, settings, corpus_counts,
+                   pos_reference=None):
     """results' markdown: the pretraining line and the fine-tuning table.
 
     Args:
@@ -457,6 +493,8 @@ def markdown_table(rows, pretraining, settings, corpus_counts):
       pretraining: the pretraining run's run_info, or None.
       settings: `ChineseSettings`.
       corpus_counts: dict split -> lines of the tagging files.
+      pos_reference: dict split -> `most_frequent_tag_accuracy` (dev,
+        test), or None.
     """
     model = settings.model
     lines = [
@@ -499,6 +537,12 @@ def markdown_table(rows, pretraining, settings, corpus_counts):
             f"{_number(row['dev'])} | {_number(row['test'])} | "
             f"{precision_recall} | {per_type} | {row['steps']} | "
             f"{demo.format_seconds(row['seconds'])} |")
+    if pos_reference:
+        lines += ["", f"POS reference without a model (each word's most "
+                      f"frequent training tag, unseen words `n`): dev "
+                      f"{pos_reference['dev']:.4f}, test "
+                      f"{pos_reference['test']:.4f}. Words are the "
+                      f"corpus' own segmentation in both."]
     return "\n".join(lines) + "\n"
 
 
@@ -519,6 +563,10 @@ def write_results(results_dir, runs, paths, settings, command, jobs,
     corpus_counts = {split: demo.count_lines(paths.tagging_data /
                                              f"{split}.txt")
                      for split in ("train", "dev", "test")}
+    train_file = paths.tagging_data / "train.txt"
+    pos_reference = {split: most_frequent_tag_accuracy(
+        train_file, paths.tagging_data / f"{split}.txt")
+        for split in ("dev", "test")}
     invocations = miniature.load_invocations(paths.work_dir)
     wall_seconds = sum(record["wall_seconds"] for record in invocations)
     run_seconds = sum(info["seconds"] for info in infos)
@@ -531,7 +579,8 @@ def write_results(results_dir, runs, paths, settings, command, jobs,
               f"{load_at_start[0]:.1f} at the start of this invocation; the "
               f"runs' own times add up to "
               f"{demo.format_seconds(run_seconds)}).\n\n")
-    text = header + markdown_table(rows, pretraining, settings, corpus_counts)
+    text = header + markdown_table(rows, pretraining, settings, corpus_counts,
+                                   pos_reference)
     with file_io.atomic_write(results_dir / RESULTS_MD) as writer:
         writer.write(text)
     summary = {
@@ -540,7 +589,8 @@ def write_results(results_dir, runs, paths, settings, command, jobs,
         list(load_at_start), "wall_seconds": round(wall_seconds, 1),
         "invocations": invocations, "run_seconds": round(run_seconds, 1),
         "runs_finished": len(infos), "runs_total": len(runs),
-        "corpus_lines": corpus_counts, "vocab_size":
+        "corpus_lines": corpus_counts,
+        "pos_most_frequent_tag_accuracy": pos_reference, "vocab_size":
         demo.count_lines(paths.vocab), "results": rows, "runs": infos,
     }
     with file_io.atomic_write(results_dir / RESULTS_JSON) as writer:

@@ -155,3 +155,14 @@ def test_quick_experiment_end_to_end(tmp_path):
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     assert "5 of 5 runs are done already" in again.stdout
+
+
+def test_most_frequent_tag_reference(tmp_path):
+    train = tmp_path / "train.txt"
+    train.write_text("我/r  爱/v  北京/ns\n我/r  爱/n  的/u  人/n\n"
+                     "爱/v  人/n\n", encoding="utf-8")
+    dev = tmp_path / "dev.txt"
+    # 爱 is v (2 of 3), 人 n, 天津 unseen -> n (3 of 9 tags overall).
+    dev.write_text("我/r  爱/n  天津/ns\n人/n  爱/v\n", encoding="utf-8")
+    assert chinese_tagging.most_frequent_tag_accuracy(train, dev) == (
+        pytest.approx(3 / 5))
