@@ -7,6 +7,8 @@ neither TensorFlow's writer nor its 5-10 s import.
 
 * `frame_tfrecords` / `frame_round_robin`: framed bytes of a batch of
   records (for one file, or spread round-robin over several);
+  `records_from_byte_blocks`: the records built as rows of numpy byte
+  matrices;
 * `TFRecordFileWriter`: one file, written under a temporary name and renamed
   only when complete, so an interrupted run never leaves (or overwrites with)
   a truncated file; remote paths (`gs://...`) go through `tf.io.gfile`,
@@ -44,12 +46,26 @@ def _crc32c_tables():
 _CRC_TABLES = _crc32c_tables()
 
 
+def _hardware_crc32c():
+    """`google_crc32c` if its C extension is installed, else None."""
+    try:
+        import google_crc32c
+    except ImportError:
+        return None
+    return google_crc32c if google_crc32c.implementation == "c" else None
+
+
+# Google's CRC-32C library (the `google-crc32c` package, a dependency):
+# CRC instructions of the CPU, about 20 times faster than the numpy tables
+# below, which are used where it is missing.
+_google_crc32c = _hardware_crc32c()
+
+
 def crc32c_batch(records):
     """CRC-32C of each of many byte strings, computed together.
 
-    Slicing-by-8 over a (records x bytes) matrix: each step consumes eight
-    bytes of every record that still has eight, so the Python-level loop runs
-    once per eight bytes of the longest record, not once per byte.
+    With `google_crc32c` one C call a record; without it, slicing-by-8 in
+    numpy over all records at once (`crc32c_rows`).
 
     Args:
       records: a sequence of `bytes`.
@@ -60,18 +76,47 @@ def crc32c_batch(records):
     count = len(records)
     if count == 0:
         return np.zeros(0, dtype=np.uint32)
-    t0, t1, t2, t3, t4, t5, t6, t7 = _CRC_TABLES
+    if _google_crc32c is not None:
+        return np.fromiter(map(_google_crc32c.value, records),
+                           dtype=np.uint32, count=count)
     lengths = np.fromiter(map(len, records), dtype=np.int64, count=count)
-    # Longest first, so the records still active at each step are a prefix.
+    width = max(8, -(-int(lengths.max()) // 8) * 8)
+    padded = b"".join(record.ljust(width, b"\x00") for record in records)
+    return crc32c_rows(
+        np.frombuffer(padded, dtype=np.uint8).reshape(count, width), lengths)
+
+
+def crc32c_rows(matrix, lengths):
+    """CRC-32C of the first `lengths[r]` bytes of each row of `matrix`.
+
+    Slicing-by-8 over the rows: each step consumes eight bytes of every row
+    that still has eight, so the Python-level loop runs once per eight bytes
+    of the longest row, not once per byte.
+
+    Args:
+      matrix: uint8 array [rows, width], width a multiple of 8 and at least
+        the longest length (what lies past a row's length is ignored).
+      lengths: int array [rows].
+
+    Returns:
+      A uint32 numpy array, one CRC per row.
+    """
+    count = len(lengths)
+    if count == 0:
+        return np.zeros(0, dtype=np.uint32)
+    t0, t1, t2, t3, t4, t5, t6, t7 = _CRC_TABLES
+    lengths = np.asarray(lengths, dtype=np.int64)
+    # Longest first, so the rows still active at each step are a prefix.
     order = np.argsort(-lengths, kind="stable")
-    lengths = lengths[order]
-    width = max(8, -(-int(lengths[0]) // 8) * 8)
-    padded = b"".join(records[i].ljust(width, b"\x00") for i in order.tolist())
-    matrix = np.frombuffer(padded, dtype=np.uint8).reshape(count, width)
-    words = matrix.view("<u4")
+    if np.any(order[1:] < order[:-1]):
+        matrix = matrix[order]
+        lengths = lengths[order]
+    else:
+        order = None  # Already longest first (all lengths equal, say).
+    words = np.ascontiguousarray(matrix).view("<u4")
     crc = np.full(count, 0xFFFFFFFF, dtype=np.uint32)
     full_blocks = lengths // 8
-    # active[s] = number of records with more than s full 8-byte blocks.
+    # active[s] = number of rows with more than s full 8-byte blocks.
     active = np.searchsorted(-full_blocks, -np.arange(int(full_blocks[0])),
                              side="left")
     for step, rows in enumerate(active.tolist()):
@@ -92,6 +137,8 @@ def crc32c_batch(records):
         value = crc[rows]
         crc[rows] = t0[(value ^ data) & 0xFF] ^ (value >> 8)
     crc ^= np.uint32(0xFFFFFFFF)
+    if order is None:
+        return crc
     result = np.empty(count, dtype=np.uint32)
     result[order] = crc
     return result
@@ -104,7 +151,10 @@ def crc32c(data):
 
 def masked_crc32c_batch(records):
     """TFRecord's masked CRC-32C (rotate right 15, add a constant) of each."""
-    crc = crc32c_batch(records)
+    return _mask_crc(crc32c_batch(records))
+
+
+def _mask_crc(crc):
     return ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(
         _CRC_MASK_DELTA)
 
@@ -150,6 +200,34 @@ def frame_round_robin(records, num_files):
       A list of `num_files` framed byte strings.
     """
     return [frame_tfrecords(records[k::num_files]) for k in range(num_files)]
+
+
+def records_from_byte_blocks(blocks):
+    """The records of rows of padded byte blocks, as `bytes` each.
+
+    For records built many at once in numpy (`pretraining_records`): record
+    r is the concatenation, block by block, of the bytes of row r that the
+    block keeps.
+
+    Args:
+      blocks: a list of (bytes, keep): `bytes` a uint8 array [rows, width]
+        (the same number of rows in every block), `keep` None (the whole
+        row) or a bool array of the same shape (the bytes to keep, in row
+        order).
+
+    Returns:
+      A list of `bytes`, one record per row.
+    """
+    count = blocks[0][0].shape[0]
+    if count == 0:
+        return []
+    data = np.concatenate([matrix for matrix, _ in blocks], axis=1)
+    keep = np.concatenate(
+        [np.ones(matrix.shape, dtype=bool) if keep is None else keep
+         for matrix, keep in blocks], axis=1)
+    ends = np.cumsum(keep.sum(axis=1, dtype=np.int64)).tolist()
+    flat = data.ravel()[keep.ravel()].tobytes()
+    return [flat[start:end] for start, end in zip([0] + ends[:-1], ends)]
 
 
 class TFRecordFileWriter:
