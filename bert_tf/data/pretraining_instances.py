@@ -591,7 +591,7 @@ class _BatchRecordEncoder:
     def records(self, indices):
         """The serialized Examples of instances `indices`, in that order."""
         return tfrecord_files.records_from_byte_blocks(
-            self._encoder.record_blocks(*self.features(indices)))
+            *self._encoder.record_blocks(*self.features(indices)))
 
 
 # What forked workers of `_FramedSpans` need; set before the fork.

@@ -163,14 +163,21 @@ def varint_rows(values):
 
 
 def _padded_rows(byte_strings):
-    """(uint8 matrix, bool keep) holding `byte_strings` left-aligned."""
+    """(uint8 matrix, bool keep) holding `byte_strings` left-aligned; keep
+    is None when all have the same length."""
     width = max(map(len, byte_strings))
     matrix = np.zeros((len(byte_strings), width), dtype=np.uint8)
     keep = np.zeros((len(byte_strings), width), dtype=bool)
     for row, value in enumerate(byte_strings):
         matrix[row, :len(value)] = np.frombuffer(value, dtype=np.uint8)
         keep[row, :len(value)] = True
-    return matrix, keep
+    return matrix, (None if keep.all() else keep)
+
+
+def _rows(table, indices):
+    """Rows `indices` of a `_padded_rows` table, as a block."""
+    matrix, keep = table
+    return matrix[indices], (None if keep is None else keep[indices])
 
 
 def _varint_of_length(length):
@@ -272,8 +279,7 @@ class PretrainingExampleEncoder:
         if table is None or len(table[0]) <= largest:
             table = self._prefix_tables[name] = _padded_rows(
                 [self._prefix(name, length) for length in range(largest + 1)])
-        matrix, keep = table
-        return matrix[payload_lengths], keep[payload_lengths]
+        return _rows(table, payload_lengths)
 
     def record_blocks(self, input_ids, lengths, segment_ids,
                       masked_lm_positions, masked_lm_ids, counts, labels):
@@ -294,9 +300,9 @@ class PretrainingExampleEncoder:
           labels: int array [rows] of 0/1, the next-sentence labels.
 
         Returns:
-          A list of (uint8 bytes, bool keep or None) blocks, each [rows,
-          width]: the record of row r is the kept bytes of row r of the
-          blocks in order.
+          (blocks, lengths): a list of (uint8 bytes, bool keep or None)
+          blocks, each [rows, width] (the record of row r is the kept bytes
+          of row r of the blocks in order), and the records' lengths.
         """
         rows = len(lengths)
         if self._input_mask_table is None:
@@ -308,25 +314,27 @@ class PretrainingExampleEncoder:
                              (MASKED_LM_POSITIONS, masked_lm_positions),
                              (MASKED_LM_IDS, masked_lm_ids)):
             if name is None:  # input_mask: one entry per length.
-                matrix, keep = self._input_mask_table
-                entries.append((matrix[values], keep[values]))
+                entries.append(_rows(self._input_mask_table, values))
                 continue
             payload, payload_keep = varint_rows(values)
             entries.append(self._prefix_rows(
                 name, payload_keep.sum(axis=1, dtype=np.int64)))
             entries.append((payload, payload_keep))
-        matrix, keep = self._weights_table
-        entries.append((matrix[counts], keep[counts]))
+        entries.append(_rows(self._weights_table, counts))
         label_values, label_rows = np.unique(labels, return_inverse=True)
-        matrix, keep = _padded_rows(
-            [self._label_entry(int(label)) for label in label_values])
-        entries.append((matrix[label_rows], keep[label_rows]))
+        entries.append(_rows(_padded_rows(
+            [self._label_entry(int(label)) for label in label_values]),
+            label_rows))
         # Example { features (field 1) { the entries } }.
-        features_length = sum(keep.sum(axis=1, dtype=np.int64)
-                              for _, keep in entries)
+        features_length = sum(
+            matrix.shape[1] if keep is None
+            else keep.sum(axis=1, dtype=np.int64)
+            for matrix, keep in entries) + np.zeros(rows, dtype=np.int64)
         length_varint = varint_rows(features_length[:, None])
         tag = np.full((rows, 1), _TAG_FIELD_1[0], dtype=np.uint8)
-        return [(tag, None), length_varint] + entries
+        record_lengths = (1 + length_varint[1].sum(axis=1, dtype=np.int64)
+                          + features_length)
+        return [(tag, None), length_varint] + entries, record_lengths
 
     def encode(self, input_ids, segment_ids, masked_lm_positions,
                masked_lm_ids, next_sentence_label):

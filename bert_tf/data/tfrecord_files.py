@@ -202,7 +202,7 @@ def frame_round_robin(records, num_files):
     return [frame_tfrecords(records[k::num_files]) for k in range(num_files)]
 
 
-def records_from_byte_blocks(blocks):
+def records_from_byte_blocks(blocks, lengths=None):
     """The records of rows of padded byte blocks, as `bytes` each.
 
     For records built many at once in numpy (`pretraining_records`): record
@@ -214,6 +214,7 @@ def records_from_byte_blocks(blocks):
         (the same number of rows in every block), `keep` None (the whole
         row) or a bool array of the same shape (the bytes to keep, in row
         order).
+      lengths: the records' lengths, if known (else counted).
 
     Returns:
       A list of `bytes`, one record per row.
@@ -223,9 +224,11 @@ def records_from_byte_blocks(blocks):
         return []
     data = np.concatenate([matrix for matrix, _ in blocks], axis=1)
     keep = np.concatenate(
-        [np.ones(matrix.shape, dtype=bool) if keep is None else keep
+        [np.broadcast_to(True, matrix.shape) if keep is None else keep
          for matrix, keep in blocks], axis=1)
-    ends = np.cumsum(keep.sum(axis=1, dtype=np.int64)).tolist()
+    if lengths is None:
+        lengths = keep.sum(axis=1, dtype=np.int64)
+    ends = np.cumsum(lengths).tolist()
     flat = data.ravel()[keep.ravel()].tobytes()
     return [flat[start:end] for start, end in zip([0] + ends[:-1], ends)]
 
