@@ -140,7 +140,7 @@ def run(flag_values):
 
     Returns:
       A dict: "train" (the last training log), "eval" (the eval results),
-      "predict" (the test probabilities, numpy [n, num_outputs]), for the
+      "predict" (the test probabilities, numpy [n, num_labels]), for the
       phases that ran.
     """
     # Imported here so that `--help` and flag errors come without importing

@@ -50,3 +50,18 @@ def tiny_config():
     """`modeling_harness.tiny_bert_config` with BERT's default dropout."""
     from modeling_harness import BERT_DROPOUT, tiny_bert_config
     return tiny_bert_config(**BERT_DROPOUT)
+
+
+@pytest.fixture(autouse=True)
+def _restore_absl_logger_level():
+    """Puts the `absl` logger's level back after each test.
+
+    Library code that saves or loads models may call absl's `set_verbosity`,
+    which sets that logger's own level; a later test's `caplog.at_level`
+    (which sets the root logger's) would then miss absl INFO lines.
+    """
+    import logging
+    absl_logger = logging.getLogger("absl")
+    level = absl_logger.level
+    yield
+    absl_logger.setLevel(level)

@@ -93,7 +93,7 @@ def weights_by_path(layer):
 
 
 def random_batch(config, batch_size, seq_length, seed, pad_from=None):
-    """Random (input_ids, input_mask, token_type_ids), int32.
+    """Random (input_ids, input_mask, segment_ids), int32.
 
     Args:
       pad_from: optional list, one per example, of the first padding
@@ -101,16 +101,16 @@ def random_batch(config, batch_size, seq_length, seed, pad_from=None):
     """
     rng = np.random.default_rng(seed)
     input_ids = rng.integers(0, config.vocab_size, (batch_size, seq_length))
-    token_type_ids = rng.integers(0, config.type_vocab_size,
+    segment_ids = rng.integers(0, config.type_vocab_size,
                                   (batch_size, seq_length))
     input_mask = np.ones((batch_size, seq_length))
     for example, start in enumerate(pad_from or []):
         if start is not None:
             input_mask[example, start:] = 0
             input_ids[example, start:] = 0
-            token_type_ids[example, start:] = 0
+            segment_ids[example, start:] = 0
     return (input_ids.astype(np.int32), input_mask.astype(np.int32),
-            token_type_ids.astype(np.int32))
+            segment_ids.astype(np.int32))
 
 
 # --- Google's formulas in numpy (float64) ---
@@ -141,7 +141,7 @@ def np_softmax(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def np_bert_forward(w, config, input_ids, input_mask, token_type_ids):
+def np_bert_forward(w, config, input_ids, input_mask, segment_ids):
     """Google's `BertModel` forward pass (inference) in float64 numpy.
 
     Args:
@@ -157,7 +157,7 @@ def np_bert_forward(w, config, input_ids, input_mask, token_type_ids):
     act = NP_ACTIVATIONS[config.hidden_act]
 
     x = (w["bert/embeddings/word_embeddings"][input_ids]
-         + w["bert/embeddings/token_type_embeddings"][token_type_ids]
+         + w["bert/embeddings/token_type_embeddings"][segment_ids]
          + w["bert/embeddings/position_embeddings"][:seq][None])
     x = np_layer_norm(x, w["bert/embeddings/LayerNorm/gamma"],
                       w["bert/embeddings/LayerNorm/beta"])

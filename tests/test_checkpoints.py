@@ -605,18 +605,18 @@ def test_bert_model_matches_model_garden_encoder(tmp_path):
     input_mask = np.ones_like(input_ids)
     input_mask[1, 7:] = 0
     input_ids[1, 7:] = 0
-    token_type_ids = np.zeros_like(input_ids)
-    token_type_ids[:, 5:] = 1
+    segment_ids = np.zeros_like(input_ids)
+    segment_ids[:, 5:] = 1
 
     model = BertModel(config)
     model.build()
     report = checkpoints.load_checkpoint(model, tmp_path / "google")
     assert sorted(report.loaded) == sorted(google_bert_shapes(heads=False))
-    ours = model(input_ids, input_mask, token_type_ids)
+    ours = model(input_ids, input_mask, segment_ids)
 
     reference = model_garden_encoder(prefix, config, tmp_path)(dict(
         input_word_ids=input_ids, input_mask=input_mask,
-        input_type_ids=token_type_ids))
+        input_type_ids=segment_ids))
     np.testing.assert_allclose(ours["sequence_output"],
                                reference["sequence_output"], atol=1e-5)
     np.testing.assert_allclose(ours["pooled_output"],

@@ -143,7 +143,7 @@ def test_bert_model_saved_model_matches_google(golden, tmp_path):
         str(tmp_path / "encoder")).signatures["serving_default"]
     outputs = serving(input_ids=tf.constant(features["input_ids"]),
                       input_mask=tf.constant(features["input_mask"]),
-                      token_type_ids=tf.constant(features["segment_ids"]))
+                      segment_ids=tf.constant(features["segment_ids"]))
     np.testing.assert_allclose(outputs["sequence_output"], last_layer,
                                atol=1e-5)
     # The signature takes any batch size and sequence length.
@@ -152,7 +152,7 @@ def test_bert_model_saved_model_matches_google(golden, tmp_path):
             ).astype(np.int32)[np.newaxis].repeat(2, 0)
     outputs = serving(input_ids=tf.constant(padded),
                       input_mask=tf.constant(mask),
-                      token_type_ids=tf.zeros_like(padded))
+                      segment_ids=tf.zeros_like(padded))
     np.testing.assert_allclose(
         outputs["sequence_output"][0, :last_layer.shape[1]], last_layer[0],
         atol=1e-5)

@@ -150,10 +150,10 @@ def test_mask_and_token_types_default_to_ones_and_zeros(random_model):
 
 
 def test_padding_does_not_change_real_tokens(random_model):
-    input_ids, _, token_type_ids = random_batch(tiny(), 1, 5, seed=8)
-    short = random_model(input_ids, np.ones_like(input_ids), token_type_ids)
+    input_ids, _, segment_ids = random_batch(tiny(), 1, 5, seed=8)
+    short = random_model(input_ids, np.ones_like(input_ids), segment_ids)
     padded_ids = np.concatenate([input_ids, [[7, 9, 11]]], axis=1)
-    padded_types = np.concatenate([token_type_ids, [[1, 0, 1]]], axis=1)
+    padded_types = np.concatenate([segment_ids, [[1, 0, 1]]], axis=1)
     mask = np.array([[1, 1, 1, 1, 1, 0, 0, 0]], np.int32)
     padded = random_model(padded_ids, mask, padded_types)
     np.testing.assert_allclose(padded["sequence_output"][:, :5],
@@ -223,14 +223,14 @@ def causal_model(random_model):
 
 def test_causal_outputs_ignore_later_tokens(causal_model, random_model):
     config = tiny()
-    input_ids, input_mask, token_type_ids = random_batch(
+    input_ids, input_mask, segment_ids = random_batch(
         config, 2, 10, seed=21, pad_from=[None, 8])
     t = 4
     changed_ids = input_ids.copy()
     changed_ids[:, t + 1:] = (changed_ids[:, t + 1:] + 7) % config.vocab_size
-    changed_types = token_type_ids.copy()
+    changed_types = segment_ids.copy()
     changed_types[:, t + 1:] = 1 - changed_types[:, t + 1:]
-    before = causal_model(input_ids, input_mask, token_type_ids)
+    before = causal_model(input_ids, input_mask, segment_ids)
     after = causal_model(changed_ids, input_mask, changed_types)
     for got, want in zip(after["encoder_outputs"], before["encoder_outputs"]):
         np.testing.assert_allclose(got[:, :t + 1], want[:, :t + 1],
@@ -238,7 +238,7 @@ def test_causal_outputs_ignore_later_tokens(causal_model, random_model):
         # The later positions did change: the comparison can fail.
         assert np.abs(got[:, t + 1:] - want[:, t + 1:]).max() > 1e-3
     # The bidirectional model, same weights, sees the change everywhere.
-    bidirectional_before = random_model(input_ids, input_mask, token_type_ids)
+    bidirectional_before = random_model(input_ids, input_mask, segment_ids)
     bidirectional_after = random_model(changed_ids, input_mask,
                                        changed_types)
     assert np.abs(bidirectional_after["sequence_output"][:, :t + 1]
@@ -257,15 +257,15 @@ def test_one_causal_layer_matches_numpy_on_each_prefix():
     model.build()
     randomize(model, seed=22)
     weights = weights_by_path(model)
-    input_ids, input_mask, token_type_ids = random_batch(
+    input_ids, input_mask, segment_ids = random_batch(
         config, 2, 7, seed=23, pad_from=[None, 5])
-    outputs = model(input_ids, input_mask, token_type_ids)
+    outputs = model(input_ids, input_mask, segment_ids)
     for example, length in enumerate([7, 5]):
         for t in range(length):
             prefix = slice(example, example + 1), slice(0, t + 1)
             expected = np_bert_forward(weights, config, input_ids[prefix],
                                        input_mask[prefix],
-                                       token_type_ids[prefix])
+                                       segment_ids[prefix])
             np.testing.assert_allclose(
                 np.asarray(outputs["sequence_output"][example, t],
                            np.float64),
@@ -474,11 +474,11 @@ def test_variable_batch_size_and_sequence_length(random_model):
 
 def test_tf_data_input(random_model):
     config = tiny()
-    input_ids, input_mask, token_type_ids = random_batch(
+    input_ids, input_mask, segment_ids = random_batch(
         config, 6, 9, seed=11, pad_from=[None, 3, 5, None, 8, 1])
     dataset = tf.data.Dataset.from_tensor_slices(
         {"input_ids": input_ids, "input_mask": input_mask,
-         "segment_ids": token_type_ids}).batch(4)
+         "segment_ids": segment_ids}).batch(4)
 
     @tf.function
     def encode(features):
@@ -487,7 +487,7 @@ def test_tf_data_input(random_model):
 
     pooled = np.concatenate([encode(features) for features in dataset])
     expected = np_bert_forward(weights_by_path(random_model), config,
-                               input_ids, input_mask, token_type_ids)
+                               input_ids, input_mask, segment_ids)
     np.testing.assert_allclose(pooled, expected["pooled_output"],
                                atol=TOLERANCE)
 
@@ -581,7 +581,7 @@ def test_input_shapes_are_checked():
     with pytest.raises(ValueError, match="input_mask must have the shape of "
                        "input_ids"):
         model(ids, np.ones((2, 4), np.int32))
-    with pytest.raises(ValueError, match="token_type_ids must have the shape"):
+    with pytest.raises(ValueError, match="segment_ids must have the shape"):
         model(ids, None, np.ones((3, 5), np.int32))
 
 

@@ -103,7 +103,7 @@ def test_model_scores_each_choice_with_the_shared_head(tiny_config,
             pooled = model.bert(
                 arrays["input_ids"][row, choice][None],
                 input_mask=arrays["input_mask"][row, choice][None],
-                token_type_ids=arrays["segment_ids"][row, choice][None])[
+                segment_ids=arrays["segment_ids"][row, choice][None])[
                     "pooled_output"].numpy()
             assert outputs["logits"].numpy()[row, choice] == pytest.approx(
                 float((pooled @ weights.T + bias)[0, 0]), abs=1e-5)

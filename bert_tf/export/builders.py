@@ -51,11 +51,11 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
     """
     from bert_tf.tasks.classification import ClassificationModel
     _check_length(max_seq_length, bert_config)
-    num_outputs = 1 if is_regression else len(label_list)
-    if not is_regression and num_outputs < 2:
+    num_labels = 1 if is_regression else len(label_list)
+    if not is_regression and num_labels < 2:
         raise ValueError(
             f"classification needs at least 2 labels, got {label_list}")
-    model = _load(ClassificationModel(bert_config, num_outputs),
+    model = _load(ClassificationModel(bert_config, num_labels),
                   init_checkpoint)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
     return serving.ClassifierExport(model, tokenizer, max_seq_length,

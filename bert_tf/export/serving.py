@@ -152,7 +152,7 @@ class EmbeddingExport(_TextExport):
 
     def serve_ids(self, input_ids, input_mask, segment_ids):
         outputs = self.model(input_ids, input_mask=input_mask,
-                             token_type_ids=segment_ids, training=False)
+                             segment_ids=segment_ids, training=False)
         sequence_output = tf.cast(outputs["sequence_output"], tf.float32)
         # [batch, seq, 1]: the real tokens, [CLS] and [SEP] included.
         weights = tf.cast(input_mask, tf.float32)[:, :, tf.newaxis]

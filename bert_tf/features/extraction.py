@@ -122,12 +122,12 @@ def read_examples(input_file):
     return [parse_example(line, index) for index, line in enumerate(lines)]
 
 
-def convert_example_to_features(example, seq_length, tokenizer):
+def convert_example_to_features(example, max_seq_length, tokenizer):
     """Tokenizes, frames, truncates and pads one example.
 
     Args:
       example: an `InputExample`.
-      seq_length: length of the padded id lists (at least 3).
+      max_seq_length: length of the padded id lists (at least 3).
       tokenizer: a `FullTokenizer`.
 
     Returns:
@@ -138,11 +138,11 @@ def convert_example_to_features(example, seq_length, tokenizer):
     # A second text that has no tokens (e.g. only control characters)
     # leaves a single-text example, as Google's.
     tokens, segment_ids = classifier_features.frame_pair(
-        tokens_a, tokens_b, seq_length)
+        tokens_a, tokens_b, max_seq_length)
     input_ids = tokenizer.convert_tokens_to_ids(tokens)
     input_mask = [1] * len(input_ids)
 
-    padding = [0] * (seq_length - len(input_ids))
+    padding = [0] * (max_seq_length - len(input_ids))
     return InputFeatures(
         unique_id=example.unique_id,
         tokens=tokens,
@@ -151,15 +151,15 @@ def convert_example_to_features(example, seq_length, tokenizer):
         segment_ids=segment_ids + padding)
 
 
-def convert_examples_to_features(examples, seq_length, tokenizer):
+def convert_examples_to_features(examples, max_seq_length, tokenizer):
     """`convert_example_to_features` for each example; logs the first five."""
-    if seq_length < 3:
+    if max_seq_length < 3:
         raise FeatureExtractionError(
-            f"max_seq_length is {seq_length}; it must be at least 3 "
+            f"max_seq_length is {max_seq_length}; it must be at least 3 "
             f"([CLS] a [SEP] b [SEP] needs room for three special tokens)")
     features = []
     for example in examples:
-        feature = convert_example_to_features(example, seq_length, tokenizer)
+        feature = convert_example_to_features(example, max_seq_length, tokenizer)
         if example.unique_id < 5:
             logging.info("*** Example ***")
             logging.info("unique_id: %s", feature.unique_id)
@@ -258,7 +258,7 @@ class FeatureExtractor:
 
         outputs = self.model(features["input_ids"],
                              input_mask=features["input_mask"],
-                             token_type_ids=features["token_type_ids"],
+                             segment_ids=features["segment_ids"],
                              training=False)
         encoder_outputs = outputs["encoder_outputs"]
         return {"layers": tf.stack(
@@ -280,7 +280,7 @@ class FeatureExtractor:
         columns = {
             "input_ids": [f.input_ids for f in features],
             "input_mask": [f.input_mask for f in features],
-            "token_type_ids": [f.segment_ids for f in features]}
+            "segment_ids": [f.segment_ids for f in features]}
         examples = tf.data.Dataset.from_tensor_slices(
             {name: np.asarray(column, np.int32)
              for name, column in columns.items()})

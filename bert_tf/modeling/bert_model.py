@@ -65,7 +65,7 @@ class BertModel(keras.Model):
 
     Example:
       model = BertModel(BertConfig.from_json_file("bert_config.json"))
-      outputs = model(input_ids, input_mask, token_type_ids)
+      outputs = model(input_ids, input_mask, segment_ids)
       outputs["pooled_output"]  # [batch_size, hidden_size]
 
     With `causal_attention=True` each position attends only to itself and
@@ -124,7 +124,7 @@ class BertModel(keras.Model):
             self.build()
         return self.embeddings.word_embeddings
 
-    def call(self, input_ids, input_mask=None, token_type_ids=None,
+    def call(self, input_ids, input_mask=None, segment_ids=None,
              training=False):
         """Encodes a batch of token sequences.
 
@@ -132,7 +132,7 @@ class BertModel(keras.Model):
           input_ids: int tensor [batch_size, seq_length] of WordPiece ids.
           input_mask: optional int tensor [batch_size, seq_length], 1 for
             real tokens and 0 for padding (default: all ones).
-          token_type_ids: optional int tensor [batch_size, seq_length],
+          segment_ids: optional int tensor [batch_size, seq_length],
             segment A = 0, B = 1 (default: all zeros).
           training: whether to apply dropout.
 
@@ -156,17 +156,17 @@ class BertModel(keras.Model):
                 f"{input_ids.shape}")
         input_mask = (tf.ones_like(input_ids) if input_mask is None
                       else tf.convert_to_tensor(input_mask))
-        token_type_ids = (tf.zeros_like(input_ids) if token_type_ids is None
-                          else tf.convert_to_tensor(token_type_ids))
+        segment_ids = (tf.zeros_like(input_ids) if segment_ids is None
+                          else tf.convert_to_tensor(segment_ids))
         for arg_name, tensor in (("input_mask", input_mask),
-                                 ("token_type_ids", token_type_ids)):
+                                 ("segment_ids", segment_ids)):
             if not tensor.shape.is_compatible_with(input_ids.shape):
                 raise ValueError(
                     f"{arg_name} must have the shape of input_ids "
                     f"{input_ids.shape}, got {tensor.shape}")
 
         embedding_output = self.embeddings(
-            input_ids, token_type_ids, training=training)
+            input_ids, segment_ids, training=training)
         # One mask for all layers, float32: [batch, 1, 1, seq], or
         # [batch, 1, seq, seq] with causal attention.
         attention_bias = attention_bias_from_mask(
@@ -186,17 +186,17 @@ class BertModel(keras.Model):
     def _default_save_signature(self):
         """What `tf.saved_model.save(model, path)` exports as serving_default.
 
-        int32 `input_ids`, `input_mask`, `token_type_ids` [batch, seq] ->
+        int32 `input_ids`, `input_mask`, `segment_ids` [batch, seq] ->
         `sequence_output` and `pooled_output` (see `save_signature`).
         """
         specs = int_feature_specs(("input_ids", "input_mask",
-                                   "token_type_ids"))
+                                   "segment_ids"))
 
         @tf.function(input_signature=[specs])
         def serving_default(features):
             outputs = self(features["input_ids"],
                            input_mask=features["input_mask"],
-                           token_type_ids=features["token_type_ids"],
+                           segment_ids=features["segment_ids"],
                            training=False)
             return {"sequence_output": outputs["sequence_output"],
                     "pooled_output": outputs["pooled_output"]}

@@ -11,7 +11,7 @@ from bert_tf.modeling.layers import weight_initializer
 class BertEmbeddings(keras.layers.Layer):
     """Google's `embedding_lookup` + `embedding_postprocessor`.
 
-    embeddings = dropout(LayerNorm(word[input_ids] + token_type[token_type_ids]
+    embeddings = dropout(LayerNorm(word[input_ids] + token_type[segment_ids]
                                    + position[0:seq_length]))
 
     Variables (under the enclosing "bert" scope): `embeddings/word_embeddings`
@@ -47,12 +47,12 @@ class BertEmbeddings(keras.layers.Layer):
             autocast=False)
         self.layer_norm.build((None, None, config.hidden_size))
 
-    def call(self, input_ids, token_type_ids, training=False):
+    def call(self, input_ids, segment_ids, training=False):
         """Embeds a batch of token ids.
 
         Args:
           input_ids: int tensor [batch_size, seq_length].
-          token_type_ids: int tensor [batch_size, seq_length].
+          segment_ids: int tensor [batch_size, seq_length].
           training: whether to apply dropout.
 
         Returns:
@@ -82,7 +82,7 @@ class BertEmbeddings(keras.layers.Layer):
         # [batch, seq, hidden] each:
         words = tf.gather(self.word_embeddings.value, input_ids)
         token_types = tf.gather(
-            self.token_type_embeddings.value, token_type_ids)
+            self.token_type_embeddings.value, segment_ids)
         # Positions 0..seq_length-1, broadcast over the batch:
         # [1, seq, hidden].
         positions = self.position_embeddings.value[:seq_length][tf.newaxis]

@@ -45,7 +45,7 @@ LOGITS = "logits"
 class ClassificationModel(keras.Model):
     """`BertModel` + `ClassifierHead`; called on a feature dict.
 
-    Returns `{"logits": float32 [batch, num_outputs]}`. Variables:
+    Returns `{"logits": float32 [batch, num_labels]}`. Variables:
     `bert/...`, `output_weights`, `output_bias`.
 
     Keras-native: `model.save("x.keras")` / `keras.models.load_model` round
@@ -54,11 +54,11 @@ class ClassificationModel(keras.Model):
     [batch, seq] -> `logits`.
     """
 
-    def __init__(self, bert_config, num_outputs,
+    def __init__(self, bert_config, num_labels,
                  name="bert_classification_model", **kwargs):
         """Args:
           bert_config: a `BertConfig`.
-          num_outputs: number of labels, or 1 for regression.
+          num_labels: number of labels, or 1 for regression.
           name: Keras model name (not part of any variable's path).
           **kwargs: Keras model arguments.
         """
@@ -67,14 +67,14 @@ class ClassificationModel(keras.Model):
         # can be used without building a model.
         from bert_tf.modeling import BertModel, ClassifierHead
         self.bert_config = bert_config
-        self.num_outputs = num_outputs
+        self.num_labels = num_labels
         self.bert = BertModel(bert_config)
-        self.classifier = ClassifierHead(bert_config, num_outputs)
+        self.classifier = ClassifierHead(bert_config, num_labels)
         # Create every variable now: the optimizer and checkpoint restore
         # need them before the first step.
         dummy_ids = tf.zeros([1, 2], tf.int32)
         pooled = self.bert(dummy_ids, input_mask=tf.ones_like(dummy_ids),
-                           token_type_ids=dummy_ids)["pooled_output"]
+                           segment_ids=dummy_ids)["pooled_output"]
         self.classifier(pooled)
         self.built = True
 
@@ -82,7 +82,7 @@ class ClassificationModel(keras.Model):
         encoder_outputs = self.bert(
             features[features_lib.INPUT_IDS],
             input_mask=features[features_lib.INPUT_MASK],
-            token_type_ids=features[features_lib.SEGMENT_IDS],
+            segment_ids=features[features_lib.SEGMENT_IDS],
             training=training)
         return {"logits": self.classifier(encoder_outputs["pooled_output"],
                                           training=training)}
@@ -99,7 +99,7 @@ class ClassificationModel(keras.Model):
     def get_config(self):
         return {**super().get_config(),
                 "bert_config": self.bert_config.to_dict(),
-                "num_outputs": self.num_outputs}
+                "num_labels": self.num_labels}
 
     @classmethod
     def from_config(cls, config):

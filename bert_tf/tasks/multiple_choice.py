@@ -57,7 +57,7 @@ class MultipleChoiceModel(keras.Model):
 
         pooled = self.bert(flat(features_lib.INPUT_IDS),
                            input_mask=flat(features_lib.INPUT_MASK),
-                           token_type_ids=flat(features_lib.SEGMENT_IDS),
+                           segment_ids=flat(features_lib.SEGMENT_IDS),
                            training=training)["pooled_output"]
         scores = self.classifier(pooled, training=training)  # [b * n, 1]
         return {"logits": tf.reshape(scores, shape[:2])}

@@ -195,7 +195,7 @@ class BertPretrainingModel(keras.Model):
         dummy_ids = tf.zeros([1, 2], tf.int32)
         encoder_outputs = self.bert(
             dummy_ids, input_mask=tf.ones_like(dummy_ids),
-            token_type_ids=dummy_ids, training=False)
+            segment_ids=dummy_ids, training=False)
         self.masked_lm = MaskedLMHead(bert_config, self.bert.embedding_table)
         self.next_sentence = NextSentenceHead(bert_config)
         self.masked_lm(encoder_outputs["sequence_output"],
@@ -241,7 +241,7 @@ class BertPretrainingModel(keras.Model):
         encoder_outputs = self.bert(
             features[records.INPUT_IDS],
             input_mask=features[records.INPUT_MASK],
-            token_type_ids=features[records.SEGMENT_IDS],
+            segment_ids=features[records.SEGMENT_IDS],
             training=training)
         outputs = {
             "masked_lm_logits": self.masked_lm(
@@ -262,7 +262,7 @@ class BertPretrainingModel(keras.Model):
             features[records.MASKED_LM_WEIGHTS])
         encoder_outputs = self.bert(
             token_ids, input_mask=features[records.INPUT_MASK],
-            token_type_ids=features[records.SEGMENT_IDS], training=training)
+            segment_ids=features[records.SEGMENT_IDS], training=training)
         sequence_output = encoder_outputs["sequence_output"]
         batch_size = tf.shape(token_ids)[0]
         seq_length = tf.shape(token_ids)[1]

@@ -76,7 +76,7 @@ class SquadModel(keras.Model):
         dummy_ids = tf.zeros([1, 2], tf.int32)
         sequence_output = self.bert(
             dummy_ids, input_mask=tf.ones_like(dummy_ids),
-            token_type_ids=dummy_ids)["sequence_output"]
+            segment_ids=dummy_ids)["sequence_output"]
         self.span_head(sequence_output)
         self.built = True
 
@@ -84,7 +84,7 @@ class SquadModel(keras.Model):
         sequence_output = self.bert(
             features[features_lib.INPUT_IDS],
             input_mask=features[features_lib.INPUT_MASK],
-            token_type_ids=features[features_lib.SEGMENT_IDS],
+            segment_ids=features[features_lib.SEGMENT_IDS],
             training=training)["sequence_output"]
         start_logits, end_logits = self.span_head(sequence_output,
                                                   training=training)

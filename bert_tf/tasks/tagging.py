@@ -92,7 +92,7 @@ class TaggingModel(keras.Model):
         sequence_output = self.bert(
             features[features_lib.INPUT_IDS],
             input_mask=features[features_lib.INPUT_MASK],
-            token_type_ids=features[features_lib.SEGMENT_IDS],
+            segment_ids=features[features_lib.SEGMENT_IDS],
             training=training)["sequence_output"]
         token_logits = self.classifier(sequence_output, training=training)
         # The logits of each word's first piece, in word order.
