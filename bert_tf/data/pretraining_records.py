@@ -80,6 +80,7 @@ _TAG_FIELD_3 = b"\x1a"
 _FLOAT_ONE = struct.pack("<f", 1.0)
 _FLOAT_ZERO = struct.pack("<f", 0.0)
 
+
 def encode_varint(value):
     """Protobuf varint of an int64 (negative: 10 bytes, two's complement).
 

@@ -65,7 +65,7 @@ def crc32c_batch(records):
     """CRC-32C of each of many byte strings, computed together.
 
     With `google_crc32c` one C call a record; without it, slicing-by-8 in
-    numpy over all records at once (`crc32c_rows`).
+    numpy over all records at once.
 
     Args:
       records: a sequence of `bytes`.
@@ -79,44 +79,21 @@ def crc32c_batch(records):
     if _google_crc32c is not None:
         return np.fromiter(map(_google_crc32c.value, records),
                            dtype=np.uint32, count=count)
-    lengths = np.fromiter(map(len, records), dtype=np.int64, count=count)
-    width = max(8, -(-int(lengths.max()) // 8) * 8)
-    padded = b"".join(record.ljust(width, b"\x00") for record in records)
-    return crc32c_rows(
-        np.frombuffer(padded, dtype=np.uint8).reshape(count, width), lengths)
-
-
-def crc32c_rows(matrix, lengths):
-    """CRC-32C of the first `lengths[r]` bytes of each row of `matrix`.
-
-    Slicing-by-8 over the rows: each step consumes eight bytes of every row
-    that still has eight, so the Python-level loop runs once per eight bytes
-    of the longest row, not once per byte.
-
-    Args:
-      matrix: uint8 array [rows, width], width a multiple of 8 and at least
-        the longest length (what lies past a row's length is ignored).
-      lengths: int array [rows].
-
-    Returns:
-      A uint32 numpy array, one CRC per row.
-    """
-    count = len(lengths)
-    if count == 0:
-        return np.zeros(0, dtype=np.uint32)
+    # Slicing-by-8 over a (records x bytes) matrix: each step consumes eight
+    # bytes of every record that still has eight, so the Python-level loop
+    # runs once per eight bytes of the longest record, not once per byte.
     t0, t1, t2, t3, t4, t5, t6, t7 = _CRC_TABLES
-    lengths = np.asarray(lengths, dtype=np.int64)
-    # Longest first, so the rows still active at each step are a prefix.
+    lengths = np.fromiter(map(len, records), dtype=np.int64, count=count)
+    # Longest first, so the records still active at each step are a prefix.
     order = np.argsort(-lengths, kind="stable")
-    if np.any(order[1:] < order[:-1]):
-        matrix = matrix[order]
-        lengths = lengths[order]
-    else:
-        order = None  # Already longest first (all lengths equal, say).
-    words = np.ascontiguousarray(matrix).view("<u4")
+    lengths = lengths[order]
+    width = max(8, -(-int(lengths[0]) // 8) * 8)
+    padded = b"".join(records[i].ljust(width, b"\x00") for i in order.tolist())
+    matrix = np.frombuffer(padded, dtype=np.uint8).reshape(count, width)
+    words = matrix.view("<u4")
     crc = np.full(count, 0xFFFFFFFF, dtype=np.uint32)
     full_blocks = lengths // 8
-    # active[s] = number of rows with more than s full 8-byte blocks.
+    # active[s] = number of records with more than s full 8-byte blocks.
     active = np.searchsorted(-full_blocks, -np.arange(int(full_blocks[0])),
                              side="left")
     for step, rows in enumerate(active.tolist()):
@@ -137,8 +114,6 @@ def crc32c_rows(matrix, lengths):
         value = crc[rows]
         crc[rows] = t0[(value ^ data) & 0xFF] ^ (value >> 8)
     crc ^= np.uint32(0xFFFFFFFF)
-    if order is None:
-        return crc
     result = np.empty(count, dtype=np.uint32)
     result[order] = crc
     return result
@@ -151,10 +126,7 @@ def crc32c(data):
 
 def masked_crc32c_batch(records):
     """TFRecord's masked CRC-32C (rotate right 15, add a constant) of each."""
-    return _mask_crc(crc32c_batch(records))
-
-
-def _mask_crc(crc):
+    crc = crc32c_batch(records)
     return ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(
         _CRC_MASK_DELTA)
 
