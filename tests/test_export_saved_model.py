@@ -41,7 +41,9 @@ from bert_tf.config import BertConfig
 from bert_tf.data import classifier_features
 from bert_tf.data import glue_processors
 from bert_tf.tasks.classification import ClassificationModel
+from bert_tf.tasks.multiple_choice import MultipleChoiceModel
 from bert_tf.tasks.squad import SquadModel
+from bert_tf.tasks.tagging import TaggingModel
 from bert_tf.text import tokenization
 from tests.modeling_harness import randomize
 
@@ -79,6 +81,43 @@ QUESTIONS = [
 ]
 
 
+# Tagging: sentences of words as a CoNLL file holds them (a word per line),
+# exercising what the export must do as run_tagging.py does: words glued
+# to punctuation (several pieces, labelled at the first), accents, a word
+# that tokenizes to nothing (U+200B is deleted: "[UNK]"), a word over 200
+# characters ("[UNK]"), a word of more pieces than a window holds (cut), a
+# Chinese word (a piece per character), sentences longer than a window.
+TAGGING_LABELS = ["B-LOC", "B-PER", "I-PER", "O"]
+TAGGING_FLAGS = ["--max_seq_length=16", "--doc_stride=5"]
+TAGGING_SENTENCES = [
+    "The Tragedy of Hamlet, Prince of Denmark".split(),
+    ["Who's", "there?"],
+    ("Nay, answer me: stand, and unfold yourself. Long live the king! "
+     "Bernardo? He. You come most carefully upon your hour.").split(),
+    ["Café", "Ünïcode", "façade", "\u200b", "naïve", "x" * 230, "中文字",
+     "résumé"],
+    ["!" * 20, "Francisco", "!" * 3],
+    ["Bernardo"],
+]
+# How each sentence is sent: words joined by assorted whitespace (all of it
+# whitespace to Python's str.split, as the runner's reader splits).
+TAGGING_SEPARATORS = [" ", "\t", "  ", "\u3000", "\u00a0", " \n "]
+
+# Multiple choice: JSON lines with and without a context, a question and
+# choices, some long enough to be cut, one empty (the one-text layout).
+MULTIPLE_CHOICE_SEQ_LENGTH = 24
+MULTIPLE_CHOICE_RECORDS = [
+    {"context": "Francisco at his post. Enter to him Bernardo.",
+     "question": "Who's there?",
+     "choices": ["Nay, answer me", "Long live the king!", "Bernardo?"]},
+    {"question": "Tis now struck twelve; get thee to bed, Francisco. " * 3,
+     "choices": ["For this relief much thanks", "",
+                 "'tis bitter cold, And I am sick at heart." * 2]},
+    {"context": "Café Ünïcode", "question": "façade?",
+     "choices": ["naïve", "résumé", "中文字 😀"]},
+]
+
+
 def _write_tsv(path, rows):
     path.write_text("".join("\t".join(row) + "\n" for row in rows),
                     encoding="utf-8")
@@ -94,6 +133,19 @@ def _checkpoint(model, prefix, seed, head_scale):
     checkpoints.save_checkpoint(
         {checkpoints.variable_name(v): v for v in model.weights}, prefix)
     return prefix
+
+
+def _head_on_pretrained(model, pretrained, prefix, seed, head_scale):
+    """The pretrained encoder with a random head (each head variable scaled
+    by `head_scale(path)`), written as a Google-format checkpoint."""
+    randomize(model, seed=seed)
+    checkpoints.load_checkpoint(
+        [v for v in model.weights if v.path.startswith("bert/")], pretrained)
+    for variable in model.weights:
+        if not variable.path.startswith("bert/"):
+            variable.assign(variable * head_scale(variable.path))
+    checkpoints.save_checkpoint(
+        {checkpoints.variable_name(v): v for v in model.weights}, prefix)
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +166,30 @@ def workspace(tmp_path_factory, golden_dir):
     uncased_config.to_json_file(root / "uncased" / "bert_config.json")
     _checkpoint(SquadModel(uncased_config), root / "squad" / "model.ckpt",
                 seed=2, head_scale=30.0)
+
+    # Tagging: the same weights with and without a CRF (transitions made
+    # strong enough to overrule some words' own best label), on the golden
+    # pretrained encoder (a random one gives every word the same label).
+    pretrained = cased / "bert_model.ckpt"
+    for use_crf in (False, True):
+        name = "tagging_crf" if use_crf else "tagging"
+        _head_on_pretrained(
+            TaggingModel(config, len(TAGGING_LABELS), use_crf=use_crf),
+            pretrained, root / name / "model.ckpt", seed=3,
+            head_scale=lambda path: 10.0 if "crf" in path else 3.0)
+        # As run_tagging.py leaves it in its --output_dir.
+        (root / name / "label_list.txt").write_text(
+            "".join(f"{label}\n" for label in TAGGING_LABELS))
+    (root / "tagging_test.txt").write_text("".join(
+        "".join(f"{word}\n" for word in words) + "\n"
+        for words in TAGGING_SENTENCES), encoding="utf-8")
+
+    _head_on_pretrained(MultipleChoiceModel(config), pretrained,
+                        root / "multiple_choice" / "model.ckpt", seed=4,
+                        head_scale=lambda path: 10.0)
+    (root / "choices.jsonl").write_text("".join(
+        json.dumps(record) + "\n" for record in MULTIPLE_CHOICE_RECORDS),
+        encoding="utf-8")
 
     mrpc = root / "mrpc"
     mrpc.mkdir()
@@ -194,6 +270,51 @@ def squad_v2_run(workspace):
     return _squad_run(workspace, "squad_v2_output", *SQUAD_V2_FLAGS)
 
 
+def _tagging_predictions(output_dir):
+    """Each sentence's labels in run_tagging.py's test_predictions.txt (the
+    predict file with a label column appended)."""
+    sentences, labels = [], []
+    lines = (output_dir / "test_predictions.txt").read_text(
+        encoding="utf-8").split("\n")
+    for line in lines:
+        if line.strip():
+            labels.append(line.split()[-1])
+        elif labels:
+            sentences.append(labels)
+            labels = []
+    return sentences
+
+
+@pytest.fixture(scope="module")
+def tagging_runs(workspace):
+    """test_predictions.txt of the softmax and the CRF tagger."""
+    results = {}
+    for name in ("tagging", "tagging_crf"):
+        output_dir = workspace / f"{name}_output"
+        _runner("run_tagging.py", workspace, "cased", "--do_predict=true",
+                "--do_lower_case=false", *TAGGING_FLAGS,
+                f"--predict_file={workspace / 'tagging_test.txt'}",
+                f"--init_checkpoint={workspace / name / 'model.ckpt'}",
+                f"--output_dir={output_dir}",
+                *(["--use_crf=true"] if name == "tagging_crf" else []))
+        results[name] = _tagging_predictions(output_dir)
+    return results
+
+
+@pytest.fixture(scope="module")
+def multiple_choice_run(workspace):
+    output_dir = workspace / "multiple_choice_output"
+    _runner("run_multiple_choice.py", workspace, "cased",
+            "--do_predict=true", "--do_lower_case=false",
+            "--input_format=jsonl",
+            f"--predict_file={workspace / 'choices.jsonl'}",
+            f"--init_checkpoint={workspace / 'multiple_choice' / 'model.ckpt'}",
+            f"--max_seq_length={MULTIPLE_CHOICE_SEQ_LENGTH}",
+            f"--output_dir={output_dir}")
+    return np.loadtxt(output_dir / "test_results.tsv", delimiter="\t",
+                      ndmin=2)
+
+
 @pytest.fixture(scope="module")
 def exports(workspace):
     checkpoint = f"--init_checkpoint={workspace / 'classifier' / 'model.ckpt'}"
@@ -213,7 +334,33 @@ def exports(workspace):
                             f"--init_checkpoint="
                             f"{workspace / 'squad' / 'model.ckpt'}",
                             *SQUAD_FLAGS, *SQUAD_V2_FLAGS),
+        # The label list comes from label_list.txt beside the checkpoint,
+        # the CRF from the checkpoint.
+        **{name: _export(workspace, "cased", name, "--task_name=tagging",
+                         f"--init_checkpoint={workspace / name / 'model.ckpt'}",
+                         "--do_lower_case=false", *TAGGING_FLAGS)
+           for name in ("tagging", "tagging_crf")},
+        **{f"multiple_choice_{input_format}": _export(
+            workspace, "cased", f"multiple_choice_{input_format}",
+            "--task_name=multiple_choice",
+            f"--init_checkpoint={workspace / 'multiple_choice' / 'model.ckpt'}",
+            "--do_lower_case=false", f"--input_format={input_format}",
+            f"--max_seq_length={MULTIPLE_CHOICE_SEQ_LENGTH}")
+           for input_format in ("jsonl", "swag")},
     }
+
+
+def _tagging_texts():
+    """The tagging sentences as one string each, words joined by assorted
+    whitespace; and an empty one."""
+    texts = []
+    for index, words in enumerate(TAGGING_SENTENCES):
+        separators = TAGGING_SEPARATORS[index:] + TAGGING_SEPARATORS[:index]
+        text = words[0]
+        for position, word in enumerate(words[1:]):
+            text += separators[position % len(separators)] + word
+        texts.append(f" {text}\t")
+    return texts + [""]
 
 
 # What the fresh process runs: tensorflow and tensorflow_text only.
@@ -260,6 +407,23 @@ def served(workspace, exports):
         "squad_v2": {"export_dir": str(exports["squad_v2"]), "inputs": {
             "question": [q for q, _ in QUESTIONS],
             "context": [c for _, c in QUESTIONS]}},
+        **{name: {"export_dir": str(exports[name]),
+                  "inputs": {"text": _tagging_texts()}}
+           for name in ("tagging", "tagging_crf")},
+        "multiple_choice_jsonl": {
+            "export_dir": str(exports["multiple_choice_jsonl"]), "inputs": {
+                "context": [r.get("context", "")
+                            for r in MULTIPLE_CHOICE_RECORDS],
+                "question": [r["question"] for r in MULTIPLE_CHOICE_RECORDS],
+                "choices": [r["choices"] for r in MULTIPLE_CHOICE_RECORDS]}},
+        # The same examples without a question input: the context is what
+        # the JSON-lines reader makes of context and question.
+        "multiple_choice_swag": {
+            "export_dir": str(exports["multiple_choice_swag"]), "inputs": {
+                "context": [f"{r['context']} {r['question']}"
+                            if r.get("context") else r["question"]
+                            for r in MULTIPLE_CHOICE_RECORDS],
+                "choices": [r["choices"] for r in MULTIPLE_CHOICE_RECORDS]}},
     }
     (workspace / "requests.json").write_text(json.dumps(requests),
                                              encoding="utf-8")
@@ -286,6 +450,47 @@ def test_classifier_probabilities_are_run_classifiers(classifier_runs,
         assert served[task]["label"] == [
             labels[i] for i in expected.argmax(axis=1)]
         assert served[task]["label_id"] == expected.argmax(axis=1).tolist()
+
+
+@pytest.mark.parametrize("name", ["tagging", "tagging_crf"])
+def test_tagging_labels_are_run_taggings(tagging_runs, served, name):
+    expected = tagging_runs[name]
+    outputs = served[name]
+    assert len(outputs["labels"]) == len(TAGGING_SENTENCES) + 1
+    for index, words in enumerate(TAGGING_SENTENCES):
+        count = outputs["num_words"][index]
+        assert count == len(words)
+        assert outputs["words"][index][:count] == words
+        assert outputs["labels"][index][:count] == expected[index], index
+        assert set(outputs["labels"][index][count:]) <= {""}
+    # The empty text has no word.
+    assert outputs["num_words"][-1] == 0
+    assert set(outputs["labels"][-1]) <= {""}
+
+
+def test_tagging_inputs_exercise_windows_and_the_crf(workspace,
+                                                     tagging_runs):
+    from bert_tf.text.tokenization import FullTokenizer
+    tokenizer = FullTokenizer(str(workspace / "cased" / "vocab.txt"),
+                              do_lower_case=False)
+    window = 16 - 2
+    assert max(sum(len(tokenizer.tokenize(word)) for word in words)
+               for words in TAGGING_SENTENCES) > 2 * window
+    # The CRF's transitions change some labels of the same emissions.
+    assert tagging_runs["tagging"] != tagging_runs["tagging_crf"]
+    # Several labels occur.
+    assert len({label for labels in tagging_runs["tagging"]
+                for label in labels}) > 2
+
+
+def test_multiple_choice_probabilities_are_run_multiple_choices(
+        multiple_choice_run, served):
+    for name in ("multiple_choice_jsonl", "multiple_choice_swag"):
+        outputs = served[name]
+        np.testing.assert_allclose(outputs["probabilities"],
+                                   multiple_choice_run, atol=2e-6)
+        assert outputs["label"] == multiple_choice_run.argmax(
+            axis=1).tolist()
 
 
 def _assert_same_answers(outputs, predictions, nbest):
@@ -483,6 +688,16 @@ def test_existing_export_dir_is_refused_unless_overwrite(workspace, exports):
       "--max_seq_length=12", "--max_query_length=10"],
      "The max_seq_length (12) must be greater than max_query_length (10) "
      "+ 3"),
+    # No label_list.txt beside the checkpoint, and no --label_list.
+    (["--task_name=tagging", "--init_checkpoint={classifier}"],
+     "label_list.txt not found"),
+    (["--task_name=tagging", "--init_checkpoint={tagging}", "--use_crf"],
+     "--use_crf=true, but the checkpoint"),
+    (["--task_name=tagging", "--init_checkpoint={tagging}",
+      "--label_list=O,B-PER"],
+     "output_weights"),  # 2 labels, the checkpoint has 4
+    (["--task_name=multiple_choice", "--init_checkpoint={classifier}"],
+     "output_weights"),  # one score per choice, the checkpoint has 2
 ])
 def test_bad_input_is_reported_without_traceback(workspace, tmp_path,
                                                  golden_dir, flag_list,
@@ -490,6 +705,7 @@ def test_bad_input_is_reported_without_traceback(workspace, tmp_path,
     flag_list = [flag.format(
         squad=workspace / "squad" / "model.ckpt",
         classifier=workspace / "classifier" / "model.ckpt",
+        tagging=workspace / "tagging" / "model.ckpt",
         pretrained=golden_dir / "models" / "cased_tiny" / "bert_model.ckpt")
         for flag in flag_list]
     model = "uncased" if "squad" in flag_list[0] else "cased"
