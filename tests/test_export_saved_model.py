@@ -1,25 +1,27 @@
 """export_saved_model.py: SavedModels that serve raw text, checked against
 the runners' own output files.
 
-A Google-format checkpoint with a classifier head (and one with a SQuAD
-head) is written; `run_classifier.py --do_predict` and `run_squad.py
---do_predict` predict with it and write `test_results.tsv` and
-`predictions.json` / `nbest_predictions.json`; `export_saved_model.py`
-exports the same checkpoint; then a fresh Python process in which bert_tf
-cannot be imported loads the SavedModels with tensorflow and
-tensorflow_text alone, feeds them the same raw texts, and its outputs must
-be the runners' (answers character for character, probabilities to float
-round-off). The inputs are chosen to exercise the in-graph steps: pair
-truncation, an empty second text, lower-casing and accents, punctuation
-glued to words, several whitespace kinds, words outside the vocabulary,
-contexts spanning several windows and questions longer than
-`--max_query_length`.
+Google-format checkpoints with a classifier head, a SQuAD head, a tagging
+head (softmax, and with a CRF) and a multiple-choice head are written;
+`run_classifier.py`, `run_squad.py`, `run_tagging.py` and
+`run_multiple_choice.py --do_predict` predict with them and write
+`test_results.tsv`, `predictions.json` / `nbest_predictions.json` and
+`test_predictions.txt`; `export_saved_model.py` exports the same
+checkpoints; then a fresh Python process in which bert_tf cannot be
+imported loads the SavedModels with tensorflow and tensorflow_text alone,
+feeds them the same raw texts, and its outputs must be the runners'
+(answers character for character, every word's label, probabilities to
+float round-off). The inputs are chosen to exercise the in-graph steps: pair
+truncation, an empty second text (or choice), lower-casing and accents,
+punctuation glued to words, several whitespace kinds, words outside the
+vocabulary, contexts and sentences spanning several windows and questions
+longer than `--max_query_length`.
 
 Also: `saved_model_cli show --all` and `saved_model_cli run` (with the
 tensorflow_text ops registered) on an export, TensorFlow Serving's REST
-row format, the TFLite conversion of `serving_ids`, the sentence
-embeddings against Google's own `extract_features.py` output, and the
-errors a user sees.
+row format, the TFLite conversion of `serving_ids` (classifier, and the
+tagger's CRF decoding), the sentence embeddings against Google's own
+`extract_features.py` output, and the errors a user sees.
 """
 
 import gzip
@@ -547,6 +549,51 @@ def test_rest_row_format_maps_onto_the_signature(exports, classifier_runs):
               for key in keys}
     np.testing.assert_allclose(serve(**inputs)["probabilities"],
                                classifier_runs["mrpc"], atol=2e-6)
+
+
+def test_rest_row_format_of_tagging_and_multiple_choice(exports):
+    """The instances' keys are the signatures' inputs: one string per
+    instance, and a list of choices per instance."""
+    expected = {
+        "tagging": {"text": [None]},
+        "tagging_crf": {"text": [None]},
+        "multiple_choice_swag": {"context": [None], "choices": [None, None]},
+        "multiple_choice_jsonl": {"context": [None], "question": [None],
+                                  "choices": [None, None]},
+    }
+    for name, inputs in expected.items():
+        serve = tf.saved_model.load(str(exports[name])).signatures[
+            "serving_default"]
+        specs = serve.structured_input_signature[1]
+        assert {key: spec.shape.as_list() for key, spec in specs.items()} == (
+            inputs), name
+        assert all(spec.dtype == tf.string for spec in specs.values())
+
+
+def test_tagging_serving_ids_converts_to_tflite(workspace, exports,
+                                                tagging_runs):
+    """The CRF's Viterbi decoding included: the TFLite interpreter on the
+    windows run_tagging.py's own conversion makes gives the labels of its
+    test_predictions.txt."""
+    from bert_tf.data import tagging_features
+    from bert_tf.data.tagging_examples import TaggedSentence
+    tokenizer = tokenization.FullTokenizer(
+        str(workspace / "cased" / "vocab.txt"), do_lower_case=False)
+    sentences = [TaggedSentence(words, None, [1] * len(words))
+                 for words in TAGGING_SENTENCES]
+    arrays = tagging_features.windows_to_arrays(
+        tagging_features.convert_sentences(sentences, TAGGING_LABELS, 16, 5,
+                                           tokenizer), 16)
+    converter = tf.lite.TFLiteConverter.from_saved_model(
+        str(exports["tagging_crf"]), signature_keys=["serving_ids"])
+    interpreter = tf.lite.Interpreter(model_content=converter.convert())
+    outputs = interpreter.get_signature_runner("serving_ids")(**{
+        name: arrays[name] for name in (
+            "input_ids", "input_mask", "segment_ids", "word_positions",
+            "word_mask")})
+    assert tagging_features.assemble_sentence_predictions(
+        sentences, arrays, outputs["predicted_ids"], TAGGING_LABELS) == (
+        tagging_runs["tagging_crf"])
 
 
 def test_saved_model_cli_show_and_run(exports):
