@@ -19,8 +19,8 @@ longer than `--max_query_length`.
 
 Also: `saved_model_cli show --all` and `saved_model_cli run` (with the
 tensorflow_text ops registered) on an export, TensorFlow Serving's REST
-row format, the TFLite conversion of `serving_ids` (classifier, and the
-tagger's CRF decoding), the sentence embeddings against Google's own
+row format, the TFLite conversion of `serving_ids` (classifier, softmax
+tagger), the sentence embeddings against Google's own
 `extract_features.py` output, and the errors a user sees.
 """
 
@@ -572,9 +572,10 @@ def test_rest_row_format_of_tagging_and_multiple_choice(exports):
 
 def test_tagging_serving_ids_converts_to_tflite(workspace, exports,
                                                 tagging_runs):
-    """The CRF's Viterbi decoding included: the TFLite interpreter on the
-    windows run_tagging.py's own conversion makes gives the labels of its
-    test_predictions.txt."""
+    """The softmax tagger: the TFLite interpreter on the windows
+    run_tagging.py's own conversion makes gives the labels of its
+    test_predictions.txt. (A CRF's Viterbi decoding, a `tf.scan` over a
+    dynamic batch, does not convert to built-in ops.)"""
     from bert_tf.data import tagging_features
     from bert_tf.data.tagging_examples import TaggedSentence
     tokenizer = tokenization.FullTokenizer(
@@ -585,7 +586,7 @@ def test_tagging_serving_ids_converts_to_tflite(workspace, exports,
         tagging_features.convert_sentences(sentences, TAGGING_LABELS, 16, 5,
                                            tokenizer), 16)
     converter = tf.lite.TFLiteConverter.from_saved_model(
-        str(exports["tagging_crf"]), signature_keys=["serving_ids"])
+        str(exports["tagging"]), signature_keys=["serving_ids"])
     interpreter = tf.lite.Interpreter(model_content=converter.convert())
     outputs = interpreter.get_signature_runner("serving_ids")(**{
         name: arrays[name] for name in (
@@ -593,7 +594,7 @@ def test_tagging_serving_ids_converts_to_tflite(workspace, exports,
             "word_mask")})
     assert tagging_features.assemble_sentence_predictions(
         sentences, arrays, outputs["predicted_ids"], TAGGING_LABELS) == (
-        tagging_runs["tagging_crf"])
+        tagging_runs["tagging"])
 
 
 def test_saved_model_cli_show_and_run(exports):

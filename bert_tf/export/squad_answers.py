@@ -10,7 +10,8 @@ One question and its context go through exactly the steps of
    most `max_seq_length - len(question) - 3` context pieces start
    `doc_stride` apart (the last ends at the context's end), and each piece
    belongs to the window where it has most context (`min(left, right) +
-   0.01 * window length`, the first window on ties).
+   0.01 * window length`, the first window on ties;
+   `windows.sliding_windows`).
 3. Each window is `[CLS] question [SEP] window [SEP]`, segment ids 0 / 1.
 4. Candidates are the pairs of the `n_best_size` best start and end
    positions of each window, with both in the window's context part, the
