@@ -224,8 +224,9 @@ def run(flag_values):
                   do_lower_case=flag_values.do_lower_case,
                   init_checkpoint=flag_values.init_checkpoint,
                   max_seq_length=max_seq_length)
-    doc_stride = (DEFAULT_DOC_STRIDE.get(task_name)
-                  if flag_values.doc_stride is None else flag_values.doc_stride)
+    doc_stride = flag_values.doc_stride
+    if doc_stride is None:
+        doc_stride = DEFAULT_DOC_STRIDE.get(task_name)
     if task_name == SQUAD:
         export = builders.squad_export(
             doc_stride=doc_stride,

@@ -306,11 +306,12 @@ def tagging_runs(workspace):
 @pytest.fixture(scope="module")
 def multiple_choice_run(workspace):
     output_dir = workspace / "multiple_choice_output"
+    checkpoint = workspace / "multiple_choice" / "model.ckpt"
     _runner("run_multiple_choice.py", workspace, "cased",
             "--do_predict=true", "--do_lower_case=false",
             "--input_format=jsonl",
             f"--predict_file={workspace / 'choices.jsonl'}",
-            f"--init_checkpoint={workspace / 'multiple_choice' / 'model.ckpt'}",
+            f"--init_checkpoint={checkpoint}",
             f"--max_seq_length={MULTIPLE_CHOICE_SEQ_LENGTH}",
             f"--output_dir={output_dir}")
     return np.loadtxt(output_dir / "test_results.tsv", delimiter="\t",
