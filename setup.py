@@ -52,9 +52,14 @@ setup(
         "chinese": [
             "jieba==0.42.1",
         ],
-        # google_to_hf's tokenizer.json.
+        # google_to_hf's tokenizer.json; transformers' AutoTokenizer and
+        # keras-hub's BertTokenizer.from_preset load the directory (both
+        # tokenizer-only here: no torch; tests/test_hf_export.py skips them
+        # when absent).
         "hf": [
             "tokenizers==0.23.3",
+            "transformers==5.24.0",
+            "keras-hub==0.32.0",
         ],
         # create_pretraining_data_beam.py (pulls protobuf 6.33).
         "beam": [
