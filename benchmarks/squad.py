@@ -123,7 +123,7 @@ def write_records(path, num_records, seq_length, vocab_size, seed=0):
     with squad_features.FeatureWriter(path, is_training=True) as writer:
         for index in range(num_records):
             start = int(rng.integers(query + 2, seq_length - 1))
-            writer.process_feature(squad_features.InputFeatures(
+            writer.process_feature(squad_features.SquadFeatures(
                 unique_id=1000000000 + index, example_index=index,
                 doc_span_index=0, tokens=[], token_to_orig_map={},
                 token_is_max_context={},

@@ -148,7 +148,7 @@ def test_single_text_is_cut_and_padded(small_tokenizer):
 
 
 def test_feature_json_is_googles_format():
-    feature = extraction.InputFeatures(
+    feature = extraction.ExtractionFeatures(
         unique_id=7, tokens=["[CLS]", "hi", "[SEP]"], input_ids=[2, 5, 3, 0],
         input_mask=[1, 1, 1, 0], segment_ids=[0, 0, 0, 0])
     outputs = np.array([[[0.5, 1 / 3], [-1.25, 2.0], [0.0, -1e-7]],
