@@ -6,12 +6,10 @@ output matches Google's original (tests/test_create_pretraining_data.py).
 The pipeline runs on Beam's local DirectRunner.
 """
 
-import subprocess
-import sys
-
 import pytest
 
-REPO_ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+from runner_harness import run_runner
+
 FLAGS = ["--max_seq_length=48", "--max_predictions_per_seq=7",
          "--random_seed=99", "--dupe_factor=2", "--do_lower_case=True"]
 
@@ -48,11 +46,9 @@ def test_pipeline_writes_the_scripts_records_for_each_shard(
     outputs = []
     for shard in shards:
         expected = tmp_path / f"{shard.name}.script.tfrecord"
-        subprocess.run(
-            [sys.executable, str(REPO_ROOT / "create_pretraining_data.py"),
-             f"--input_file={shard}", f"--output_file={expected}",
-             f"--vocab_file={uncased_vocab_file}", *FLAGS],
-            check=True, cwd=REPO_ROOT, capture_output=True)
+        run_runner("create_pretraining_data.py", None,
+                   f"--input_file={shard}", f"--output_file={expected}",
+                   f"--vocab_file={uncased_vocab_file}", *FLAGS)
         actual = (output_dir / f"{shard.name}.tfrecord").read_bytes()
         assert actual == expected.read_bytes(), shard.name
         outputs.append(actual)
@@ -73,11 +69,10 @@ def test_shards_with_the_same_name_are_refused(tmp_path):
 def test_missing_output_dir_is_one_line(tmp_path, golden_dir,
                                         uncased_vocab_file):
     shard = _shards(tmp_path, golden_dir, 1)[0]
-    result = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "create_pretraining_data_beam.py"),
-         f"--input_file={shard}", f"--output_dir={tmp_path / 'missing'}",
-         f"--vocab_file={uncased_vocab_file}"],
-        cwd=REPO_ROOT, capture_output=True, text=True)
+    result = run_runner(
+        "create_pretraining_data_beam.py", None, f"--input_file={shard}",
+        f"--output_dir={tmp_path / 'missing'}",
+        f"--vocab_file={uncased_vocab_file}", expect_success=False)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
         f"create_pretraining_data_beam.py: error: --output_dir="
