@@ -130,8 +130,9 @@ def test_pretraining_objective_choices_are_the_tasks():
     (dict(input_file="/no/such/dir/*.tfrecord"),
      "--input_file: no file matches input pattern '/no/such/dir/*.tfrecord'"),
     (dict(max_seq_length="128"),
-     "Cannot use sequence length 128 (--max_seq_length) because the BERT "
-     "model was only trained up to sequence length 64"),
+     "Cannot use sequence length 128 because the BERT model was only "
+     "trained up to sequence length 64 (--max_seq_length exceeds the "
+     "model's max_position_embeddings of "),
     (dict(dynamic_masking="True"), "--vocab_file is required"),
     (dict(num_accumulation_steps="3"),
      "--train_batch_size=8 is not divisible by the 1 replicas x 3 "

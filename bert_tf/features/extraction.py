@@ -351,11 +351,7 @@ def extract_features(input_file, output_file, bert_config_file,
     layer_indexes = parse_layer_indexes(layers)
     bert_config = BertConfig.from_json_file(bert_config_file)
     check_layer_indexes(layer_indexes, bert_config.num_hidden_layers)
-    if max_seq_length > bert_config.max_position_embeddings:
-        raise FeatureExtractionError(
-            f"max_seq_length {max_seq_length} is longer than the model's "
-            f"max_position_embeddings {bert_config.max_position_embeddings} "
-            f"({bert_config_file})")
+    bert_config.check_max_seq_length(max_seq_length)
     tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case)
     if len(tokenizer.vocab) > bert_config.vocab_size:
         raise FeatureExtractionError(
