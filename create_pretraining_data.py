@@ -25,38 +25,16 @@ from bert_tf import cli
 from bert_tf import file_io
 from bert_tf.data import pretraining_corpus
 from bert_tf.data import pretraining_instances
+from bert_tf.runners import pretraining_data_flags
 
 
-flags.DEFINE_string(
-    "input_file", None,
-    "Input raw text file (or comma-separated list of files; glob patterns "
-    "allowed). One sentence per line, an empty line between documents.")
+# Google's flags, shared with create_pretraining_data_beam.py.
+pretraining_data_flags.define_flags(flags.FLAGS)
+flags.adopt_module_key_flags(pretraining_data_flags)  # listed by --help
 flags.DEFINE_string(
     "output_file", None,
     "Output TFRecord file (or comma-separated list of files; instances are "
     "written round-robin).")
-flags.DEFINE_string(
-    "vocab_file", None, "The vocabulary file the BERT model was trained on.")
-flags.DEFINE_bool(
-    "do_lower_case", True,
-    "Whether to lower case the input text. Should be True for uncased "
-    "models and False for cased models.")
-flags.DEFINE_bool(
-    "do_whole_word_mask", False,
-    "Whether to use whole word masking rather than per-WordPiece masking.")
-flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
-flags.DEFINE_integer(
-    "max_predictions_per_seq", 20,
-    "Maximum number of masked LM predictions per sequence.")
-flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
-flags.DEFINE_integer(
-    "dupe_factor", 10,
-    "Number of times to duplicate the input data (with different masks).")
-flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
-flags.DEFINE_float(
-    "short_seq_prob", 0.1,
-    "Probability of creating sequences which are shorter than the maximum "
-    "length.")
 flags.DEFINE_integer(
     "num_workers", None,
     "Processes that tokenize the input and build the records. Default: "
@@ -64,37 +42,7 @@ flags.DEFINE_integer(
     "(small inputs run in one process, which is faster for them). The "
     "output is the same for every value.", lower_bound=1)
 
-flags.DEFINE_enum(
-    "chinese_word_segmenter", None, ["jieba"],
-    "Chinese whole-word masking (with --do_whole_word_mask): segment each "
-    "line into words with this segmenter (jieba: pip install jieba) and mask "
-    "all characters of a word together, as the Chinese 'wwm' models were "
-    "trained; ids stay the plain characters. Default: Google's (each Chinese "
-    "character is a word of its own).")
-flags.DEFINE_enum(
-    "word_boundaries", None, ["spaces", "word_tag"],
-    "Chinese whole-word masking (with --do_whole_word_mask) for text already "
-    "segmented: spaces (words separated by whitespace) or word_tag "
-    "('word/TAG' items, as the People's Daily corpus; the tags are dropped "
-    "from the text).")
-
 FLAGS = flags.FLAGS
-
-
-def _word_segmentation():
-    """The library's word_segmentation from the two flags (None: Google's)."""
-    if FLAGS.chinese_word_segmenter and FLAGS.word_boundaries:
-        raise pretraining_corpus.PretrainingDataError(
-            "--chinese_word_segmenter and --word_boundaries are "
-            "alternatives; give one")
-    segmentation = FLAGS.chinese_word_segmenter or FLAGS.word_boundaries
-    if segmentation and not FLAGS.do_whole_word_mask:
-        flag = ("--chinese_word_segmenter" if FLAGS.chinese_word_segmenter
-                else "--word_boundaries")
-        raise pretraining_corpus.PretrainingDataError(
-            f"{flag} chooses the words of whole-word masking: it needs "
-            f"--do_whole_word_mask")
-    return segmentation
 
 
 def main(argv):
@@ -109,7 +57,7 @@ def main(argv):
             [("--output_file", FLAGS.output_file)],
             [("--input_file", FLAGS.input_file),
              ("--vocab_file", FLAGS.vocab_file)])
-        word_segmentation = _word_segmentation()
+        word_segmentation = pretraining_data_flags.word_segmentation(FLAGS)
         tokenizer = pretraining_corpus.load_tokenizer(
             FLAGS.vocab_file, FLAGS.do_lower_case)
         input_files = file_io.expand_input_patterns(FLAGS.input_file)

@@ -92,12 +92,7 @@ def run(flag_values):
 
     _validate_flags(flag_values)
     bert_config = finetune.load_bert_config(flag_values)
-    if flag_values.max_seq_length > bert_config.max_position_embeddings:
-        raise ValueError(
-            f"Cannot use sequence length {flag_values.max_seq_length} "
-            "(--max_seq_length) because the BERT model was only trained up to "
-            f"sequence length {bert_config.max_position_embeddings} "
-            f"(--bert_config_file={flag_values.bert_config_file})")
+    bert_config.check_max_seq_length(flag_values.max_seq_length)
 
     # Every file is read (and checked) before any training; the first file
     # read fixes the number of choices for the others.

@@ -122,12 +122,7 @@ def run(flag_values):
                          "input_file")
     runner_flags.check_file("bert_config_file", flag_values.bert_config_file)
     bert_config = BertConfig.from_json_file(flag_values.bert_config_file)
-    if flag_values.max_seq_length > bert_config.max_position_embeddings:
-        raise ValueError(
-            f"Cannot use sequence length {flag_values.max_seq_length} "
-            "(--max_seq_length) because the BERT model was only trained up to "
-            f"sequence length {bert_config.max_position_embeddings} "
-            f"(--bert_config_file={flag_values.bert_config_file})")
+    bert_config.check_max_seq_length(flag_values.max_seq_length)
     input_files = runner_flags.expand_file_patterns("input_file",
                                                     flag_values.input_file)
     if flag_values.dynamic_masking:

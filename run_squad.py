@@ -118,11 +118,7 @@ def _validate_flags(flag_values, bert_config):
     if flag_values.do_predict and not flag_values.predict_file:
         raise ValueError(
             "If `do_predict` is True, then `predict_file` must be specified.")
-    if flag_values.max_seq_length > bert_config.max_position_embeddings:
-        raise ValueError(
-            f"Cannot use sequence length {flag_values.max_seq_length} "
-            "because the BERT model was only trained up to sequence length "
-            f"{bert_config.max_position_embeddings}")
+    bert_config.check_max_seq_length(flag_values.max_seq_length)
     if flag_values.max_seq_length <= flag_values.max_query_length + 3:
         raise ValueError(
             f"The max_seq_length ({flag_values.max_seq_length}) must be "

@@ -47,7 +47,7 @@ def write_records(path, num_records, seq_length, vocab_size, seed=0):
     """Random full-length features in Google's classifier record format."""
     rng = np.random.default_rng(seed)
     features = [
-        classifier_features.InputFeatures(
+        classifier_features.ClassifierFeatures(
             input_ids=rng.integers(1, vocab_size, seq_length).tolist(),
             input_mask=[1] * seq_length,
             segment_ids=[0] * (seq_length // 2)

@@ -39,6 +39,10 @@ import tensorflow as tf  # noqa: E402
 from bert_tf.training.adam_weight_decay import (  # noqa: E402
     GOOGLE_WEIGHT_DECAY_EXCLUSIONS, GOOGLE_WEIGHT_DECAY_RATE)
 
+# Google's golden corpus (Hamlet verse): words for generated inputs.
+GOLDEN_CORPUS = (REPO_ROOT / "tests" / "golden" / "create_pretraining_data"
+                 / "corpus.txt")
+
 # BERT's WordPiece vocabulary size (Google's released English models).
 BERT_VOCAB_SIZE = 30522
 DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")

@@ -3,7 +3,7 @@
 Feature creation (`--part=features`): reading a SQuAD file and turning its
 questions into training features (`max_seq_length` 384, `doc_stride` 128,
 `max_query_length` 64, uncased vocabulary), on the same generated file
-(Hamlet verse in SQuAD layout, `tests/squad_testdata.py`):
+(Hamlet verse in SQuAD layout, `bert_tf.data.squad_synthetic`):
 
 * bert_tf: `squad_examples.read_squad_examples` + `squad_features
   .generate_features` with bert_tf's `FullTokenizer`;
@@ -42,7 +42,6 @@ time.
 import argparse
 import os
 import random
-import sys
 import tempfile
 
 import harness  # first: puts the repository on the path, quiets TF logging
@@ -50,8 +49,7 @@ import harness  # first: puts the repository on the path, quiets TF logging
 import numpy as np
 import tensorflow as tf
 
-sys.path.insert(0, str(harness.REPO_ROOT / "tests"))
-import squad_testdata  # noqa: E402
+from bert_tf.data import squad_synthetic  # noqa: E402
 
 VOCAB_FILE = (harness.REPO_ROOT / "tests" / "golden" / "models"
               / "uncased_vocab.txt")
@@ -90,11 +88,12 @@ def feature_creation(args, work):
     from absl import logging
     # Model Garden logs its first 20 features at INFO: not part of the work.
     logging.set_verbosity(logging.WARNING)
-    document = squad_testdata.make_squad(
-        random.Random(0), num_paragraphs=args.num_paragraphs,
-        questions_per_paragraph=5, min_words=80, max_words=250)
-    path = squad_testdata.write_json(os.path.join(work, "train.json"),
-                                     document)
+    document = squad_synthetic.make_squad(
+        random.Random(0), squad_synthetic.read_words(harness.GOLDEN_CORPUS),
+        num_paragraphs=args.num_paragraphs, questions_per_paragraph=5,
+        min_words=80, max_words=250)
+    path = squad_synthetic.write_json(os.path.join(work, "train.json"),
+                                      document)
     (ours, theirs), (our_result, their_result) = (
         harness.best_cpu_seconds_interleaved(
             [lambda: bert_tf_features(path, args),
@@ -123,7 +122,7 @@ def write_records(path, num_records, seq_length, vocab_size, seed=0):
     with squad_features.FeatureWriter(path, is_training=True) as writer:
         for index in range(num_records):
             start = int(rng.integers(query + 2, seq_length - 1))
-            writer.process_feature(squad_features.InputFeatures(
+            writer.process_feature(squad_features.SquadFeatures(
                 unique_id=1000000000 + index, example_index=index,
                 doc_span_index=0, tokens=[], token_to_orig_map={},
                 token_is_max_context={},

@@ -25,12 +25,19 @@ def exit_with_error(program, error):
     sys.exit(f"{program}: error: {error}")
 
 
-def parse_flags(program, define_flags, argv=None, positional=False):
+# Each asks for the program's help (absl's own help flags belong to
+# `app.run`'s global flags, not to a program's fresh `FlagValues`).
+HELP_ARGUMENTS = ("-h", "-help", "--help", "--helpshort", "--helpfull")
+
+
+def parse_flags(program, define_flags, argv=None, positional=False,
+                known_only=False):
     """Parses a command line into fresh absl flags.
 
     For the `main(argv)` of programs run as `python -m ...` (and called by
     tests with their own arguments): each call gets its own `FlagValues`,
-    so several command lines can run in one process.
+    so several command lines can run in one process. `--help` prints the
+    program's docstring and flags and exits with status 0.
 
     Args:
       program: the name in messages, e.g. "python -m bert_tf.learn_vocab".
@@ -38,23 +45,35 @@ def parse_flags(program, define_flags, argv=None, positional=False):
       argv: the arguments without the program name (default:
         `sys.argv[1:]`).
       positional: accept positional arguments (e.g. a sub-command).
+      known_only: leave unknown flags for another parser (e.g. Apache
+        Beam's pipeline options) instead of refusing them.
 
     Returns:
-      The parsed `flags.FlagValues`; with `positional`, a pair of it and the
-      list of positional arguments.
+      The parsed `flags.FlagValues`; with `positional` or `known_only`, a
+      pair of it and the list of the other arguments, in order.
 
     Raises:
       SystemExit: a flag is unknown, malformed or missing (status 1, the
-        message on stderr), or positional arguments were given.
+        message on stderr), or positional arguments were given; or help was
+        asked for (status 0).
     """
     flag_values = flags.FlagValues()
     define_flags(flag_values)
     argv = sys.argv[1:] if argv is None else list(argv)
+    if any(argument in HELP_ARGUMENTS for argument in argv):
+        description = sys.modules[define_flags.__module__].__doc__ or ""
+        # absl groups flags under the file that defined them; a user needs
+        # the flags only.
+        flag_lines = [line for line in flag_values.get_help().splitlines()
+                      if line.startswith(" ")]
+        print(f"{description.strip()}\n\nUsage: {program} [flags]\n\n"
+              + "\n".join(flag_lines))
+        sys.exit(0)
     try:
-        rest = flag_values([program] + argv)
+        rest = flag_values([program] + argv, known_only=known_only)
     except flags.Error as error:
         exit_with_error(program, error)
-    if positional:
+    if positional or known_only:
         return flag_values, rest[1:]
     if len(rest) > 1:
         exit_with_error(program,

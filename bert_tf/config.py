@@ -117,6 +117,23 @@ class BertConfig:
                 "initializer_range",
                 f"must be a positive number, got {self.initializer_range!r}")
 
+    def check_max_seq_length(self, max_seq_length):
+        """Refuses sequences longer than the position embeddings reach.
+
+        Every program that takes a `--max_seq_length` checks it here, with
+        Google's message (its runners' check).
+
+        Raises:
+          BertConfigError: `max_seq_length` > `max_position_embeddings`.
+        """
+        if max_seq_length > self.max_position_embeddings:
+            where = f" of {self._source}" if self._source else ""
+            raise BertConfigError(
+                f"Cannot use sequence length {max_seq_length} because the "
+                f"BERT model was only trained up to sequence length "
+                f"{self.max_position_embeddings} (--max_seq_length exceeds "
+                f"the model's max_position_embeddings{where})")
+
     @classmethod
     def from_dict(cls, values, source=None):
         """Builds a config from a dict of Google's JSON keys."""

@@ -19,6 +19,41 @@ def is_remote(path):
     return "://" in os.fspath(path)
 
 
+def read_bytes(path, description="file"):
+    """The whole content of a local or remote (gs://...) file.
+
+    TensorFlow is imported only for a remote path (importing it is slow).
+
+    Args:
+      path: the file.
+      description: what it is, for messages ("vocab file", "SQuAD file").
+
+    Returns:
+      The bytes.
+
+    Raises:
+      FileNotFoundError: `<description> <path> does not exist`.
+      OSError: it cannot be read (a directory, no permission), named the
+        same way.
+    """
+    path = os.fspath(path)
+    if is_remote(path):
+        import tensorflow as tf
+        if not tf.io.gfile.exists(path):
+            raise FileNotFoundError(f"{description} {path} does not exist")
+        with tf.io.gfile.GFile(path, "rb") as reader:
+            return reader.read()
+    try:
+        with open(path, "rb") as reader:
+            return reader.read()
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"{description} {path} does not exist") from None
+    except OSError as error:
+        raise OSError(f"cannot read {description} {path}: "
+                      f"{error.strerror or error}") from error
+
+
 def _glob(pattern):
     if is_remote(pattern):
         import tensorflow as tf  # Only remote files need it: slow to import.

@@ -65,7 +65,8 @@ import time
 from absl import app
 from absl import flags
 
-import demo
+# The steps and command helpers demo.py runs too.
+from bert_tf.runners import workflow as demo
 from bert_tf import file_io
 from experiments import paper_in_miniature as miniature
 

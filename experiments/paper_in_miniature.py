@@ -66,7 +66,8 @@ import time
 from absl import app
 from absl import flags
 
-import demo
+# The steps and command helpers demo.py runs too.
+from bert_tf.runners import workflow as demo
 from bert_tf import file_io
 from experiments import replaced_span_task
 

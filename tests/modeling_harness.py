@@ -68,6 +68,41 @@ def expected_bert_variables(config):
     return names
 
 
+def google_bert_shapes(vocab_size=100, hidden=32, layers=2, intermediate=64,
+                       positions=64, types=2, heads=True):
+    """{name: shape} of a Google pretraining checkpoint's model tensors:
+    `expected_bert_variables`, and the `cls/...` heads unless `heads` is
+    False."""
+    config = BertConfig(
+        vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers,
+        num_attention_heads=1, intermediate_size=intermediate,
+        max_position_embeddings=positions, type_vocab_size=types)
+    shapes = dict(expected_bert_variables(config))
+    if heads:
+        shapes.update({
+            "cls/predictions/transform/dense/kernel": (hidden, hidden),
+            "cls/predictions/transform/dense/bias": (hidden,),
+            "cls/predictions/transform/LayerNorm/gamma": (hidden,),
+            "cls/predictions/transform/LayerNorm/beta": (hidden,),
+            "cls/predictions/output_bias": (vocab_size,),
+            "cls/seq_relationship/output_weights": (2, hidden),
+            "cls/seq_relationship/output_bias": (2,),
+        })
+    return shapes
+
+
+def random_tensors(shapes, seed=0, scale=0.5):
+    """Random float32 values; LayerNorm gammas around 1 as in trained BERTs."""
+    rng = np.random.default_rng(seed)
+    tensors = {}
+    for name, shape in shapes.items():
+        value = rng.normal(0.0, scale, size=shape).astype(np.float32)
+        if name.endswith("/gamma"):
+            value += 1.0
+        tensors[name] = value
+    return tensors
+
+
 def variables_of(layer):
     """[(path, shape)] of a Keras layer's weights, in its order."""
     return [(v.path, tuple(v.shape)) for v in layer.weights]

@@ -1,4 +1,16 @@
-"""Running a runner script as a user does (a subprocess), for the tests."""
+"""Running a runner as a user does, for the tests: the one way tests do it.
+
+Two entry points, one per kind of check:
+
+- `run_runner` / `start_runner`: the program in a subprocess started as a
+  user starts it (`python run_squad.py --flag=...` or `python -m
+  bert_tf.convert ...`), for what only a real process shows: exit status,
+  the one-line error on stderr (`assert_error_line`), output files, signals.
+- `parse_runner_flags` / `run_in_process`: the runner's absl flags parsed
+  into a fresh `flags.FlagValues` and its `run` called in this process, for
+  flag checks and runs that need no process of their own (no 5-8 s of
+  `import tensorflow` per run).
+"""
 
 import json
 import os
@@ -6,36 +18,119 @@ import pathlib
 import subprocess
 import sys
 
+from absl import flags
 import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def run_runner(script, workspace, *flags, expect_success=True, timeout=600):
-    """Runs `script` with the workspace's tiny model; returns the process.
+def runner_environment(**changes):
+    """The environment runners run in: TensorFlow's C++ logging quiet, no
+    GPU; `changes` set (a value of None removes the variable)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    for name, value in changes.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+def runner_command(script, workspace, *flags_):
+    """The command line a user types: python, the program, its flags.
 
     Args:
-      script: the runner's file name in the repository, e.g. "run_squad.py".
-      workspace: a directory holding `vocab.txt` and `bert_config.json`.
-      *flags: the rest of the command line.
+      script: the runner's file name in the repository ("run_squad.py"), or
+        a module run with `-m` ("bert_tf.convert").
+      workspace: None, or a directory holding `vocab.txt` and
+        `bert_config.json`, passed as `--vocab_file`/`--bert_config_file`.
+      *flags_: the rest of the command line.
+    """
+    if script.endswith(".py"):
+        command = [sys.executable, str(REPO_ROOT / script)]
+    else:
+        command = [sys.executable, "-m", script]
+    if workspace is not None:
+        command += [f"--vocab_file={workspace / 'vocab.txt'}",
+                    f"--bert_config_file={workspace / 'bert_config.json'}"]
+    return command + list(flags_)
+
+
+def run_runner(script, workspace, *flags_, expect_success=True, timeout=600,
+               cwd=REPO_ROOT, env=None):
+    """Runs a runner in a subprocess; returns the finished process.
+
+    Args:
+      script, workspace, *flags_: as `runner_command`.
       expect_success: fail the test (with the runner's stderr) on a non-zero
         exit status.
       timeout: seconds before the run is killed.
+      cwd: the directory the user runs it from.
+      env: its environment (default `runner_environment()`).
 
     Returns:
       The `subprocess.CompletedProcess`, output captured as text.
     """
-    command = [sys.executable, str(REPO_ROOT / script),
-               f"--vocab_file={workspace / 'vocab.txt'}",
-               f"--bert_config_file={workspace / 'bert_config.json'}",
-               *flags]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    process = subprocess.run(command, cwd=REPO_ROOT, env=env,
-                             capture_output=True, text=True, timeout=timeout)
+    process = subprocess.run(
+        runner_command(script, workspace, *flags_), cwd=cwd,
+        env=runner_environment() if env is None else env,
+        capture_output=True, text=True, timeout=timeout)
     if expect_success and process.returncode != 0:
         pytest.fail(f"{script} failed ({process.returncode}):\n"
                     f"{process.stderr[-5000:]}")
     return process
+
+
+def start_runner(script, workspace, *flags_, cwd=REPO_ROOT, env=None,
+                 **popen_kwargs):
+    """Starts a runner in a subprocess and returns it running (`Popen`), for
+    tests that signal or kill it mid-run. Arguments as `run_runner`;
+    `popen_kwargs` (stdout, stderr, text, ...) go to `subprocess.Popen`."""
+    return subprocess.Popen(
+        runner_command(script, workspace, *flags_), cwd=cwd,
+        env=runner_environment() if env is None else env, **popen_kwargs)
+
+
+def assert_error_line(process, message):
+    """The run failed with status 1 and stderr's last line is the one-line
+    error `<program>: error: <message>` of `bert_tf.cli`."""
+    assert process.returncode == 1, process.stderr[-5000:]
+    program = pathlib.Path(process.args[1]).name
+    if process.args[1] == "-m":
+        program = process.args[2].rsplit(".", 1)[-1] + ".py"
+    assert process.stderr.strip().splitlines()[-1] == (
+        f"{program}: error: {message}")
+
+
+def parse_runner_flags(runner, *flags_, workspace=None):
+    """The runner's flags parsed from a command line, in this process.
+
+    Args:
+      runner: the runner module (it has `define_flags(flag_values)`).
+      *flags_: the command line after the program name.
+      workspace: as `runner_command`.
+
+    Returns:
+      A fresh `flags.FlagValues` (absl's global FLAGS stay untouched).
+
+    Raises:
+      flags.Error: a flag is unknown, missing or invalid (as at a user's
+        command line).
+    """
+    flag_values = flags.FlagValues()
+    runner.define_flags(flag_values)
+    program = runner.__name__.rsplit(".", 1)[-1] + ".py"
+    # runner_command's list without the interpreter: the program, its flags.
+    command = runner_command(program, workspace, *flags_)[1:]
+    flag_values([program, *command[1:]])
+    return flag_values
+
+
+def run_in_process(runner, *flags_, workspace=None):
+    """Parses the flags (`parse_runner_flags`) and returns `runner.run`'s
+    result, in this process; errors are raised, not turned into exits."""
+    return runner.run(parse_runner_flags(runner, *flags_,
+                                         workspace=workspace))
 
 
 def read_eval_results(output_dir):

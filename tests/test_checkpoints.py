@@ -19,62 +19,10 @@ import tensorflow as tf
 from bert_tf import checkpoints
 from bert_tf.config import BertConfig
 from modeling_harness import BERT_DROPOUT, tiny_bert_config
+from modeling_harness import google_bert_shapes, random_tensors
 
 HIDDEN = 32
 INTERMEDIATE = 64
-
-
-def google_bert_shapes(vocab_size=100, hidden=HIDDEN, layers=2,
-                       intermediate=INTERMEDIATE, positions=64, types=2,
-                       heads=True):
-    """Google's tensor names and shapes for a BERT, written out by hand."""
-    shapes = {
-        "bert/embeddings/word_embeddings": (vocab_size, hidden),
-        "bert/embeddings/position_embeddings": (positions, hidden),
-        "bert/embeddings/token_type_embeddings": (types, hidden),
-        "bert/embeddings/LayerNorm/gamma": (hidden,),
-        "bert/embeddings/LayerNorm/beta": (hidden,),
-        "bert/pooler/dense/kernel": (hidden, hidden),
-        "bert/pooler/dense/bias": (hidden,),
-    }
-    for layer in range(layers):
-        scope = f"bert/encoder/layer_{layer}"
-        for part in ("query", "key", "value"):
-            shapes[f"{scope}/attention/self/{part}/kernel"] = (hidden, hidden)
-            shapes[f"{scope}/attention/self/{part}/bias"] = (hidden,)
-        shapes[f"{scope}/attention/output/dense/kernel"] = (hidden, hidden)
-        shapes[f"{scope}/attention/output/dense/bias"] = (hidden,)
-        shapes[f"{scope}/attention/output/LayerNorm/gamma"] = (hidden,)
-        shapes[f"{scope}/attention/output/LayerNorm/beta"] = (hidden,)
-        shapes[f"{scope}/intermediate/dense/kernel"] = (hidden, intermediate)
-        shapes[f"{scope}/intermediate/dense/bias"] = (intermediate,)
-        shapes[f"{scope}/output/dense/kernel"] = (intermediate, hidden)
-        shapes[f"{scope}/output/dense/bias"] = (hidden,)
-        shapes[f"{scope}/output/LayerNorm/gamma"] = (hidden,)
-        shapes[f"{scope}/output/LayerNorm/beta"] = (hidden,)
-    if heads:
-        shapes.update({
-            "cls/predictions/transform/dense/kernel": (hidden, hidden),
-            "cls/predictions/transform/dense/bias": (hidden,),
-            "cls/predictions/transform/LayerNorm/gamma": (hidden,),
-            "cls/predictions/transform/LayerNorm/beta": (hidden,),
-            "cls/predictions/output_bias": (vocab_size,),
-            "cls/seq_relationship/output_weights": (2, hidden),
-            "cls/seq_relationship/output_bias": (2,),
-        })
-    return shapes
-
-
-def random_tensors(shapes, seed=0, scale=0.5):
-    """Random float32 values; LayerNorm gammas around 1 as in trained BERTs."""
-    rng = np.random.default_rng(seed)
-    tensors = {}
-    for name, shape in shapes.items():
-        value = rng.normal(0.0, scale, size=shape).astype(np.float32)
-        if name.endswith("/gamma"):
-            value += 1.0
-        tensors[name] = value
-    return tensors
 
 
 def write_with_tf1_saver(tensors, prefix):

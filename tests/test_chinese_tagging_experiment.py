@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-import demo
+# The steps and command helpers demo.py runs too.
+from bert_tf.runners import workflow as demo
 from experiments import chinese_tagging
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -9,7 +9,6 @@ existing whole-word output (text without Chinese must not change by a byte).
 import importlib.util
 import os
 import re
-import subprocess
 import sys
 
 import pytest
@@ -18,7 +17,7 @@ from bert_tf.data import pretraining_corpus
 from bert_tf.data import pretraining_instances
 from bert_tf.text import tokenization
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from runner_harness import run_runner
 CJK_RUN = re.compile("[\u4e00-\u9fff]+")
 FLAGS = dict(max_seq_length=64, max_predictions_per_seq=10, random_seed=7,
              dupe_factor=2, do_whole_word_mask=True)
@@ -172,12 +171,12 @@ def test_output_is_the_same_for_every_num_workers(tmp_path, monkeypatch,
 
 def test_script_needs_whole_word_mask_for_a_segmenter(tmp_path, golden_dir,
                                                       uncased_vocab_file):
-    result = subprocess.run(
-        [sys.executable, os.path.join(REPO_ROOT, "create_pretraining_data.py"),
-         f"--input_file={golden_dir / 'create_pretraining_data' / 'corpus.txt'}",
-         f"--output_file={tmp_path / 'out.tfrecord'}",
-         f"--vocab_file={uncased_vocab_file}", "--word_boundaries=spaces"],
-        cwd=REPO_ROOT, capture_output=True, text=True)
+    result = run_runner(
+        "create_pretraining_data.py", None,
+        f"--input_file={golden_dir / 'create_pretraining_data' / 'corpus.txt'}",
+        f"--output_file={tmp_path / 'out.tfrecord'}",
+        f"--vocab_file={uncased_vocab_file}", "--word_boundaries=spaces",
+        expect_success=False)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
         "create_pretraining_data.py: error: --word_boundaries chooses the "
@@ -187,13 +186,13 @@ def test_script_needs_whole_word_mask_for_a_segmenter(tmp_path, golden_dir,
 
 def test_script_takes_one_segmentation_only(tmp_path, golden_dir,
                                             uncased_vocab_file):
-    result = subprocess.run(
-        [sys.executable, os.path.join(REPO_ROOT, "create_pretraining_data.py"),
-         f"--input_file={golden_dir / 'create_pretraining_data' / 'corpus.txt'}",
-         f"--output_file={tmp_path / 'out.tfrecord'}",
-         f"--vocab_file={uncased_vocab_file}", "--do_whole_word_mask",
-         "--word_boundaries=spaces", "--chinese_word_segmenter=jieba"],
-        cwd=REPO_ROOT, capture_output=True, text=True)
+    result = run_runner(
+        "create_pretraining_data.py", None,
+        f"--input_file={golden_dir / 'create_pretraining_data' / 'corpus.txt'}",
+        f"--output_file={tmp_path / 'out.tfrecord'}",
+        f"--vocab_file={uncased_vocab_file}", "--do_whole_word_mask",
+        "--word_boundaries=spaces", "--chinese_word_segmenter=jieba",
+        expect_success=False)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
         "create_pretraining_data.py: error: --chinese_word_segmenter and "

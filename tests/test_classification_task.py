@@ -29,7 +29,7 @@ def random_features(count, num_labels, seed=0, num_padding=0,
         pad = [0] * (SEQ_LENGTH - length)
         label = (float(rng.uniform(0, 5)) if regression
                  else int(rng.integers(0, num_labels)))
-        features.append(cf.InputFeatures(
+        features.append(cf.ClassifierFeatures(
             input_ids=ids + pad, input_mask=[1] * length + pad,
             segment_ids=[0] * (length // 2) + [1] * (length - length // 2)
             + pad, label_id=label, is_real_example=i < count - num_padding))

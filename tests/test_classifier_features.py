@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data import classifier_features as cf
+from bert_tf.data import encoded_input
 from bert_tf.data.glue_processors import InputExample
 from bert_tf.text.tokenization import FullTokenizer
 
@@ -76,18 +77,19 @@ def test_truncate_seq_pair_pops_the_longer_and_b_on_ties(reference):
                                  (0, 9, 3), (6, 5, 4)]:
         ours = (list(range(len_a)), list(range(len_b)))
         theirs = (list(range(len_a)), list(range(len_b)))
-        cf.truncate_seq_pair(*ours, budget)
+        encoded_input.truncate_seq_pair(*ours, budget)
         reference._truncate_seq_pair(*theirs, budget)
         assert ours == theirs, (len_a, len_b, budget)
     a, b = list("xyz"), list("pqr")
-    cf.truncate_seq_pair(a, b, 5)
+    encoded_input.truncate_seq_pair(a, b, 5)
     assert (a, b) == (list("xyz"), list("pq"))
 
 
 def test_padding_example_and_unlabelled_and_regression(tokenizer):
     padding = cf.convert_single_example(cf.PaddingInputExample(), ["0", "1"],
                                         6, tokenizer)
-    assert padding == cf.InputFeatures([0] * 6, [0] * 6, [0] * 6, 0, False)
+    assert padding == cf.ClassifierFeatures([0] * 6, [0] * 6, [0] * 6, 0,
+                                            False)
     unlabelled = cf.convert_single_example(
         InputExample("t", "hi", None, None), ["x", "y"], 6, tokenizer)
     assert unlabelled.label_id == 0

@@ -119,3 +119,19 @@ def test_replace_validates():
     assert config.replace(num_hidden_layers=3).num_hidden_layers == 3
     with pytest.raises(BertConfigError, match="num_attention_heads"):
         config.replace(num_attention_heads=5)
+
+
+def test_max_seq_length_beyond_the_position_embeddings_is_googles_error(
+        cased_tiny_dir):
+    path = cased_tiny_dir / "bert_config.json"
+    config = BertConfig.from_json_file(path)
+    positions = config.max_position_embeddings
+    config.check_max_seq_length(positions)  # exactly full: fine
+    with pytest.raises(BertConfigError) as raised:
+        config.check_max_seq_length(positions + 1)
+    # Google's run_classifier.py / run_squad.py text, then the file.
+    assert str(raised.value) == (
+        f"Cannot use sequence length {positions + 1} because the BERT model "
+        f"was only trained up to sequence length {positions} "
+        f"(--max_seq_length exceeds the model's max_position_embeddings of "
+        f"{path})")

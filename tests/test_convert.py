@@ -9,8 +9,6 @@ import json
 import logging as python_logging
 import os
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -22,9 +20,9 @@ from bert_tf.config import BertConfig
 from bert_tf import convert
 
 from modeling_harness import BERT_DROPOUT, tiny_bert_config
-from test_checkpoints import google_bert_shapes, random_tensors
+from modeling_harness import google_bert_shapes, random_tensors
+from runner_harness import run_runner
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 TINY_HF_CONFIG = {
     "architectures": ["BertForPreTraining"],
@@ -398,12 +396,11 @@ def test_sharded_safetensors_directory(tmp_path):
 def test_cli_in_a_subprocess(tmp_path):
     hf_dir = write_hf_dir(tmp_path / "hf", huggingface.google_to_hf_tensors(
         tiny_google_tensors(seed=9)))
-    result = subprocess.run(
-        [sys.executable, "-m", "bert_tf.convert", "hf_to_google",
-         f"--safetensors={hf_dir / 'model.safetensors'}",
-         f"--output_dir={tmp_path / 'google'}"],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    result = run_runner(
+        "bert_tf.convert", None, "hf_to_google",
+        f"--safetensors={hf_dir / 'model.safetensors'}",
+        f"--output_dir={tmp_path / 'google'}", timeout=300,
+        expect_success=False)
     assert result.returncode == 0, result.stderr
     assert f"Wrote {tmp_path / 'google' / 'bert_model.ckpt'}" in result.stdout
     assert sorted(os.listdir(tmp_path / "google")) == [

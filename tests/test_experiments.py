@@ -8,16 +8,15 @@ import json
 import math
 import pathlib
 import random
-import subprocess
 import sys
 
 import pytest
 
-import demo
+from bert_tf.runners import workflow
 from experiments import paper_in_miniature as miniature
 from experiments import replaced_span_task as span_task
+from runner_harness import run_runner
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 PASSAGES = [
     "the film is a sharp and funny look at life in a small town",
@@ -159,9 +158,8 @@ def test_bad_donor_files_name_the_file_and_line(tmp_path):
 
 
 def _run_span_task_command(*flags):
-    return subprocess.run(
-        [sys.executable, "-m", "experiments.replaced_span_task", *flags],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    return run_runner("experiments.replaced_span_task", None, *flags,
+                      timeout=120, expect_success=False)
 
 
 def test_the_command_names_a_missing_donor_file_and_bad_lengths(tmp_path):
@@ -220,7 +218,7 @@ def planned(tmp_path):
     """Paths and runs of the default experiment, with its configs written."""
     paths = miniature.Paths(tmp_path)
     for layers in miniature.DEFAULT.layers:
-        paths.config(layers).write_text(json.dumps(demo.bert_config(
+        paths.config(layers).write_text(json.dumps(workflow.bert_config(
             miniature.model_settings(miniature.DEFAULT, layers), 8000)))
     return paths, miniature.build_runs(paths, miniature.DEFAULT)
 
@@ -318,7 +316,7 @@ def test_runs_record_their_results_and_a_rerun_skips_them(tmp_path, capsys):
     assert miniature.run_all(runs, tmp_path, jobs=2) == set()
     info = json.loads((tmp_path / "b" / "run_info.json").read_text())
     assert info["metrics"] == {"eval_accuracy": 0.75}
-    assert info["command"] == demo.display_command(runs[1].command)
+    assert info["command"] == workflow.display_command(runs[1].command)
     assert info["seconds"] >= 0
     capsys.readouterr()
     assert miniature.run_all(runs, tmp_path, jobs=2) == set()
@@ -491,11 +489,9 @@ def test_results_files_from_finished_runs_and_invocations(planned):
 def test_quick_experiment_runs_end_to_end(tmp_path):
     pytest.importorskip("matplotlib")
     work_dir, results_dir = tmp_path / "work", tmp_path / "results"
-    command = [sys.executable, "-m", "experiments.paper_in_miniature",
-               "--quick", f"--work_dir={work_dir}",
-               f"--results_dir={results_dir}"]
-    finished = subprocess.run(command, cwd=REPO_ROOT, capture_output=True,
-                              text=True, timeout=1200)
+    command = ["experiments.paper_in_miniature", None, "--quick",
+               f"--work_dir={work_dir}", f"--results_dir={results_dir}"]
+    finished = run_runner(*command, timeout=1200, expect_success=False)
     assert finished.returncode == 0, finished.stdout + finished.stderr
     results = json.loads((results_dir / "results.json").read_text())
     assert results["runs_finished"] == results["runs_total"] == 13
@@ -507,7 +503,6 @@ def test_quick_experiment_runs_end_to_end(tmp_path):
         assert (results_dir / name).stat().st_size > 0
     assert "$ " in finished.stdout  # every command line is printed
     # A second invocation has nothing left to run.
-    again = subprocess.run(command, cwd=REPO_ROOT, capture_output=True,
-                           text=True, timeout=600)
+    again = run_runner(*command, expect_success=False)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "13 of 13 runs are done already" in again.stdout

@@ -30,12 +30,11 @@ import os
 import subprocess
 import sys
 
-from absl import flags
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from runner_harness import REPO_ROOT, run_runner
+from runner_harness import REPO_ROOT, run_in_process, run_runner
 import export_saved_model
 
 from bert_tf import checkpoints
@@ -218,13 +217,8 @@ def _runner(script, workspace, model, *flags):
 def _export(workspace, model, name, *flag_list):
     """Runs export_saved_model.run in this process; returns the export."""
     export_dir = workspace / "exports" / name
-    flag_values = flags.FlagValues()
-    export_saved_model.define_flags(flag_values)
-    flag_values(["export_saved_model.py",
-                 f"--vocab_file={workspace / model / 'vocab.txt'}",
-                 f"--bert_config_file={workspace / model / 'bert_config.json'}",
-                 f"--export_dir={export_dir}", *flag_list])
-    export_saved_model.run(flag_values)
+    run_in_process(export_saved_model, f"--export_dir={export_dir}",
+                   *flag_list, workspace=workspace / model)
     return export_dir
 
 
@@ -681,15 +675,10 @@ def test_embeddings_match_googles_extract_features(tmp_path, golden_dir):
 
 def _export_embeddings(tmp_path, model_dir):
     export_dir = tmp_path / "embeddings"
-    flag_values = flags.FlagValues()
-    export_saved_model.define_flags(flag_values)
-    flag_values(["export_saved_model.py", "--task_name=embeddings",
-                 f"--vocab_file={model_dir / 'vocab.txt'}",
-                 f"--bert_config_file={model_dir / 'bert_config.json'}",
-                 f"--init_checkpoint={model_dir / 'bert_model.ckpt'}",
-                 "--do_lower_case=false", "--max_seq_length=48",
-                 f"--export_dir={export_dir}"])
-    export_saved_model.run(flag_values)
+    run_in_process(export_saved_model, "--task_name=embeddings",
+                   f"--init_checkpoint={model_dir / 'bert_model.ckpt'}",
+                   "--do_lower_case=false", "--max_seq_length=48",
+                   f"--export_dir={export_dir}", workspace=model_dir)
     return export_dir
 
 

@@ -7,9 +7,6 @@ and hand-derived expectations for parsing, truncation and formatting.
 
 import gzip
 import json
-import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,7 +15,8 @@ from bert_tf import file_io
 from bert_tf.features import extraction
 from bert_tf.text import tokenization
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+from runner_harness import run_runner
+
 
 
 def _golden_records(golden_dir):
@@ -76,13 +74,12 @@ def test_script_reproduces_google_output(golden_dir, tmp_path):
     arguments = _golden_arguments(golden_dir)
     output_file = tmp_path / "out" / "features.jsonl"
     output_file.parent.mkdir()
-    command = [sys.executable, str(REPO_ROOT / "extract_features.py"),
-               f"--output_file={output_file}", "--batch_size=4",
-               "--do_lower_case=False"]
-    command += [f"--{name}={value}" for name, value in arguments.items()
-                if name != "do_lower_case"]
-    result = subprocess.run(command, cwd=tmp_path, capture_output=True,
-                            text=True, timeout=600)
+    flags = [f"--output_file={output_file}", "--batch_size=4",
+             "--do_lower_case=False"]
+    flags += [f"--{name}={value}" for name, value in arguments.items()
+              if name != "do_lower_case"]
+    result = run_runner("extract_features.py", None, *flags, cwd=tmp_path,
+                        expect_success=False)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Wrote features of 32 examples to {output_file}" in result.stdout
     _assert_matches_golden(output_file, golden_dir)
@@ -148,7 +145,7 @@ def test_single_text_is_cut_and_padded(small_tokenizer):
 
 
 def test_feature_json_is_googles_format():
-    feature = extraction.InputFeatures(
+    feature = extraction.ExtractionFeatures(
         unique_id=7, tokens=["[CLS]", "hi", "[SEP]"], input_ids=[2, 5, 3, 0],
         input_mask=[1, 1, 1, 0], segment_ids=[0, 0, 0, 0])
     outputs = np.array([[[0.5, 1 / 3], [-1.25, 2.0], [0.0, -1e-7]],

@@ -51,3 +51,16 @@ def test_atomic_write_names_a_missing_directory(tmp_path):
     with pytest.raises(FileNotFoundError, match="directory .*missing does not exist"):
         with file_io.atomic_write(path):
             pass
+
+
+def test_read_bytes_names_the_file_it_cannot_read(tmp_path):
+    (tmp_path / "vocab.txt").write_bytes(b"[PAD]\n\xc3\xa9\n")
+    assert file_io.read_bytes(tmp_path / "vocab.txt") == b"[PAD]\n\xc3\xa9\n"
+    with pytest.raises(FileNotFoundError) as raised:
+        file_io.read_bytes(tmp_path / "gone.txt", "vocab file")
+    assert str(raised.value) == (
+        f"vocab file {tmp_path / 'gone.txt'} does not exist")
+    with pytest.raises(OSError) as raised:
+        file_io.read_bytes(tmp_path, "SQuAD file")
+    assert str(raised.value) == (
+        f"cannot read SQuAD file {tmp_path}: Is a directory")

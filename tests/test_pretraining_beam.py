@@ -6,12 +6,10 @@ output matches Google's original (tests/test_create_pretraining_data.py).
 The pipeline runs on Beam's local DirectRunner.
 """
 
-import subprocess
-import sys
-
 import pytest
 
-REPO_ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+from runner_harness import run_runner
+
 FLAGS = ["--max_seq_length=48", "--max_predictions_per_seq=7",
          "--random_seed=99", "--dupe_factor=2", "--do_lower_case=True"]
 
@@ -40,19 +38,22 @@ def test_pipeline_writes_the_scripts_records_for_each_shard(
     shards = _shards(tmp_path, golden_dir, 3)
     output_dir = tmp_path / "beam"
     output_dir.mkdir()
-    create_pretraining_data_beam.run([
-        f"--input_file={tmp_path / 'shards' / '*.txt'}",
-        f"--output_dir={output_dir}", f"--vocab_file={uncased_vocab_file}",
-        *FLAGS, "--runner=DirectRunner"])
+    # Google's flags for us, the rest (--runner) for Beam.
+    flag_values, pipeline_arguments = (
+        create_pretraining_data_beam.parse_command_line([
+            f"--input_file={tmp_path / 'shards' / '*.txt'}",
+            f"--output_dir={output_dir}",
+            f"--vocab_file={uncased_vocab_file}", *FLAGS,
+            "--runner=DirectRunner"]))
+    assert pipeline_arguments == ["--runner=DirectRunner"]
+    create_pretraining_data_beam.run(flag_values, pipeline_arguments)
 
     outputs = []
     for shard in shards:
         expected = tmp_path / f"{shard.name}.script.tfrecord"
-        subprocess.run(
-            [sys.executable, str(REPO_ROOT / "create_pretraining_data.py"),
-             f"--input_file={shard}", f"--output_file={expected}",
-             f"--vocab_file={uncased_vocab_file}", *FLAGS],
-            check=True, cwd=REPO_ROOT, capture_output=True)
+        run_runner("create_pretraining_data.py", None,
+                   f"--input_file={shard}", f"--output_file={expected}",
+                   f"--vocab_file={uncased_vocab_file}", *FLAGS)
         actual = (output_dir / f"{shard.name}.tfrecord").read_bytes()
         assert actual == expected.read_bytes(), shard.name
         outputs.append(actual)
@@ -73,12 +74,42 @@ def test_shards_with_the_same_name_are_refused(tmp_path):
 def test_missing_output_dir_is_one_line(tmp_path, golden_dir,
                                         uncased_vocab_file):
     shard = _shards(tmp_path, golden_dir, 1)[0]
-    result = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "create_pretraining_data_beam.py"),
-         f"--input_file={shard}", f"--output_dir={tmp_path / 'missing'}",
-         f"--vocab_file={uncased_vocab_file}"],
-        cwd=REPO_ROOT, capture_output=True, text=True)
+    result = run_runner(
+        "create_pretraining_data_beam.py", None, f"--input_file={shard}",
+        f"--output_dir={tmp_path / 'missing'}",
+        f"--vocab_file={uncased_vocab_file}", expect_success=False)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
         f"create_pretraining_data_beam.py: error: --output_dir="
         f"{tmp_path / 'missing'} is not an existing directory")
+
+
+def test_pipeline_options_pass_through_and_help_lists_our_flags(capsys):
+    import create_pretraining_data_beam
+    flag_values, pipeline_arguments = (
+        create_pretraining_data_beam.parse_command_line([
+            "--input_file=a.txt", "--runner", "DataflowRunner",
+            "--output_dir=out", "--vocab_file=v.txt", "--nodo_lower_case",
+            "--project=p", "--max_seq_length=64"]))
+    assert (flag_values.input_file, flag_values.output_dir,
+            flag_values.do_lower_case, flag_values.max_seq_length) == (
+        "a.txt", "out", False, 64)
+    assert pipeline_arguments == ["--runner", "DataflowRunner",
+                                  "--project=p"]
+    with pytest.raises(SystemExit) as exit_info:
+        create_pretraining_data_beam.parse_command_line(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for flag in ("--input_file", "--output_dir", "--vocab_file",
+                 "--[no]do_whole_word_mask", "--word_boundaries"):
+        assert f"  {flag}:" in out
+
+
+def test_missing_required_flag_is_one_line(capsys):
+    import create_pretraining_data_beam
+    with pytest.raises(SystemExit) as exit_info:
+        create_pretraining_data_beam.parse_command_line(
+            ["--input_file=a.txt", "--vocab_file=v.txt", "--runner=Direct"])
+    assert exit_info.value.code == (
+        "create_pretraining_data_beam.py: error: flag --output_dir=None: "
+        "Flag --output_dir must have a value other than None.")

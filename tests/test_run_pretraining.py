@@ -1,15 +1,15 @@
 """run_pretraining.py: Google's command line, flag errors, kill and resume.
 
 Flag tests parse into a fresh `flags.FlagValues()` and call `run`, in
-process. The kill/resume test runs the real program in a subprocess and
-SIGKILLs it mid-run.
+process (`runner_harness.parse_runner_flags`). The kill/resume test runs the
+real program in a subprocess (`runner_harness.start_runner`) and SIGKILLs
+it mid-run.
 """
 
 import os
 import re
 import signal
 import subprocess
-import sys
 import time
 
 from absl import flags
@@ -20,11 +20,12 @@ import tensorflow as tf
 import run_pretraining
 from bert_tf import checkpoints
 
-from pretraining_harness import make_pretraining_arrays
 from modeling_harness import tiny_bert_config
+from pretraining_harness import make_pretraining_arrays
 from pretraining_harness import write_pretraining_records
+from runner_harness import parse_runner_flags
+from runner_harness import start_runner
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PREDICTIONS = 32, 5
 
 
@@ -65,10 +66,7 @@ def google_args(data_dir, output_dir, **overrides):
 
 
 def parse(args):
-    flag_values = flags.FlagValues()
-    run_pretraining.define_flags(flag_values)
-    flag_values(["run_pretraining.py"] + args)
-    return flag_values
+    return parse_runner_flags(run_pretraining, *args)
 
 
 # -- flags -------------------------------------------------------------------
@@ -132,8 +130,9 @@ def test_pretraining_objective_choices_are_the_tasks():
     (dict(input_file="/no/such/dir/*.tfrecord"),
      "--input_file: no file matches input pattern '/no/such/dir/*.tfrecord'"),
     (dict(max_seq_length="128"),
-     "Cannot use sequence length 128 (--max_seq_length) because the BERT "
-     "model was only trained up to sequence length 64"),
+     "Cannot use sequence length 128 because the BERT model was only "
+     "trained up to sequence length 64 (--max_seq_length exceeds the "
+     "model's max_position_embeddings of "),
     (dict(dynamic_masking="True"), "--vocab_file is required"),
     (dict(do_whole_word_mask="True"),
      "--do_whole_word_mask masks raw text: it needs --dynamic_masking"),
@@ -209,10 +208,8 @@ def test_init_checkpoint_from_a_released_style_checkpoint(cased_tiny_dir,
 
 def _start(args, log_path):
     log = open(log_path, "w")
-    return subprocess.Popen(
-        [sys.executable, os.path.join(REPO_ROOT, "run_pretraining.py")] + args,
-        cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONPATH": REPO_ROOT}), log
+    return start_runner("run_pretraining.py", None, *args, stdout=log,
+                        stderr=subprocess.STDOUT), log
 
 
 def test_killed_run_resumes_and_finishes_at_the_same_step(data_dir, tmp_path):

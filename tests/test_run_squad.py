@@ -1,4 +1,5 @@
-"""run_squad.py end to end, as a user runs it (a subprocess per run).
+"""run_squad.py end to end, as a user runs it (a subprocess per run), and
+its flag checks in process (both through `runner_harness`).
 
 A generated span task with known answers: each paragraph is filler words
 with one cue word, "alpha"; the answer is the word after it, a colour word
@@ -20,11 +21,12 @@ import logging
 import random
 import re
 
-from absl import flags
 import numpy as np
 import pytest
 
-from runner_harness import read_eval_results, run_runner
+from runner_harness import parse_runner_flags
+from runner_harness import read_eval_results
+from runner_harness import run_runner
 import run_squad
 
 
@@ -255,13 +257,7 @@ def test_version_2_learns_when_there_is_no_answer(workspace):
 # flags); what a user sees is `run_squad.py: error: <the message>`.
 
 def parse(workspace, *args):
-    flag_values = flags.FlagValues()
-    run_squad.define_flags(flag_values)
-    flag_values(["run_squad.py",
-                 f"--vocab_file={workspace / 'vocab.txt'}",
-                 f"--bert_config_file={workspace / 'bert_config.json'}",
-                 *args])
-    return flag_values
+    return parse_runner_flags(run_squad, *args, workspace=workspace)
 
 
 def test_google_defaults(workspace):

@@ -12,6 +12,7 @@ import random
 import pytest
 
 from bert_tf.data import squad_evaluate
+from bert_tf.data import squad_synthetic
 import squad_testdata
 
 
@@ -126,8 +127,9 @@ def _variant(rng, gold, other_texts):
 
 def _generated(version_2, seed):
     rng = random.Random(seed)
-    document = squad_testdata.make_squad(rng, num_paragraphs=30,
-                                         version_2=version_2)
+    document = squad_synthetic.make_squad(
+        rng, squad_testdata.corpus_words(), num_paragraphs=30,
+        version_2=version_2)
     dataset = document["data"]
     golds = [a["text"] for article in dataset
              for p in article["paragraphs"] for qa in p["qas"]

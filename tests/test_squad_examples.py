@@ -10,6 +10,7 @@ import logging
 import pytest
 
 from bert_tf.data import squad_examples
+from bert_tf.data import squad_synthetic
 from bert_tf.data.squad_examples import SquadFormatError
 import squad_testdata
 
@@ -20,7 +21,7 @@ def _squad(context, qas):
 
 
 def _write(tmp_path, document, name="squad.json"):
-    return squad_testdata.write_json(tmp_path / name, document)
+    return squad_synthetic.write_json(tmp_path / name, document)
 
 
 def test_split_context_uses_the_originals_whitespace():

@@ -27,7 +27,7 @@ SEQ = 16
 def _random_features(rng, count, vocab_size, first_unique_id=1000000000):
     lengths = rng.integers(4, SEQ + 1, count)
     mask = (np.arange(SEQ)[None, :] < lengths[:, None]).astype(np.int32)
-    return [squad_features.InputFeatures(
+    return [squad_features.SquadFeatures(
         unique_id=first_unique_id + i, example_index=i, doc_span_index=0,
         tokens=[], token_to_orig_map={}, token_is_max_context={},
         input_ids=(rng.integers(1, vocab_size, SEQ) * mask[i]).tolist(),

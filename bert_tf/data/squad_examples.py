@@ -106,7 +106,7 @@ def load_squad_json(input_file):
         JSON syntax error).
     """
     input_file = str(input_file)
-    data = _read_bytes(input_file)
+    data = file_io.read_bytes(input_file, "SQuAD file")
     try:
         text = data.decode("utf-8-sig")  # A byte-order mark is allowed.
     except UnicodeDecodeError as error:
@@ -125,25 +125,6 @@ def load_squad_json(input_file):
             f"{input_file}: not a SQuAD file: expected a JSON object with a "
             f"\"data\" list of articles")
     return document["data"]
-
-
-def _read_bytes(path):
-    """The bytes of a file; remote paths (gs://...) go through tf.io.gfile."""
-    if file_io.is_remote(path):
-        import tensorflow as tf  # Only for remote files: importing TF is slow.
-        if not tf.io.gfile.exists(path):
-            raise FileNotFoundError(f"SQuAD file {path} does not exist")
-        with tf.io.gfile.GFile(path, "rb") as reader:
-            return reader.read()
-    try:
-        with open(path, "rb") as reader:
-            return reader.read()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"SQuAD file {path} does not exist") from None
-    except OSError as error:
-        raise SquadFormatError(
-            f"cannot read SQuAD file {path}: {error.strerror or error}"
-        ) from error
 
 
 def iterate_questions(articles, input_file):

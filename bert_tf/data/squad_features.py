@@ -39,14 +39,15 @@ import tensorflow as tf
 
 from bert_tf import file_io
 from bert_tf.data import tfrecord_files
+from bert_tf.data.encoded_input import EncodedInput
+from bert_tf.data.encoded_input import INPUT_IDS
+from bert_tf.data.encoded_input import INPUT_MASK
+from bert_tf.data.encoded_input import SEGMENT_IDS
 
 # The first feature's id; Google's constant.
 BASE_UNIQUE_ID = 1000000000
 
 UNIQUE_IDS = "unique_ids"
-INPUT_IDS = "input_ids"
-INPUT_MASK = "input_mask"
-SEGMENT_IDS = "segment_ids"
 START_POSITIONS = "start_positions"
 END_POSITIONS = "end_positions"
 IS_IMPOSSIBLE = "is_impossible"
@@ -58,11 +59,13 @@ _MAX_CACHED_WORDS = 1 << 20
 DocSpan = collections.namedtuple("DocSpan", ["start", "length"])
 
 
-@dataclasses.dataclass
-class InputFeatures:
+@dataclasses.dataclass(kw_only=True)
+class SquadFeatures(EncodedInput):
     """One window of one example, with what post-processing needs.
 
-    Attributes:
+    Attributes (besides `EncodedInput`'s `input_ids`, `input_mask`,
+    `segment_ids`, `max_seq_length` long, None once dropped by
+    `without_model_inputs`):
       unique_id: the feature's id (`BASE_UNIQUE_ID` + its position).
       example_index: index of its example in the example list.
       doc_span_index: which window of the example this is.
@@ -71,8 +74,6 @@ class InputFeatures:
         (`doc_tokens`), for the window's pieces.
       token_is_max_context: position in `tokens` -> whether this window owns
         the piece (see the module doc), for the window's pieces.
-      input_ids, input_mask, segment_ids: model inputs, `max_seq_length`
-        long (None once dropped by `without_model_inputs`).
       start_position, end_position: training targets in `tokens` (0 = [CLS]
         when the window has no answer); None when predicting.
       is_impossible: training: the example's `is_impossible` (as Google's);
@@ -84,9 +85,6 @@ class InputFeatures:
     tokens: List[str]
     token_to_orig_map: Dict[int, int]
     token_is_max_context: Dict[int, bool]
-    input_ids: Optional[List[int]]
-    input_mask: Optional[List[int]]
-    segment_ids: Optional[List[int]]
     start_position: Optional[int] = None
     end_position: Optional[int] = None
     is_impossible: Optional[bool] = None
@@ -224,7 +222,7 @@ def _tokenize_document(doc_tokens, tokenizer, word_pieces):
 def generate_features(examples, tokenizer, max_seq_length, doc_stride,
                       max_query_length, is_training,
                       first_unique_id=BASE_UNIQUE_ID):
-    """Yields the `InputFeatures` of `examples`, one at a time, in order.
+    """Yields the `SquadFeatures` of `examples`, one at a time, in order.
 
     Args:
       examples: iterable of `SquadExample`s (training ones need positions).
@@ -236,7 +234,7 @@ def generate_features(examples, tokenizer, max_seq_length, doc_stride,
       first_unique_id: id of the first feature.
 
     Yields:
-      `InputFeatures`, with `unique_id`s counting up from `first_unique_id`
+      `SquadFeatures`, with `unique_id`s counting up from `first_unique_id`
       and `example_index` the position of the example in `examples`.
 
     Raises:
@@ -295,12 +293,7 @@ def generate_features(examples, tokenizer, max_seq_length, doc_stride,
                 for owner in owners[span.start:span_end]]))
             input_ids = prefix_ids + all_doc_ids[span.start:span_end]
             input_ids.append(sep_id)
-            num_tokens = len(input_ids)
-            padding = [0] * (max_seq_length - num_tokens)
-            input_mask = [1] * num_tokens + padding
-            segment_ids = ([0] * doc_offset + [1] * (span.length + 1)
-                           + padding)
-            input_ids += padding
+            segment_ids = [0] * doc_offset + [1] * (span.length + 1)
 
             start_position = end_position = is_impossible = None
             if is_training:
@@ -313,16 +306,14 @@ def generate_features(examples, tokenizer, max_seq_length, doc_stride,
                                       + doc_offset)
                     end_position = tok_end_position - span.start + doc_offset
 
-            yield InputFeatures(
+            yield SquadFeatures.padded(
+                input_ids, segment_ids, max_seq_length,
                 unique_id=unique_id,
                 example_index=example_index,
                 doc_span_index=span_index,
                 tokens=tokens,
                 token_to_orig_map=token_to_orig_map,
                 token_is_max_context=token_is_max_context,
-                input_ids=input_ids,
-                input_mask=input_mask,
-                segment_ids=segment_ids,
                 start_position=start_position,
                 end_position=end_position,
                 is_impossible=is_impossible)
@@ -349,7 +340,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length,
 # -- records and tf.data ------------------------------------------------------
 
 def serialize_features(feature, is_training):
-    """One `InputFeatures` as a serialized `tf.train.Example` (Google's)."""
+    """One `SquadFeatures` as a serialized `tf.train.Example` (Google's)."""
     def int64_feature(values):
         return tf.train.Feature(
             int64_list=tf.train.Int64List(value=list(values)))
@@ -374,7 +365,7 @@ class FeatureWriter(tfrecord_files.TFRecordFileWriter):
 
     A `TFRecordFileWriter` (temporary name, renamed by `close()`, removed by
     `abort()` or by leaving a `with` block with an exception) that makes
-    its parent directory and serializes `InputFeatures`.
+    its parent directory and serializes `SquadFeatures`.
 
     Example:
       with FeatureWriter(path, is_training=True) as writer:
@@ -445,7 +436,7 @@ def read_tfrecord(input_file, max_seq_length, is_training):
 
 
 def features_to_arrays(features, is_training):
-    """Stacks `InputFeatures` into numpy arrays keyed by record name."""
+    """Stacks `SquadFeatures` into numpy arrays keyed by record name."""
     arrays = {
         UNIQUE_IDS: np.array([f.unique_id for f in features], np.int64),
         INPUT_IDS: np.array([f.input_ids for f in features], np.int32),
@@ -463,6 +454,6 @@ def features_to_arrays(features, is_training):
 
 
 def dataset_from_features(features, is_training):
-    """An unbatched dataset of feature dicts from in-memory `InputFeatures`."""
+    """An unbatched dataset of feature dicts from in-memory `SquadFeatures`."""
     return tf.data.Dataset.from_tensor_slices(
         features_to_arrays(features, is_training))

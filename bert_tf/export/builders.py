@@ -12,11 +12,7 @@ from bert_tf.text.graph_tokenizer import GraphFullTokenizer
 
 
 def _check_length(max_seq_length, bert_config):
-    if max_seq_length > bert_config.max_position_embeddings:
-        raise ValueError(
-            f"Cannot use sequence length {max_seq_length} (--max_seq_length) "
-            "because the BERT model was only trained up to sequence length "
-            f"{bert_config.max_position_embeddings}")
+    bert_config.check_max_seq_length(max_seq_length)
     if max_seq_length < 3:
         raise ValueError(
             f"--max_seq_length={max_seq_length} cannot hold [CLS] and two "

@@ -1,9 +1,9 @@
 """Feature extraction: contextual token vectors from a pre-trained BERT."""
 
+from bert_tf.features.extraction import ExtractionFeatures
 from bert_tf.features.extraction import FeatureExtractionError
 from bert_tf.features.extraction import FeatureExtractor
 from bert_tf.features.extraction import InputExample
-from bert_tf.features.extraction import InputFeatures
 from bert_tf.features.extraction import check_layer_indexes
 from bert_tf.features.extraction import convert_example_to_features
 from bert_tf.features.extraction import convert_examples_to_features
@@ -14,10 +14,10 @@ from bert_tf.features.extraction import parse_layer_indexes
 from bert_tf.features.extraction import read_examples
 
 __all__ = [
+    "ExtractionFeatures",
     "FeatureExtractionError",
     "FeatureExtractor",
     "InputExample",
-    "InputFeatures",
     "check_layer_indexes",
     "convert_example_to_features",
     "convert_examples_to_features",

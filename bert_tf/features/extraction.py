@@ -29,7 +29,8 @@ from absl import logging
 import numpy as np
 
 from bert_tf import file_io
-from bert_tf.data import classifier_features
+from bert_tf.data.encoded_input import EncodedInput
+from bert_tf.data.encoded_input import frame_pair
 from bert_tf.text import tokenization
 
 # "text_a ||| text_b"; the first group is greedy, so with several
@@ -49,18 +50,17 @@ class InputExample:
     text_b: str = None
 
 
-@dataclasses.dataclass
-class InputFeatures:
+@dataclasses.dataclass(kw_only=True)
+class ExtractionFeatures(EncodedInput):
     """One example as model inputs, padded to `max_seq_length`.
 
-    `tokens` are the real tokens only ([CLS] ... [SEP]); the id lists are
-    padded with zeros.
+    Attributes (besides `EncodedInput`'s `input_ids`, `input_mask`,
+    `segment_ids`, padded with zeros):
+      unique_id: the example's line index (`linex_index` in the output).
+      tokens: the real tokens only ([CLS] ... [SEP]).
     """
     unique_id: int
     tokens: list
-    input_ids: list
-    input_mask: list
-    segment_ids: list
 
 
 def _read_lines(input_file):
@@ -131,24 +131,16 @@ def convert_example_to_features(example, max_seq_length, tokenizer):
       tokenizer: a `FullTokenizer`.
 
     Returns:
-      An `InputFeatures`.
+      An `ExtractionFeatures`.
     """
     tokens_a = tokenizer.tokenize(example.text_a)
     tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else []
     # A second text that has no tokens (e.g. only control characters)
     # leaves a single-text example, as Google's.
-    tokens, segment_ids = classifier_features.frame_pair(
-        tokens_a, tokens_b, max_seq_length)
-    input_ids = tokenizer.convert_tokens_to_ids(tokens)
-    input_mask = [1] * len(input_ids)
-
-    padding = [0] * (max_seq_length - len(input_ids))
-    return InputFeatures(
-        unique_id=example.unique_id,
-        tokens=tokens,
-        input_ids=input_ids + padding,
-        input_mask=input_mask + padding,
-        segment_ids=segment_ids + padding)
+    tokens, segment_ids = frame_pair(tokens_a, tokens_b, max_seq_length)
+    return ExtractionFeatures.padded(
+        tokenizer.convert_tokens_to_ids(tokens), segment_ids, max_seq_length,
+        unique_id=example.unique_id, tokens=tokens)
 
 
 def convert_examples_to_features(examples, max_seq_length, tokenizer):
@@ -298,7 +290,7 @@ def feature_json(feature, layer_outputs, layer_indexes):
     """Google's JSON object for one example.
 
     Args:
-      feature: its `InputFeatures`.
+      feature: its `ExtractionFeatures`.
       layer_outputs: [len(layer_indexes), num_tokens, hidden_size].
       layer_indexes: the `--layers` indexes, in the order given.
 
@@ -359,11 +351,7 @@ def extract_features(input_file, output_file, bert_config_file,
     layer_indexes = parse_layer_indexes(layers)
     bert_config = BertConfig.from_json_file(bert_config_file)
     check_layer_indexes(layer_indexes, bert_config.num_hidden_layers)
-    if max_seq_length > bert_config.max_position_embeddings:
-        raise FeatureExtractionError(
-            f"max_seq_length {max_seq_length} is longer than the model's "
-            f"max_position_embeddings {bert_config.max_position_embeddings} "
-            f"({bert_config_file})")
+    bert_config.check_max_seq_length(max_seq_length)
     tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case)
     if len(tokenizer.vocab) > bert_config.vocab_size:
         raise FeatureExtractionError(

@@ -28,25 +28,19 @@ from bert_tf.modeling.layers import checkpoint_scope
 from bert_tf.modeling.layers import gelu
 from bert_tf.modeling.layers import get_activation
 from bert_tf.modeling.layers import weight_initializer
-from bert_tf.modeling.transformer import AttentionBlock
-from bert_tf.modeling.transformer import Intermediate
 from bert_tf.modeling.transformer import MultiHeadSelfAttention
-from bert_tf.modeling.transformer import ResidualOutput
 from bert_tf.modeling.transformer import TransformerBlock
 from bert_tf.modeling.transformer import TransformerEncoder
 
 __all__ = [
-    "AttentionBlock",
     "BertEmbeddings",
     "BertModel",
     "ClassifierHead",
-    "Intermediate",
     "LayerNorm",
     "MaskedLMHead",
     "MultiHeadSelfAttention",
     "NextSentenceHead",
     "Pooler",
-    "ResidualOutput",
     "SUPPORTED_ACTIVATIONS",
     "SpanHead",
     "TokenClassifierHead",

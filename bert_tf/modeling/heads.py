@@ -17,6 +17,71 @@ from bert_tf.modeling.layers import shape_list
 from bert_tf.modeling.layers import weight_initializer
 
 
+# -- output weights -----------------------------------------------------------
+# What the classifier, next-sentence and span heads have in common: Google's
+# `output_weights` [num_outputs, hidden_size] (stored transposed) and
+# `output_bias` [num_outputs], and logits = x W^T + b in float32.
+
+class _OutputWeightsHead(keras.layers.Layer):
+    """Base of the heads with Google's `output_weights`/`output_bias`.
+
+    A subclass says where the two variables live (`checkpoint_scope`), how
+    many outputs there are and the initializer's stddev, and computes its
+    logits with `_logits`.
+    """
+
+    def __init__(self, config, num_outputs, name, **kwargs):
+        """Args:
+          config: the encoder's `BertConfig`.
+          num_outputs: the rows of `output_weights`, a positive int.
+          name: the Keras layer name.
+          **kwargs: Keras layer arguments (`dtype`, `trainable`).
+
+        Raises:
+          TypeError: `config` is not a BertConfig.
+        """
+        super().__init__(name=name, **kwargs)
+        if not isinstance(config, BertConfig):
+            raise TypeError(
+                f"config must be a BertConfig, got {type(config).__name__}")
+        self.config = config
+        self._num_outputs = num_outputs
+
+    def _build_output_weights(self, scope, stddev):
+        """Creates the two variables as `<scope>/output_weights` and
+        `<scope>/output_bias` (`scope` "" for the checkpoint's root)."""
+        with checkpoint_scope(scope):
+            self.output_weights = keras.Variable(
+                initializer=weight_initializer(stddev),
+                shape=(self._num_outputs, self.config.hidden_size),
+                dtype=self.variable_dtype, name="output_weights")
+            # float32 even under mixed precision: added to float32 logits.
+            self.output_bias = keras.Variable(
+                initializer="zeros", shape=(self._num_outputs,),
+                dtype=self.variable_dtype, autocast=False, name="output_bias")
+
+    def _logits(self, inputs):
+        """[..., hidden_size] -> float32 logits [..., num_outputs]."""
+        shape = shape_list(inputs)
+        if len(shape) == 2:
+            flat = inputs
+        else:
+            flat = tf.reshape(inputs, [-1, shape[-1]])  # [positions, hidden]
+        logits = tf.matmul(flat, self.output_weights, transpose_b=True)
+        logits = tf.cast(logits, tf.float32) + self.output_bias
+        if len(shape) == 2:
+            return logits
+        return tf.reshape(logits, shape[:-1] + [self._num_outputs])
+
+    def get_config(self):
+        return {**super().get_config(), "config": self.config.to_dict()}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(BertConfig.from_dict(config.pop("config")), **config)
+
+
 # -- classifier head ----------------------------------------------------------
 # The sequence-classification head of Google's `run_classifier.py`.
 
@@ -26,7 +91,7 @@ CLASSIFIER_INITIALIZER_STDDEV = 0.02
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class ClassifierHead(keras.layers.Layer):
+class ClassifierHead(_OutputWeightsHead):
     """logits = dropout(pooled_output) W^T + b.
 
     Variables: `output_weights` [num_labels, hidden_size] and `output_bias`
@@ -45,26 +110,15 @@ class ClassifierHead(keras.layers.Layer):
           TypeError: `config` is not a BertConfig.
           ValueError: `num_labels` is not a positive int.
         """
-        super().__init__(name=name, **kwargs)
-        if not isinstance(config, BertConfig):
-            raise TypeError(
-                f"config must be a BertConfig, got {type(config).__name__}")
+        super().__init__(config, num_labels, name=name, **kwargs)
         if (isinstance(num_labels, bool) or not isinstance(num_labels, int)
                 or num_labels < 1):
             raise ValueError(
                 f"num_labels must be a positive integer, got {num_labels!r}")
-        self.config = config
         self.num_labels = num_labels
 
     def build(self, pooled_output_shape=None):
-        with checkpoint_scope(""):
-            self.output_weights = keras.Variable(
-                initializer=weight_initializer(CLASSIFIER_INITIALIZER_STDDEV),
-                shape=(self.num_labels, self.config.hidden_size),
-                dtype=self.variable_dtype, name="output_weights")
-            self.output_bias = keras.Variable(
-                initializer="zeros", shape=(self.num_labels,),
-                dtype=self.variable_dtype, autocast=False, name="output_bias")
+        self._build_output_weights("", CLASSIFIER_INITIALIZER_STDDEV)
 
     def call(self, pooled_output, training=False):
         """Classifies.
@@ -77,18 +131,10 @@ class ClassifierHead(keras.layers.Layer):
           float32 logits [batch_size, num_labels].
         """
         pooled_output = dropout(pooled_output, CLASSIFIER_DROPOUT, training)
-        logits = tf.matmul(pooled_output, self.output_weights,
-                           transpose_b=True)
-        return tf.cast(logits, tf.float32) + self.output_bias
+        return self._logits(pooled_output)
 
     def get_config(self):
-        return {**super().get_config(), "config": self.config.to_dict(),
-                "num_labels": self.num_labels}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        return cls(BertConfig.from_dict(config.pop("config")), **config)
+        return {**super().get_config(), "num_labels": self.num_labels}
 
 
 # -- masked lm head -----------------------------------------------------------
@@ -221,7 +267,7 @@ class MaskedLMHead(keras.layers.Layer):
 # The next-sentence-prediction head: is segment B the real continuation?
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class NextSentenceHead(keras.layers.Layer):
+class NextSentenceHead(_OutputWeightsHead):
     """logits = pooled_output W^T + b (Google's `get_next_sentence_output`).
 
     Class 0 means "B follows A", class 1 "B is random".
@@ -236,35 +282,15 @@ class NextSentenceHead(keras.layers.Layer):
           name: the scope under "cls/"; Google's is "seq_relationship".
           **kwargs: Keras layer arguments (`dtype`, `trainable`).
         """
-        super().__init__(name=name, **kwargs)
-        if not isinstance(config, BertConfig):
-            raise TypeError(
-                f"config must be a BertConfig, got {type(config).__name__}")
-        self.config = config
+        super().__init__(config, 2, name=name, **kwargs)
 
     def build(self, pooled_output_shape=None):
-        with checkpoint_scope(f"cls/{self.name}"):
-            self.output_weights = keras.Variable(
-                initializer=weight_initializer(self.config.initializer_range),
-                shape=(2, self.config.hidden_size), dtype=self.variable_dtype,
-                name="output_weights")
-            self.output_bias = keras.Variable(
-                initializer="zeros", shape=(2,), dtype=self.variable_dtype,
-                autocast=False, name="output_bias")
+        self._build_output_weights(f"cls/{self.name}",
+                                   self.config.initializer_range)
 
     def call(self, pooled_output):
         """[batch_size, hidden_size] -> float32 logits [batch_size, 2]."""
-        logits = tf.matmul(pooled_output, self.output_weights,
-                           transpose_b=True)
-        return tf.cast(logits, tf.float32) + self.output_bias
-
-    def get_config(self):
-        return {**super().get_config(), "config": self.config.to_dict()}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        return cls(BertConfig.from_dict(config.pop("config")), **config)
+        return self._logits(pooled_output)
 
 
 # -- span head ----------------------------------------------------------------
@@ -275,7 +301,7 @@ SPAN_INITIALIZER_STDDEV = 0.02
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class SpanHead(keras.layers.Layer):
+class SpanHead(_OutputWeightsHead):
     """Per token: [start, end] logits = sequence_output W^T + b.
 
     Variables: `cls/squad/output_weights` [2, hidden_size] and
@@ -288,21 +314,11 @@ class SpanHead(keras.layers.Layer):
           name: the scope under "cls/"; Google's is "squad".
           **kwargs: Keras layer arguments (`dtype`, `trainable`).
         """
-        super().__init__(name=name, **kwargs)
-        if not isinstance(config, BertConfig):
-            raise TypeError(
-                f"config must be a BertConfig, got {type(config).__name__}")
-        self.config = config
+        super().__init__(config, 2, name=name, **kwargs)
 
     def build(self, sequence_output_shape=None):
-        with checkpoint_scope(f"cls/{self.name}"):
-            self.output_weights = keras.Variable(
-                initializer=weight_initializer(SPAN_INITIALIZER_STDDEV),
-                shape=(2, self.config.hidden_size), dtype=self.variable_dtype,
-                name="output_weights")
-            self.output_bias = keras.Variable(
-                initializer="zeros", shape=(2,), dtype=self.variable_dtype,
-                autocast=False, name="output_bias")
+        self._build_output_weights(f"cls/{self.name}",
+                                   SPAN_INITIALIZER_STDDEV)
 
     def call(self, sequence_output):
         """Scores every token as the answer's start and end.
@@ -317,20 +333,8 @@ class SpanHead(keras.layers.Layer):
             raise ValueError(
                 f"sequence_output must be [batch_size, seq_length, "
                 f"hidden_size], got shape {sequence_output.shape}")
-        batch_size, seq_length, hidden_size = shape_list(sequence_output)
-        flat = tf.reshape(sequence_output, [-1, hidden_size])  # [b * s, h]
-        logits = tf.matmul(flat, self.output_weights, transpose_b=True)
-        logits = tf.cast(logits, tf.float32) + self.output_bias  # [b * s, 2]
-        logits = tf.reshape(logits, [batch_size, seq_length, 2])
+        logits = self._logits(sequence_output)  # [batch, seq, 2]
         return logits[:, :, 0], logits[:, :, 1]
-
-    def get_config(self):
-        return {**super().get_config(), "config": self.config.to_dict()}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        return cls(BertConfig.from_dict(config.pop("config")), **config)
 
 
 # -- token classifier head ----------------------------------------------------
@@ -362,10 +366,6 @@ class TokenClassifierHead(ClassifierHead):
         Returns:
           float32 logits [batch_size, seq_length, num_labels].
         """
-        batch_size, seq_length, hidden_size = shape_list(sequence_output)
         sequence_output = dropout(sequence_output, CLASSIFIER_DROPOUT,
                                   training)
-        flat = tf.reshape(sequence_output, [-1, hidden_size])  # [b * s, h]
-        logits = tf.matmul(flat, self.output_weights, transpose_b=True)
-        logits = tf.cast(logits, tf.float32) + self.output_bias
-        return tf.reshape(logits, [batch_size, seq_length, self.num_labels])
+        return self._logits(sequence_output)

@@ -1,15 +1,19 @@
-"""The Transformer encoder, Google's post-LN block, in one place.
+"""The Transformer encoder: Google's post-LN block, read top to bottom.
 
-Reading order follows the forward pass of one layer
-(`bert/encoder/layer_N/...`):
+One `TransformerBlock` is one layer of the paper (Google's
+`bert/encoder/layer_N`), written in the order the forward pass runs:
 
-    attention/self    MultiHeadSelfAttention  scaled dot-product
-    attention/output  ResidualOutput          dense, dropout, +x, LayerNorm
-    attention         AttentionBlock          the two above
-    intermediate      Intermediate            dense + activation
-    output            ResidualOutput          dense, dropout, +x, LayerNorm
-    layer_N           TransformerBlock        the whole block
-    encoder           TransformerEncoder      the stack of blocks
+    attention/self              MultiHeadSelfAttention: Q, K, V, softmax
+    attention/output/dense      back to hidden_size; dropout; + block input
+    attention/output/LayerNorm
+    intermediate/dense          up to intermediate_size; activation
+    output/dense                back to hidden_size; dropout; + attention
+    output/LayerNorm
+
+The attention stays a sub-layer of its own (as in keras-hub's
+`TransformerEncoder`): splitting heads, scaling, masking and softmax are one
+concept, and its scope `attention/self` is Google's. `TransformerEncoder`
+stacks the blocks (`bert/encoder`).
 """
 
 import math
@@ -69,7 +73,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         Args:
           hidden_states: [batch_size, seq_length, hidden_size].
           attention_bias: float32 [batch_size, 1, 1, seq_length], 0 for keys
-            that may be attended and -10000 for padding.
+            that may be attended and -10000 for padding (or [batch_size, 1,
+            seq_length, seq_length] for causal attention).
           training: whether to apply attention-probability dropout.
 
         Returns:
@@ -109,150 +114,104 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             context, [batch_size, seq_length, self.config.hidden_size])
 
 
-# -- residual output ----------------------------------------------------------
-# Dense projection + dropout + residual connection + LayerNorm (post-LN).
-
-class ResidualOutput(keras.layers.Layer):
-    """LayerNorm(residual + dropout(inputs W + b)).
-
-    Google's closing step of both halves of a Transformer layer: named
-    `attention/output` after self-attention and `output` after the
-    intermediate layer, each with a `dense` and a `LayerNorm`.
-    """
-
-    def __init__(self, config, name="output", **kwargs):
-        super().__init__(name=name, **kwargs)
-        self.config = config
-        self.dense = keras.layers.Dense(
-            config.hidden_size, name="dense", dtype=self.dtype_policy,
-            kernel_initializer=weight_initializer(config.initializer_range))
-        self.layer_norm = LayerNorm(name="LayerNorm", dtype=self.dtype_policy)
-
-    def build(self, inputs_shape):
-        self.dense.build(inputs_shape)
-        self.layer_norm.build((None, None, self.config.hidden_size))
-
-    def call(self, inputs, residual, training=False):
-        """Projects `inputs` to hidden_size and adds them to `residual`.
-
-        Args:
-          inputs: [batch_size, seq_length, width] (hidden_size after
-            attention, intermediate_size after the intermediate layer).
-          residual: [batch_size, seq_length, hidden_size], the sub-layer's
-            input.
-          training: whether to apply dropout.
-
-        Returns:
-          [batch_size, seq_length, hidden_size], compute dtype.
-        """
-        projected = self.dense(inputs)
-        projected = dropout(projected, self.config.hidden_dropout_prob,
-                            training)
-        return self.layer_norm(projected + residual)
-
-
-# -- attention block ----------------------------------------------------------
-# The attention half of a Transformer layer: attention + residual output.
-
-class AttentionBlock(keras.layers.Layer):
-    """LayerNorm(x + dropout(SelfAttention(x) W_o + b_o)).
-
-    Google's `attention/self/...` and `attention/output/{dense,LayerNorm}`.
-    """
-
-    def __init__(self, config, name="attention", **kwargs):
-        super().__init__(name=name, **kwargs)
-        self._convert_input_args = False  # keep the attention bias float32
-        self.config = config
-        self.self_attention = MultiHeadSelfAttention(
-            config, name="self", dtype=self.dtype_policy)
-        self.attention_output = ResidualOutput(
-            config, name="output", dtype=self.dtype_policy)
-
-    def build(self, hidden_states_shape=None):
-        shape = (None, None, self.config.hidden_size)
-        self.self_attention.build(shape)
-        self.attention_output.build(shape)
-
-    def call(self, hidden_states, attention_bias, training=False):
-        """Args and shapes as `MultiHeadSelfAttention.call`.
-
-        Returns:
-          [batch_size, seq_length, hidden_size], compute dtype.
-        """
-        context = self.self_attention(
-            hidden_states, attention_bias, training=training)
-        return self.attention_output(context, hidden_states, training=training)
-
-
-# -- intermediate -------------------------------------------------------------
-# The feed-forward expansion of a Transformer layer: dense + activation.
-
-class Intermediate(keras.layers.Layer):
-    """act(x W_i + b_i), widening hidden_size to intermediate_size.
-
-    Google's `intermediate/dense`, with `hidden_act` as the activation.
-    """
-
-    def __init__(self, config, name="intermediate", **kwargs):
-        super().__init__(name=name, **kwargs)
-        self.config = config
-        self.dense = keras.layers.Dense(
-            config.intermediate_size, name="dense", dtype=self.dtype_policy,
-            activation=get_activation(config.hidden_act),
-            kernel_initializer=weight_initializer(config.initializer_range))
-
-    def build(self, hidden_states_shape=None):
-        self.dense.build((None, None, self.config.hidden_size))
-
-    def call(self, hidden_states):
-        """[batch, seq, hidden_size] -> [batch, seq, intermediate_size]."""
-        return self.dense(hidden_states)
-
-
 # -- transformer block --------------------------------------------------------
 # One post-LN Transformer encoder layer (Google's `layer_<i>`).
 
 class TransformerBlock(keras.layers.Layer):
-    """Self-attention, then a position-wise feed-forward network.
+    """Self-attention, then a position-wise feed-forward network, post-LN.
 
-    a = LayerNorm(x + dropout(SelfAttention(x) W_o))
-    y = LayerNorm(a + dropout(act(a W_i) W_2))
+    a = LayerNorm(x + dropout(SelfAttention(x) W_o + b_o))
+    y = LayerNorm(a + dropout(act(a W_i + b_i) W_2 + b_2))
 
-    Variables: `attention/self/{query,key,value}`, `attention/output/dense`,
-    `attention/output/LayerNorm`, `intermediate/dense`, `output/dense`,
-    `output/LayerNorm`.
+    Variables (Google's names, under `layer_<i>/`):
+    `attention/self/{query,key,value}/{kernel,bias}`,
+    `attention/output/dense/{kernel,bias}`,
+    `attention/output/LayerNorm/{gamma,beta}`,
+    `intermediate/dense/{kernel,bias}`, `output/dense/{kernel,bias}`,
+    `output/LayerNorm/{gamma,beta}`.
     """
 
     def __init__(self, config, name, **kwargs):
         super().__init__(name=name, **kwargs)
         self._convert_input_args = False  # keep the attention bias float32
         self.config = config
-        self.attention = AttentionBlock(
-            config, name="attention", dtype=self.dtype_policy)
-        self.intermediate = Intermediate(
-            config, name="intermediate", dtype=self.dtype_policy)
-        self.feed_forward_output = ResidualOutput(
-            config, name="output", dtype=self.dtype_policy)
+
+        def dense(width, activation=None):
+            # Every Dense is named "dense" in Google's checkpoints; `build`
+            # puts each under its own scope.
+            return keras.layers.Dense(
+                width, name="dense", activation=activation,
+                dtype=self.dtype_policy,
+                kernel_initializer=weight_initializer(
+                    config.initializer_range))
+
+        # Self-attention sub-layer: `attention/self` and
+        # `attention/output/{dense,LayerNorm}`.
+        self.self_attention = MultiHeadSelfAttention(
+            config, name="self", dtype=self.dtype_policy)
+        self.attention_output_dense = dense(config.hidden_size)
+        self.attention_layer_norm = LayerNorm(
+            name="LayerNorm", dtype=self.dtype_policy)
+
+        # Feed-forward sub-layer: `intermediate/dense` and
+        # `output/{dense,LayerNorm}`.
+        self.intermediate_dense = dense(
+            config.intermediate_size,
+            activation=get_activation(config.hidden_act))
+        self.output_dense = dense(config.hidden_size)
+        self.output_layer_norm = LayerNorm(
+            name="LayerNorm", dtype=self.dtype_policy)
 
     def build(self, hidden_states_shape=None):
-        config = self.config
-        self.attention.build((None, None, config.hidden_size))
-        self.intermediate.build((None, None, config.hidden_size))
-        self.feed_forward_output.build(
-            (None, None, config.intermediate_size))
+        # Keras 3 names a variable by the scopes open when its layer is
+        # first built, so building each sub-layer inside Google's scope
+        # names gives Google's paths (a sub-layer keeps that path however
+        # it is called later).
+        hidden = (None, None, self.config.hidden_size)
+        with keras.name_scope("attention"):
+            self.self_attention.build(hidden)
+            with keras.name_scope("output"):
+                self.attention_output_dense.build(hidden)
+                self.attention_layer_norm.build(hidden)
+        with keras.name_scope("intermediate"):
+            self.intermediate_dense.build(hidden)
+        with keras.name_scope("output"):
+            self.output_dense.build(
+                (None, None, self.config.intermediate_size))
+            self.output_layer_norm.build(hidden)
 
     def call(self, hidden_states, attention_bias, training=False):
-        """Args and shapes as `MultiHeadSelfAttention.call`.
+        """Runs one layer.
+
+        Args:
+          hidden_states: [batch_size, seq_length, hidden_size].
+          attention_bias: float32 [batch_size, 1, 1, seq_length] (or
+            [batch_size, 1, seq_length, seq_length] for causal attention);
+            see `attention_bias_from_mask`.
+          training: whether to apply dropout.
 
         Returns:
           [batch_size, seq_length, hidden_size], compute dtype.
         """
-        attention_output = self.attention(
-            hidden_states, attention_bias, training=training)
-        intermediate_output = self.intermediate(attention_output)
-        return self.feed_forward_output(
-            intermediate_output, attention_output, training=training)
+        hidden_dropout = self.config.hidden_dropout_prob
+
+        # Self-attention, residual, LayerNorm.
+        context = self.self_attention(
+            hidden_states, attention_bias,
+            training=training)                     # [batch, seq, hidden]
+        attention_output = self.attention_output_dense(context)
+        attention_output = dropout(attention_output, hidden_dropout, training)
+        attention_output = self.attention_layer_norm(
+            attention_output + hidden_states)      # [batch, seq, hidden]
+
+        # Feed-forward, residual, LayerNorm.
+        intermediate_output = self.intermediate_dense(
+            attention_output)                      # [batch, seq, intermediate]
+        layer_output = self.output_dense(
+            intermediate_output)                   # [batch, seq, hidden]
+        layer_output = dropout(layer_output, hidden_dropout, training)
+        return self.output_layer_norm(
+            layer_output + attention_output)       # [batch, seq, hidden]
 
 
 # -- encoder ------------------------------------------------------------------

@@ -212,11 +212,7 @@ class ClassificationTask(base.Task):
           ValueError: `max_seq_length` exceeds the model's
             `max_position_embeddings`, or fewer than two labels.
         """
-        if data_config.max_seq_length > bert_config.max_position_embeddings:
-            raise ValueError(
-                f"--max_seq_length={data_config.max_seq_length} exceeds the "
-                f"model's max_position_embeddings "
-                f"({bert_config.max_position_embeddings}, --bert_config_file)")
+        bert_config.check_max_seq_length(data_config.max_seq_length)
         if not is_regression and num_labels < 2:
             raise ValueError(
                 f"classification needs at least 2 labels, got {num_labels}")

@@ -73,11 +73,7 @@ class MultiLabelTask(base.InMemoryArraysTask):
             raise ValueError("multi-label classification needs a label")
         if not 0 < threshold < 1:
             raise ValueError(f"--threshold={threshold} must be in (0, 1)")
-        if data_config.max_seq_length > bert_config.max_position_embeddings:
-            raise ValueError(
-                f"--max_seq_length={data_config.max_seq_length} exceeds the "
-                f"model's max_position_embeddings "
-                f"({bert_config.max_position_embeddings}, --bert_config_file)")
+        bert_config.check_max_seq_length(data_config.max_seq_length)
         self.bert_config = bert_config
         self.label_list = list(label_list)
         self.data_config = data_config

@@ -113,11 +113,7 @@ class MultipleChoiceTask(base.InMemoryArraysTask):
           data_config: a `MultipleChoiceDataConfig`.
           init_checkpoint: see `base.Task.init_checkpoint`.
         """
-        if data_config.max_seq_length > bert_config.max_position_embeddings:
-            raise ValueError(
-                f"--max_seq_length={data_config.max_seq_length} exceeds the "
-                f"model's max_position_embeddings "
-                f"({bert_config.max_position_embeddings}, --bert_config_file)")
+        bert_config.check_max_seq_length(data_config.max_seq_length)
         self.bert_config = bert_config
         self.data_config = data_config
         self.init_checkpoint = init_checkpoint

@@ -259,12 +259,7 @@ class SquadTask(base.Task):
           ValueError: `max_seq_length` exceeds the model's
             `max_position_embeddings`.
         """
-        if data_config.max_seq_length > bert_config.max_position_embeddings:
-            raise ValueError(
-                f"Cannot use sequence length {data_config.max_seq_length} "
-                "(--max_seq_length) because the BERT model was only trained "
-                "up to sequence length "
-                f"{bert_config.max_position_embeddings}")
+        bert_config.check_max_seq_length(data_config.max_seq_length)
         self.bert_config = bert_config
         self.data_config = data_config
         self.postprocess_config = postprocess_config

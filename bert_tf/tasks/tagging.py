@@ -204,11 +204,7 @@ class TaggingTask(base.InMemoryArraysTask):
           ValueError: `max_seq_length` exceeds `max_position_embeddings`, or
             no label.
         """
-        if data_config.max_seq_length > bert_config.max_position_embeddings:
-            raise ValueError(
-                f"--max_seq_length={data_config.max_seq_length} exceeds the "
-                f"model's max_position_embeddings "
-                f"({bert_config.max_position_embeddings}, --bert_config_file)")
+        bert_config.check_max_seq_length(data_config.max_seq_length)
         if not label_list:
             raise ValueError("tagging needs at least one label")
         self.bert_config = bert_config

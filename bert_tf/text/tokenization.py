@@ -31,6 +31,8 @@ import collections
 import re
 import unicodedata
 
+from bert_tf import file_io
+
 # CJK ideograph blocks, as in Google's `_is_chinese_char` (inclusive ranges).
 _CJK_RANGES = (
     (0x4E00, 0x9FFF),    # CJK Unified Ideographs
@@ -172,26 +174,6 @@ def printable_text(text):
     return convert_to_unicode(text)
 
 
-def _read_bytes(path):
-    """Reads a whole file; remote paths (gs://...) go through tf.io.gfile."""
-    path = str(path)
-    if "://" in path:
-        import tensorflow as tf  # Only for remote files: importing TF is slow.
-        if not tf.io.gfile.exists(path):
-            raise FileNotFoundError(f"vocab file {path} does not exist")
-        with tf.io.gfile.GFile(path, "rb") as reader:
-            return reader.read()
-    try:
-        with open(path, "rb") as reader:
-            return reader.read()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"vocab file {path} does not exist") from None
-    except OSError as error:
-        raise OSError(
-            f"cannot read vocab file {path}: {error.strerror or error}"
-        ) from error
-
-
 def load_vocab(vocab_file):
     """Loads a vocabulary file: one token per line, id = line number.
 
@@ -212,7 +194,7 @@ def load_vocab(vocab_file):
       ValueError: the file is empty or a line is not valid UTF-8.
     """
     lines = [line.replace(b"\r", b"")
-             for line in _read_bytes(vocab_file).split(b"\n")]
+             for line in file_io.read_bytes(vocab_file, "vocab file").split(b"\n")]
     if lines[-1] == b"":
         # Nothing (or only "\r") after the last newline: the reader is at
         # its end, not on an empty line.
