@@ -141,7 +141,8 @@ def run(flag_values):
             predict_arrays=arrays.get("predict"),
             max_seq_length=flag_values.max_seq_length,
             seed=flag_values.seed),
-        init_checkpoint=run.init_checkpoint)
+        init_checkpoint=run.init_checkpoint,
+        causal_attention=flag_values.causal_attention)
     trainer = finetune.make_trainer(run, task, flag_values, steps,
                                     flag_values.eval_batch_size)
 

@@ -214,7 +214,8 @@ def run(flag_values):
             train_set=train_set, eval_set=eval_set, predict_set=predict_set,
             max_seq_length=flag_values.max_seq_length,
             seed=flag_values.seed),
-        use_crf=flag_values.use_crf, init_checkpoint=run.init_checkpoint)
+        use_crf=flag_values.use_crf, init_checkpoint=run.init_checkpoint,
+        causal_attention=flag_values.causal_attention)
     trainer = finetune.make_trainer(run, task, flag_values, steps,
                                     flag_values.eval_batch_size)
 

@@ -56,6 +56,7 @@ startup.quiet_start()
 
 import concurrent.futures
 import dataclasses
+import fnmatch
 import json
 import math
 import os
@@ -125,6 +126,14 @@ def define_flags(flag_values=FLAGS):
         "Runs at a time. Each gets max(1, cores // jobs) TensorFlow threads "
         "(TF_NUM_INTRAOP_THREADS); with 1, TensorFlow picks.",
         lower_bound=1, flag_values=flag_values)
+    flags.DEFINE_list(
+        "runs", None,
+        "Only the training runs whose names match one of these shell-style "
+        "patterns (e.g. 'span/ltr_causal*'), and the pretraining runs they "
+        "need; the names are printed with each run and kept in "
+        "results.json. Default: every run. Use another --results_dir for a "
+        "selection, so that the full results are not replaced.",
+        flag_values=flag_values)
     flags.DEFINE_bool(
         "verbose", False,
         "With --jobs=1, show every line the runs print (by default "
@@ -434,6 +443,31 @@ def build_runs(paths, settings):
                 depends_on=(() if pretrained is None else
                             (f"{PRETRAIN}/{variant}_L{layers}",))))
     return runs
+
+
+def select_runs(runs, patterns):
+    """The runs whose names match one of `patterns` (shell-style, as
+    `fnmatch`), with the runs they depend on, in `runs` order.
+
+    Raises:
+      ValueError: a pattern matches no run (the message names it).
+    """
+    by_name = {run.name: run for run in runs}
+    wanted = set()
+    for pattern in patterns:
+        matched = fnmatch.filter(by_name, pattern)
+        if not matched:
+            raise ValueError(
+                f"--runs: {pattern!r} matches no run (runs are named like "
+                f"{runs[0].name!r} and {runs[-1].name!r})")
+        wanted.update(matched)
+    pending = list(wanted)
+    while pending:
+        for name in by_name[pending.pop()].depends_on:
+            if name not in wanted:
+                wanted.add(name)
+                pending.append(name)
+    return [run for run in runs if run.name in wanted]
 
 
 # -- running ------------------------------------------------------------------
@@ -950,6 +984,11 @@ def main(argv):
     try:
         demo.run_steps(data_steps(paths, settings), work_dir, FLAGS.verbose)
         runs = build_runs(paths, settings)
+        if FLAGS.runs:
+            try:
+                runs = select_runs(runs, FLAGS.runs)
+            except ValueError as error:
+                raise SystemExit(f"paper_in_miniature: {error}") from None
         print(f"\n{len(runs)} training runs, {FLAGS.jobs} at a time; each "
               f"run's output is in {demo.display_path(work_dir / demo.LOG_DIR)}"
               f"/<run>.log", flush=True)

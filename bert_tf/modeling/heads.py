@@ -278,14 +278,17 @@ SPAN_INITIALIZER_STDDEV = 0.02
 class SpanHead(keras.layers.Layer):
     """Per token: [start, end] logits = sequence_output W^T + b.
 
-    Variables: `cls/squad/output_weights` [2, hidden_size] and
-    `cls/squad/output_bias` [2].
+    Variables: `cls/squad/output_weights` [2, input_size] and
+    `cls/squad/output_bias` [2]; input_size is the encoder's hidden_size
+    unless the head reads something else (e.g. a `BiLSTM`'s states).
     """
 
-    def __init__(self, config, name="squad", **kwargs):
+    def __init__(self, config, name="squad", input_size=None, **kwargs):
         """Args:
           config: the encoder's `BertConfig`.
           name: the scope under "cls/"; Google's is "squad".
+          input_size: the size of each position's input vector (default:
+            `config.hidden_size`, the encoder's output).
           **kwargs: Keras layer arguments (`dtype`, `trainable`).
         """
         super().__init__(name=name, **kwargs)
@@ -293,12 +296,14 @@ class SpanHead(keras.layers.Layer):
             raise TypeError(
                 f"config must be a BertConfig, got {type(config).__name__}")
         self.config = config
+        self.input_size = (config.hidden_size if input_size is None
+                           else int(input_size))
 
     def build(self, sequence_output_shape=None):
         with checkpoint_scope(f"cls/{self.name}"):
             self.output_weights = keras.Variable(
                 initializer=weight_initializer(SPAN_INITIALIZER_STDDEV),
-                shape=(2, self.config.hidden_size), dtype=self.variable_dtype,
+                shape=(2, self.input_size), dtype=self.variable_dtype,
                 name="output_weights")
             self.output_bias = keras.Variable(
                 initializer="zeros", shape=(2,), dtype=self.variable_dtype,
@@ -308,7 +313,7 @@ class SpanHead(keras.layers.Layer):
         """Scores every token as the answer's start and end.
 
         Args:
-          sequence_output: [batch_size, seq_length, hidden_size].
+          sequence_output: [batch_size, seq_length, input_size].
 
         Returns:
           (start_logits, end_logits), float32 [batch_size, seq_length] each.
@@ -325,7 +330,8 @@ class SpanHead(keras.layers.Layer):
         return logits[:, :, 0], logits[:, :, 1]
 
     def get_config(self):
-        return {**super().get_config(), "config": self.config.to_dict()}
+        return {**super().get_config(), "config": self.config.to_dict(),
+                "input_size": self.input_size}
 
     @classmethod
     def from_config(cls, config):

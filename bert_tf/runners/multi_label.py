@@ -82,7 +82,8 @@ def run(flag_values, bert_config):
             max_seq_length=flag_values.max_seq_length,
             seed=flag_values.seed),
         threshold=flag_values.threshold,
-        init_checkpoint=run_setup.init_checkpoint)
+        init_checkpoint=run_setup.init_checkpoint,
+        causal_attention=flag_values.causal_attention)
     trainer = finetune.make_trainer(run_setup, task, flag_values, steps,
                                     flag_values.eval_batch_size)
     return finetune.run_phases(

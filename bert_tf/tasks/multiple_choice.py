@@ -29,6 +29,7 @@ from bert_tf.tasks import losses
 TEST_RESULTS_FILE = "test_results.tsv"
 
 
+@keras.saving.register_keras_serializable(package="bert_tf")
 class MultipleChoiceModel(keras.Model):
     """`BertModel` + a one-output `ClassifierHead` applied to each choice.
 
@@ -37,12 +38,22 @@ class MultipleChoiceModel(keras.Model):
     num_choices]}`.
     """
 
-    def __init__(self, bert_config, name="bert_multiple_choice_model",
-                 **kwargs):
+    def __init__(self, bert_config, causal_attention=False,
+                 name="bert_multiple_choice_model", **kwargs):
+        """Args:
+          bert_config: a `BertConfig`.
+          causal_attention: the encoder attends left to right only, and
+            each choice is scored from its pooled last real token instead
+            of [CLS] (see `BertModel`).
+          name: Keras model name (not part of any variable's path).
+          **kwargs: Keras model arguments.
+        """
         super().__init__(name=name, **kwargs)
         from bert_tf.modeling import BertModel, ClassifierHead
         self.bert_config = bert_config
-        self.bert = BertModel(bert_config)
+        self.causal_attention = bool(causal_attention)
+        self.bert = BertModel(bert_config,
+                              causal_attention=self.causal_attention)
         self.classifier = ClassifierHead(bert_config, 1)
         dummy = tf.zeros([1, 2, 2], tf.int32)
         self({features_lib.INPUT_IDS: dummy, features_lib.INPUT_MASK: dummy,
@@ -62,6 +73,18 @@ class MultipleChoiceModel(keras.Model):
         scores = self.classifier(pooled, training=training)  # [b * n, 1]
         return {"logits": tf.reshape(scores, shape[:2])}
 
+    def get_config(self):
+        return {**super().get_config(),
+                "bert_config": self.bert_config.to_dict(),
+                "causal_attention": self.causal_attention}
+
+    @classmethod
+    def from_config(cls, config):
+        from bert_tf.config import BertConfig
+        config = dict(config)
+        bert_config = BertConfig.from_dict(config.pop("bert_config"))
+        return cls(bert_config, **config)
+
 
 @dataclasses.dataclass(frozen=True)
 class MultipleChoiceDataConfig:
@@ -78,11 +101,15 @@ class MultipleChoiceTask(base.InMemoryArraysTask):
 
     name = "multiple_choice"
 
-    def __init__(self, bert_config, data_config, init_checkpoint=None):
+    def __init__(self, bert_config, data_config, init_checkpoint=None,
+                 causal_attention=False):
         """Args:
           bert_config: a `BertConfig`.
           data_config: a `MultipleChoiceDataConfig`.
           init_checkpoint: see `base.Task.init_checkpoint`.
+          causal_attention: fine-tune the encoder left to right only,
+            scoring each choice's last real token (see
+            `MultipleChoiceModel`).
         """
         if data_config.max_seq_length > bert_config.max_position_embeddings:
             raise ValueError(
@@ -92,9 +119,11 @@ class MultipleChoiceTask(base.InMemoryArraysTask):
         self.bert_config = bert_config
         self.data_config = data_config
         self.init_checkpoint = init_checkpoint
+        self.causal_attention = causal_attention
 
     def build_model(self):
-        return MultipleChoiceModel(self.bert_config)
+        return MultipleChoiceModel(self.bert_config,
+                                   causal_attention=self.causal_attention)
 
     @property
     def metric_names(self):
