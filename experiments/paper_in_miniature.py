@@ -1,6 +1,6 @@
 r"""The BERT paper's ablations, in miniature, on one CPU machine.
 
-    python -m experiments.paper_in_miniature            # ~100 min, 2 CPU cores
+    python -m experiments.paper_in_miniature            # ~90 min, 2 CPU cores
     python -m experiments.paper_in_miniature --quick    # ~3 min, the workflow
     python -m experiments.paper_in_miniature --runs='*/ltr*' \
         --results_dir=experiments/results/ltr          # some rows only
