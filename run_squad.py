@@ -23,8 +23,8 @@ scored with the official SQuAD metrics -- v1.1 `exact_match` and `f1`; v2.0
 no-answer threshold (`best_exact`, `best_f1`, `*_thresh`), as the official
 evaluate-v2.0.py with `--na-prob-file null_odds.json` reports them -- and
 written to `eval_results.txt` and the log. New flags
-(--distribution_strategy, --dtype, --enable_xla, --seed, ...) default to the
-original's behaviour. Restarting with the same --output_dir resumes
+(--distribution_strategy, --dtype, --enable_xla, --seed, --causal_attention,
+--span_bilstm, ...) default to the original's behaviour. Restarting with the same --output_dir resumes
 training from its newest checkpoint.
 """
 
