@@ -13,8 +13,9 @@ Usage:
 
 from bert_tf import startup
 
-# Before anything imports TensorFlow: keeps its C++ start-up lines out.
-startup.quiet_start()
+# Before anything imports TensorFlow (only remote files need it): keeps its
+# C++ start-up lines out, without loading its runtime for XLA's logging.
+startup.quiet_start(abseil_cpp=False)
 
 from absl import app
 from absl import flags

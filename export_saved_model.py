@@ -16,6 +16,13 @@ post-processing:
   -> `probabilities`, `label`, `label_id`, `logits` (sts-b: `score`);
 - `squad`: `question`, `context` -> `answer`, `probability`, `score`,
   the n-best list (`nbest_text`, ...), `null_score_diff`;
+- `tagging` (run_tagging.py, softmax or CRF): `text` (words separated by
+  whitespace) -> `labels` [batch, max_words] (each word's label, "" past
+  the sentence's end), `words`, `num_words`; the labels come from
+  `label_list.txt` beside `--init_checkpoint` (or `--label_list`);
+- `multiple_choice` (run_multiple_choice.py): `context` (and `question`
+  with `--input_format=jsonl`), `choices` [batch, num_choices] ->
+  `probabilities`, `label` (the likeliest choice's index), `logits`;
 - `embeddings` (any checkpoint's encoder): `text` -> `pooled_output`,
   `mean_pooled`.
 
@@ -40,6 +47,10 @@ FLAGS = flags.FLAGS
 PROGRAM = "export_saved_model.py"
 SQUAD = "squad"
 EMBEDDINGS = "embeddings"
+TAGGING = "tagging"
+MULTIPLE_CHOICE = "multiple_choice"
+# The runners' --doc_stride defaults.
+DEFAULT_DOC_STRIDE = {SQUAD: 128, TAGGING: 64}
 # run_classifier.py tasks whose examples have no second text.
 SINGLE_TEXT_TASKS = ("cola", "sst-2")
 GENERIC = "generic"
@@ -51,8 +62,10 @@ def define_flags(flag_values=FLAGS):
         "task_name", None,
         "What the checkpoint was fine-tuned for: a run_classifier.py task "
         "(cola, mnli, mnli-mm, mrpc, xnli, sst-2, qqp, qnli, rte, wnli, "
-        "sts-b, generic), squad, or embeddings (the encoder of any "
-        "checkpoint, for sentence embeddings).", flag_values=flag_values)
+        "sts-b, generic), squad, tagging (run_tagging.py), "
+        "multiple_choice (run_multiple_choice.py), or embeddings (the "
+        "encoder of any checkpoint, for sentence embeddings).",
+        flag_values=flag_values)
     flags.DEFINE_string(
         "bert_config_file", None,
         "The config json file corresponding to the BERT model.",
@@ -80,9 +93,11 @@ def define_flags(flag_values=FLAGS):
     # Classification.
     flags.DEFINE_list(
         "label_list", None,
-        "Classification: the labels in label-id order, comma separated. "
-        "Default: the task's labels (generic: the sorted labels of "
-        "--data_dir's training file, as run_classifier.py).",
+        "Classification and tagging: the labels in label-id order, comma "
+        "separated. Default: the task's labels (generic: the sorted labels "
+        "of --data_dir's training file, as run_classifier.py; tagging: "
+        "label_list.txt beside --init_checkpoint, which run_tagging.py "
+        "writes to its --output_dir).",
         flag_values=flag_values)
     flags.DEFINE_string(
         "data_dir", None,
@@ -102,11 +117,28 @@ def define_flags(flag_values=FLAGS):
         "data_format", "tsv", ("tsv", "csv"),
         "--task_name=generic: the format of --data_dir's files.",
         flag_values=flag_values)
-    # SQuAD.
+    # SQuAD and tagging.
     flags.DEFINE_integer(
-        "doc_stride", 128,
-        "squad: contexts longer than one window are cut into windows whose "
-        "starts are this many word pieces apart.", flag_values=flag_values)
+        "doc_stride", None,
+        "squad and tagging: contexts (sentences) longer than one window are "
+        "cut into windows whose starts are this many word pieces apart, as "
+        "in training. Default: 128 for squad, 64 for tagging (the runners' "
+        "defaults).", flag_values=flag_values)
+    # Tagging.
+    flags.DEFINE_bool(
+        "use_crf", None,
+        "tagging: whether the model has a CRF (Viterbi decoding in the "
+        "graph). Default: whether --init_checkpoint holds crf/transitions; "
+        "set, it must agree.", flag_values=flag_values)
+    # Multiple choice.
+    flags.DEFINE_enum(
+        "input_format", "swag", ("swag", "jsonl"),
+        "multiple_choice: the training data's format, as "
+        "run_multiple_choice.py's flag. swag: serving_default takes "
+        "context and choices (a SWAG choice is sent2 + \" \" + ending). "
+        "jsonl: it takes a question too, put after the context as the "
+        "JSON-lines reader does.", flag_values=flag_values)
+    # SQuAD.
     flags.DEFINE_integer(
         "max_query_length", 64, "squad: questions are cut to this many "
         "word pieces.", flag_values=flag_values)
@@ -152,6 +184,21 @@ def _classification_labels(flag_values, task_name):
     return processor.get_labels(flag_values.data_dir), False, has_text_b
 
 
+def _tagging_labels(flag_values):
+    """--label_list, or run_tagging.py's label_list.txt beside the
+    checkpoint."""
+    import os
+
+    from bert_tf.data import tagging_examples
+    if flag_values.label_list:
+        return list(flag_values.label_list)
+    checkpoint = flag_values.init_checkpoint
+    directory = (checkpoint if os.path.isdir(checkpoint)
+                 else os.path.dirname(checkpoint))
+    return tagging_examples.read_label_list(
+        os.path.join(directory, tagging_examples.LABEL_LIST_FILE))
+
+
 def run(flag_values):
     """Builds the export of `--task_name` and writes it to `--export_dir`."""
     runner_flags.require(flag_values, "task_name", "bert_config_file",
@@ -177,15 +224,25 @@ def run(flag_values):
                   do_lower_case=flag_values.do_lower_case,
                   init_checkpoint=flag_values.init_checkpoint,
                   max_seq_length=max_seq_length)
+    doc_stride = flag_values.doc_stride
+    if doc_stride is None:
+        doc_stride = DEFAULT_DOC_STRIDE.get(task_name)
     if task_name == SQUAD:
         export = builders.squad_export(
-            doc_stride=flag_values.doc_stride,
+            doc_stride=doc_stride,
             max_query_length=flag_values.max_query_length,
             n_best_size=flag_values.n_best_size,
             max_answer_length=flag_values.max_answer_length,
             version_2_with_negative=flag_values.version_2_with_negative,
             null_score_diff_threshold=flag_values.null_score_diff_threshold,
             **common)
+    elif task_name == TAGGING:
+        export = builders.tagging_export(
+            doc_stride=doc_stride, label_list=_tagging_labels(flag_values),
+            use_crf=flag_values.use_crf, **common)
+    elif task_name == MULTIPLE_CHOICE:
+        export = builders.multiple_choice_export(
+            has_question=flag_values.input_format == "jsonl", **common)
     elif task_name == EMBEDDINGS:
         export = builders.embedding_export(**common)
     else:

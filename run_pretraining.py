@@ -80,6 +80,11 @@ def define_flags(flag_values=FLAGS):
         "short_seq_prob", 0.1,
         "With --dynamic_masking: the probability of a shorter sequence.",
         flag_values=flag_values)
+    flags.DEFINE_bool(
+        "do_whole_word_mask", False,
+        "With --dynamic_masking: whole-word masking as "
+        "create_pretraining_data.py --do_whole_word_mask (a word's ## "
+        "pieces are masked together).", flag_values=flag_values)
     flags.DEFINE_enum(
         "pretraining_objective", "mlm_nsp", ("mlm_nsp", "mlm", "ltr"),
         "The BERT paper's pretraining objectives (section 5.1 ablation). "
@@ -156,6 +161,7 @@ def run(flag_values):
         do_lower_case=flag_values.do_lower_case,
         masked_lm_prob=flag_values.masked_lm_prob,
         short_seq_prob=flag_values.short_seq_prob,
+        do_whole_word_mask=flag_values.do_whole_word_mask,
         seed=flag_values.seed)
 
     # The strategy comes before any other TensorFlow work: multi-worker and

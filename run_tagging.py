@@ -88,6 +88,15 @@ def define_flags(flag_values=FLAGS):
         "--input_format=conll: the label's column (0 is the word; negative "
         "counts from the end: -1, the last, is CoNLL-2003's NER tag; 1 its "
         "POS tag).", flag_values=flag_values)
+    flags.DEFINE_string(
+        "label_list_file", None,
+        "The labels, one per line, instead of the training file's (e.g. "
+        "the whole tag set of a corpus): a tag rare enough to occur only "
+        "in the dev or test file is then scored (the model never learnt to "
+        "predict it) instead of stopping the run. Every training label must "
+        "be in it. With --do_train; saved as label_list.txt in "
+        "--output_dir, as the training file's labels are.",
+        flag_values=flag_values)
     flags.DEFINE_bool(
         "use_crf", False,
         "A linear-chain CRF over each window's words (transition scores "
@@ -117,6 +126,21 @@ def saved_label_list(flag_values, label_list_path):
     return beside if os.path.isfile(beside) else label_list_path
 
 
+def _given_label_list(path):
+    """The labels of --label_list_file (a label per line, each once)."""
+    from bert_tf.data import tagging_examples
+
+    if not os.path.isfile(path):
+        raise ValueError(f"--label_list_file={path}: no such file")
+    label_list = tagging_examples.read_label_list(path)
+    repeated = sorted({label for label in label_list
+                       if label_list.count(label) > 1})
+    if repeated:
+        raise ValueError(f"--label_list_file={path}: labels listed twice: "
+                         f"{' '.join(repeated)}")
+    return label_list
+
+
 def _validate_flags(flag_values):
     if not (flag_values.do_train or flag_values.do_eval
             or flag_values.do_predict):
@@ -124,6 +148,10 @@ def _validate_flags(flag_values):
             "At least one of `do_train`, `do_eval` or `do_predict' must be "
             "True.")
     finetune.validate_flags(flag_values)
+    if flag_values.label_list_file and not flag_values.do_train:
+        raise ValueError(
+            "--label_list_file needs --do_train (without training, the "
+            "labels are the training run's label_list.txt)")
     if flag_values.doc_stride <= 0:
         raise ValueError(
             f"--doc_stride={flag_values.doc_stride} must be positive")
@@ -166,6 +194,11 @@ def run(flag_values):
     if flag_values.do_train:
         train_file = read("train")
         label_list = tagging_examples.labels_of(train_file)
+        if flag_values.label_list_file:
+            label_list = _given_label_list(flag_values.label_list_file)
+            tagging_examples.check_labels(
+                train_file, label_list,
+                known_from=f"--label_list_file={flag_values.label_list_file}")
     else:
         label_list = tagging_examples.read_label_list(
             saved_label_list(flag_values, label_list_path))

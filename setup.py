@@ -31,6 +31,9 @@ setup(
         "absl-py==1.4.0",
         "numpy==2.4.6",
         "safetensors==0.8.0",
+        # CRC-32C of TFRecord framing in C (create_pretraining_data.py);
+        # without it a numpy implementation, about 20 times slower, is used.
+        "google-crc32c==1.9.0",
     ],
     extras_require={
         "test": [
@@ -49,9 +52,14 @@ setup(
         "chinese": [
             "jieba==0.42.1",
         ],
-        # google_to_hf's tokenizer.json.
+        # google_to_hf's tokenizer.json; transformers' AutoTokenizer and
+        # keras-hub's BertTokenizer.from_preset load the directory (both
+        # tokenizer-only here: no torch; tests/test_hf_export.py skips them
+        # when absent).
         "hf": [
             "tokenizers==0.23.3",
+            "transformers==5.24.0",
+            "keras-hub==0.32.0",
         ],
         # create_pretraining_data_beam.py (pulls protobuf 6.33).
         "beam": [

@@ -31,6 +31,14 @@ Usage:
   # Memory at scale: the corpus repeated to 50 MB, bert_tf only.
   python benchmarks/create_pretraining_data.py --corpus_mb=1.07 \
       --repeat_to_mb=50 --skip_google --skip_peer
+  # Throughput against cores: 10 MB, 1 worker against one per core.
+  python benchmarks/create_pretraining_data.py --corpus_mb=1.07 \
+      --repeat_to_mb=10 --skip_google --skip_peer
+
+Each run's throughput (input MB a second) and each bert_tf run's speed-up
+over `--num_workers=1` are printed last. The load average at the start is
+printed first: on a shared machine the wall times depend on it, the CPU
+times much less.
 """
 
 import argparse
@@ -321,6 +329,17 @@ def main():
                   + ("yes" if same_records(f"{workdir}/google.tfrecord",
                                            f"{workdir}/ours.tfrecord")
                      else "NO"), flush=True)
+        one_worker = results.get("bert_tf --num_workers=1")
+        if one_worker is not None:
+            # Scaling with cores: input megabytes a second of each run, and
+            # each bert_tf run's speed-up over one worker.
+            for name, (wall, _, _, _) in results.items():
+                line = f"{name}: {size / 1e6 / wall:.2f} MB/s"
+                if name.startswith("bert_tf") and name != (
+                        "bert_tf --num_workers=1"):
+                    line += (f", {one_worker[0] / wall:.2f}x "
+                             f"--num_workers=1")
+                print(line)
         for reference in ("Google's original", "Model Garden"):
             if reference not in results:
                 continue

@@ -105,12 +105,16 @@ def _abseil_symbols():
     return [f"_ZN4absl{len(release)}{release}{name}" for release in releases]
 
 
-def quiet_start(argv=None, environ=None):
+def quiet_start(argv=None, environ=None, abseil_cpp=True):
     """Quiets TensorFlow's start-up unless the user asked for its lines.
 
     Args:
       argv: the command line; `sys.argv` if None.
       environ: the environment to update; `os.environ` if None.
+      abseil_cpp: also set the Abseil C++ level (XLA's lines) now, which
+        loads TensorFlow's runtime library (about 50 MB and a tenth of a
+        second). Programs that import TensorFlow only on rare paths and
+        never compile with XLA (create_pretraining_data.py) pass False.
 
     Returns:
       True when the levels were set, False when nothing was changed.
@@ -128,7 +132,8 @@ def quiet_start(argv=None, environ=None):
     # The user's level (or a parent program's, e.g. demo.py's) wins and
     # applies to Abseil's C++ logging too.
     level = environ.setdefault(ENV_VARIABLE, QUIET_LEVEL)
-    if environ is os.environ and level.strip() in ("1", "2", "3"):
+    if (abseil_cpp and environ is os.environ
+            and level.strip() in ("1", "2", "3")):
         _quiet_abseil_cpp_logging(level.strip())
     return True
 

@@ -615,14 +615,17 @@ def pretraining_result(metrics):
     return text
 
 
-def run_all(runs, work_dir, jobs, verbose=False):
+def run_all(runs, work_dir, jobs, verbose=False, describe=None):
     """Runs every run not yet done, `jobs` at a time, dependencies first.
 
     A run whose dependency failed is not started; the others go on.
+    `describe(info)` gives the line printed when a run finishes (default:
+    `run_result`, this experiment's tasks).
 
     Returns:
       The names of the runs that failed or could not start.
     """
+    describe = describe or run_result
     total = len(runs)
     finished = {run.name for run in runs if run.done()}
     pending = [run for run in runs if run.name not in finished]
@@ -665,7 +668,7 @@ def run_all(runs, work_dir, jobs, verbose=False):
                     continue
                 finished.add(run.name)
                 print(f"[{run_number}/{total}] {run.name} done in {elapsed}: "
-                      f"{run_result(info)}", flush=True)
+                      f"{describe(info)}", flush=True)
     return failed
 
 

@@ -493,7 +493,7 @@ def test_encoder_matches_protobuf_serialization(tf):
 
 
 def test_batch_records_equal_one_by_one_encoding(tmp_path,
-                                                uncased_vocab_file):
+                                                uncased_vocab_file, tf):
     # Sequences past 128 tokens: positions need two-byte varints too.
     rng = random.Random(8)
     words = ["castle", "unbelievably", "ghost", "denmark", ",", "the", "of"]
@@ -509,26 +509,46 @@ def test_batch_records_equal_one_by_one_encoding(tmp_path,
         short_seq_prob=0.3, masked_lm_prob=0.2, max_predictions_per_seq=30,
         do_whole_word_mask=True)
     encoder = pretraining_records.PretrainingExampleEncoder(160, 30)
-    batch = pretraining_instances._BatchRecordEncoder(
-        store, corpus, vocab, encoder).encode(order)
+    batch_encoder = pretraining_instances._BatchRecordEncoder(
+        store, corpus, vocab, encoder)
+    batch = batch_encoder.records(order)
     one_by_one = [encoder.encode(*pretraining_instances.instance_features(
         store, index, corpus, vocab)) for index in order]
     assert len(batch) == len(order) > 20
     assert batch == one_by_one
+    # Framed for two files: what TensorFlow's own writer writes, byte for
+    # byte.
+    framed = batch_encoder.frame(order, 2)
+    for k in range(2):
+        path = str(tmp_path / f"tf{k}.tfrecord")
+        with tf.io.TFRecordWriter(path) as writer:
+            for record in one_by_one[k::2]:
+                writer.write(record)
+        assert framed[k] == open(path, "rb").read()
 
 
-def test_pack_int64_rows_matches_protobuf(tf):
-    values = np.array([[0, 1, 127, 128, 300, 16383],
-                       [16384, 2 ** 21, 2 ** 28 - 1, 2 ** 35, 2 ** 62, 7]])
-    data, offsets = pretraining_records.pack_int64_rows(values)
-    for row, start, end in zip(values.tolist(), offsets[:-1], offsets[1:]):
-        serialized = tf.train.Int64List(value=row).SerializeToString()
-        assert b"\x0a" + bytes([end - start]) + data[start:end] == serialized
+def test_varint_rows_match_protobuf(tf):
+    for values in (np.array([[0, 1, 127, 128, 300, 16383],
+                             [16384, 2 ** 21, 2 ** 28 - 1, 2 ** 35,
+                              2 ** 62, 7]]),
+                   np.array([[0, 5], [127, 3]], dtype=np.int32),
+                   np.array([[2 ** 32 - 1, 2 ** 28], [2 ** 31, 1]],
+                            dtype=np.uint32)):
+        groups, keep = pretraining_records.varint_rows(values)
+        for row, row_groups, row_keep in zip(values.tolist(), groups, keep):
+            payload = row_groups[row_keep].tobytes()
+            serialized = tf.train.Int64List(value=row).SerializeToString()
+            assert b"\x0a" + bytes([len(payload)]) + payload == serialized
     with pytest.raises(ValueError, match="non-negative"):
-        pretraining_records.pack_int64_rows(np.array([[1, -1]]))
+        pretraining_records.varint_rows(np.array([[1, -1]]))
 
 
-def test_crc32c_rfc3720_vectors():
+@pytest.mark.parametrize("hardware", [True, False])
+def test_crc32c_rfc3720_vectors(hardware, monkeypatch):
+    if not hardware:  # The numpy tables, used without google-crc32c.
+        monkeypatch.setattr(tfrecord_files, "_google_crc32c", None)
+    elif tfrecord_files._google_crc32c is None:
+        pytest.skip("google-crc32c (with its C extension) is not installed")
     assert tfrecord_files.crc32c(b"123456789") == 0xE3069283
     assert tfrecord_files.crc32c(bytes(32)) == 0x8A9136AA
     assert tfrecord_files.crc32c(b"\xff" * 32) == 0x62A8AB43
@@ -536,6 +556,21 @@ def test_crc32c_rfc3720_vectors():
     batch = [bytes(range(32)), b"", b"123456789", bytes(32)]
     assert tfrecord_files.crc32c_batch(batch).tolist() == [
         0x46DD794E, 0, 0xE3069283, 0x8A9136AA]
+    # Many lengths at once (every tail length, rows in any order) against
+    # the bitwise definition (reflected polynomial 0x82F63B78).
+    rng = random.Random(5)
+    records = [bytes(rng.randrange(256) for _ in range(length))
+               for length in [17, 0, 1, 64, 9, 8, 3, 100, 15, 16]]
+
+    def bitwise(data):
+        crc = 0xFFFFFFFF
+        for byte in data:
+            crc ^= byte
+            for _ in range(8):
+                crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+        return crc ^ 0xFFFFFFFF
+    assert tfrecord_files.crc32c_batch(records).tolist() == [
+        bitwise(record) for record in records]
 
 
 def test_tfrecords_read_back_by_tensorflow(tmp_path, tf):

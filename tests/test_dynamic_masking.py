@@ -546,3 +546,164 @@ def test_vocab_without_mask_token(corpus, tmp_path):
     with pytest.raises(ValueError, match=r"vocab\.txt lacks \[MASK\]"):
         dynamic_masking_dataset(corpus.pattern, vocab_file, True, 2, SEQ,
                                 PRED, True)
+
+
+# -- whole-word masking ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def whole_word_examples(tmp_path_factory, word_pool, uncased_vocab_file):
+    """Examples of text where many words are several WordPiece pieces."""
+    python = tokenization.FullTokenizer(uncased_vocab_file, True)
+    rng = random.Random(3)
+    # Words of two vocabulary words run together ("castleghost"): several
+    # pieces ("castle", "##gh", "##ost") for most of them.
+    pieced = []
+    while len(pieced) < 300:
+        word = rng.choice(word_pool) + rng.choice(word_pool)
+        if len(python.tokenize(word)) >= 2:
+            pieced.append(word)
+    lines = []
+    for _ in range(40):
+        for _ in range(rng.randint(2, 8)):
+            lines.append(" ".join(
+                rng.choice(pieced) if rng.random() < 0.5
+                else rng.choice(word_pool)
+                for _ in range(rng.randint(3, 15))))
+        lines.append("")
+    directory = tmp_path_factory.mktemp("pieces")
+    (directory / "text.txt").write_text("\n".join(lines) + "\n",
+                                        encoding="utf-8")
+    dataset = dynamic_masking_dataset(
+        str(directory / "text.txt"), uncased_vocab_file, True, BATCH, SEQ,
+        PRED, is_training=True, seed=9, shuffle_buffer_size=SHUFFLE,
+        do_whole_word_mask=True)
+    return _examples(dataset, num_batches=25)
+
+
+def _word_groups(ids, length, vocab):
+    """Google's candidate groups of an unmasked sequence: lists of
+    positions, a "##" piece joining the candidate before it."""
+    continuation = {index for token, index in vocab.items()
+                    if token.startswith("##")}
+    special = {vocab["[CLS]"], vocab["[SEP]"]}
+    groups = []
+    for position in range(length):
+        if int(ids[position]) in special:
+            continue
+        if groups and int(ids[position]) in continuation:
+            groups[-1].append(position)
+        else:
+            groups.append([position])
+    return groups
+
+
+def test_whole_words_are_masked_together(whole_word_examples, vocab):
+    groups_seen = pieced_masked = 0
+    for example in whole_word_examples:
+        ids, length = _unmasked(example)
+        count = int(example["masked_lm_weights"].sum())
+        masked = set(example["masked_lm_positions"][:count].tolist())
+        num_to_predict = min(PRED, max(1, int(round(length * 0.15))))
+        assert count <= num_to_predict
+        groups = _word_groups(ids, length, vocab)
+        for group in groups:
+            taken = [position in masked for position in group]
+            assert all(taken) or not any(taken), (group, sorted(masked))
+            groups_seen += 1
+            pieced_masked += len(group) > 1 and all(taken)
+        # Every masked position belongs to a taken group: the count is
+        # what the taken groups hold.
+        assert count == sum(len(g) for g in groups if g[0] in masked)
+        # Greedy taking: no group left out would still have fitted.
+        assert all(len(g) > num_to_predict - count for g in groups
+                   if g[0] not in masked)
+        assert list(example["masked_lm_positions"][:count]) == sorted(masked)
+    assert groups_seen > 8000 and pieced_masked > 300
+
+
+def test_whole_word_masking_splits_80_10_10(whole_word_examples, vocab):
+    mask_id = vocab["[MASK]"]
+    masked = kept = replaced = 0
+    for example in whole_word_examples:
+        count = int(example["masked_lm_weights"].sum())
+        positions = example["masked_lm_positions"][:count]
+        now = example["input_ids"][positions]
+        before = example["masked_lm_ids"][:count]
+        masked += int(np.sum(now == mask_id))
+        kept += int(np.sum(now == before))
+        replaced += int(np.sum((now != mask_id) & (now != before)))
+    total = masked + kept + replaced
+    # Binomial standard deviations at this size: about 0.005 and 0.004.
+    assert total > 5000
+    assert abs(masked / total - 0.8) < 0.02
+    assert abs(kept / total - 0.1) < 0.015
+    assert abs(replaced / total - 0.1) < 0.015
+
+
+def test_whole_word_groups_are_drawn_as_googles_rule_draws_them(
+        whole_word_examples, vocab):
+    """Single pieces and several-piece words are masked as often as
+    Google's rule (shuffle the groups, take each that still fits) masks
+    them on the same sequences, simulated here in plain Python."""
+    rng = random.Random(11)
+    observed = {"single": [0, 0], "pieced": [0, 0]}
+    expected = {"single": 0.0, "pieced": 0.0}
+    simulations = 20
+    for example in whole_word_examples:
+        ids, length = _unmasked(example)
+        count = int(example["masked_lm_weights"].sum())
+        masked = set(example["masked_lm_positions"][:count].tolist())
+        groups = _word_groups(ids, length, vocab)
+        num_to_predict = min(PRED, max(1, int(round(length * 0.15))))
+        for group in groups:
+            kind = "single" if len(group) == 1 else "pieced"
+            observed[kind][0] += group[0] in masked
+            observed[kind][1] += 1
+        for _ in range(simulations):
+            shuffled = list(groups)
+            rng.shuffle(shuffled)
+            taken = 0
+            for group in shuffled:
+                if taken >= num_to_predict:
+                    break
+                if taken + len(group) > num_to_predict:
+                    continue
+                taken += len(group)
+                kind = "single" if len(group) == 1 else "pieced"
+                expected[kind] += 1 / simulations
+    for kind in ("single", "pieced"):
+        hits, total = observed[kind]
+        assert total > 3000
+        assert abs(hits / total - expected[kind] / total) < 0.02, kind
+    # Several-piece words are skipped when they no longer fit.
+    assert (observed["pieced"][0] / observed["pieced"][1]
+            < observed["single"][0] / observed["single"][1])
+
+
+def test_whole_word_greedy_rule_on_fixed_groups(uncased_vocab_file):
+    """Groups of 3 with room for 4: one group; groups of 2 with room for 5:
+    two groups (Google skips what does not fit and never splits a word)."""
+    pipeline = dynamic_masking._DynamicMaskingPipeline(
+        uncased_vocab_file, True, SEQ, PRED, 0.15, 0.1,
+        do_whole_word_mask=True)
+    vocab = tokenization.load_vocab(uncased_vocab_file)
+    word, piece = vocab["castle"], vocab["##s"]
+    for group_size, room, expected in ((3, 4, 3), (2, 5, 4), (1, 3, 3)):
+        ids = [vocab["[CLS]"]]
+        for _ in range(6):
+            ids += [word] + [piece] * (group_size - 1)
+        ids.append(vocab["[SEP]"])
+        input_ids = tf.constant(ids, tf.int32)
+        is_candidate = ((input_ids != vocab["[CLS]"])
+                        & (input_ids != vocab["[SEP]"]))
+        for seed in range(20):
+            positions = pipeline._whole_word_positions(
+                input_ids, is_candidate, tf.constant(room),
+                tf.constant(seed, tf.int64)).numpy().tolist()
+            assert len(positions) == expected
+            # Whole groups: each starts at a word and runs over its pieces.
+            for start in positions[::group_size]:
+                assert ids[start] == word
+                assert positions[positions.index(start):][:group_size] == (
+                    list(range(start, start + group_size)))

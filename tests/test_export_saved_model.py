@@ -1,25 +1,27 @@
 """export_saved_model.py: SavedModels that serve raw text, checked against
 the runners' own output files.
 
-A Google-format checkpoint with a classifier head (and one with a SQuAD
-head) is written; `run_classifier.py --do_predict` and `run_squad.py
---do_predict` predict with it and write `test_results.tsv` and
-`predictions.json` / `nbest_predictions.json`; `export_saved_model.py`
-exports the same checkpoint; then a fresh Python process in which bert_tf
-cannot be imported loads the SavedModels with tensorflow and
-tensorflow_text alone, feeds them the same raw texts, and its outputs must
-be the runners' (answers character for character, probabilities to float
-round-off). The inputs are chosen to exercise the in-graph steps: pair
-truncation, an empty second text, lower-casing and accents, punctuation
-glued to words, several whitespace kinds, words outside the vocabulary,
-contexts spanning several windows and questions longer than
-`--max_query_length`.
+Google-format checkpoints with a classifier head, a SQuAD head, a tagging
+head (softmax, and with a CRF) and a multiple-choice head are written;
+`run_classifier.py`, `run_squad.py`, `run_tagging.py` and
+`run_multiple_choice.py --do_predict` predict with them and write
+`test_results.tsv`, `predictions.json` / `nbest_predictions.json` and
+`test_predictions.txt`; `export_saved_model.py` exports the same
+checkpoints; then a fresh Python process in which bert_tf cannot be
+imported loads the SavedModels with tensorflow and tensorflow_text alone,
+feeds them the same raw texts, and its outputs must be the runners'
+(answers character for character, every word's label, probabilities to
+float round-off). The inputs are chosen to exercise the in-graph steps: pair
+truncation, an empty second text (or choice), lower-casing and accents,
+punctuation glued to words, several whitespace kinds, words outside the
+vocabulary, contexts and sentences spanning several windows and questions
+longer than `--max_query_length`.
 
 Also: `saved_model_cli show --all` and `saved_model_cli run` (with the
 tensorflow_text ops registered) on an export, TensorFlow Serving's REST
-row format, the TFLite conversion of `serving_ids`, the sentence
-embeddings against Google's own `extract_features.py` output, and the
-errors a user sees.
+row format, the TFLite conversion of `serving_ids` (classifier, softmax
+tagger), the sentence embeddings against Google's own
+`extract_features.py` output, and the errors a user sees.
 """
 
 import gzip
@@ -41,7 +43,9 @@ from bert_tf.config import BertConfig
 from bert_tf.data import classifier_features
 from bert_tf.data import glue_processors
 from bert_tf.tasks.classification import ClassificationModel
+from bert_tf.tasks.multiple_choice import MultipleChoiceModel
 from bert_tf.tasks.squad import SquadModel
+from bert_tf.tasks.tagging import TaggingModel
 from bert_tf.text import tokenization
 from tests.modeling_harness import randomize
 
@@ -79,6 +83,43 @@ QUESTIONS = [
 ]
 
 
+# Tagging: sentences of words as a CoNLL file holds them (a word per line),
+# exercising what the export must do as run_tagging.py does: words glued
+# to punctuation (several pieces, labelled at the first), accents, a word
+# that tokenizes to nothing (U+200B is deleted: "[UNK]"), a word over 200
+# characters ("[UNK]"), a word of more pieces than a window holds (cut), a
+# Chinese word (a piece per character), sentences longer than a window.
+TAGGING_LABELS = ["B-LOC", "B-PER", "I-PER", "O"]
+TAGGING_FLAGS = ["--max_seq_length=16", "--doc_stride=5"]
+TAGGING_SENTENCES = [
+    "The Tragedy of Hamlet, Prince of Denmark".split(),
+    ["Who's", "there?"],
+    ("Nay, answer me: stand, and unfold yourself. Long live the king! "
+     "Bernardo? He. You come most carefully upon your hour.").split(),
+    ["Café", "Ünïcode", "façade", "\u200b", "naïve", "x" * 230, "中文字",
+     "résumé"],
+    ["!" * 20, "Francisco", "!" * 3],
+    ["Bernardo"],
+]
+# How each sentence is sent: words joined by assorted whitespace (all of it
+# whitespace to Python's str.split, as the runner's reader splits).
+TAGGING_SEPARATORS = [" ", "\t", "  ", "\u3000", "\u00a0", " \n "]
+
+# Multiple choice: JSON lines with and without a context, a question and
+# choices, some long enough to be cut, one empty (the one-text layout).
+MULTIPLE_CHOICE_SEQ_LENGTH = 24
+MULTIPLE_CHOICE_RECORDS = [
+    {"context": "Francisco at his post. Enter to him Bernardo.",
+     "question": "Who's there?",
+     "choices": ["Nay, answer me", "Long live the king!", "Bernardo?"]},
+    {"question": "Tis now struck twelve; get thee to bed, Francisco. " * 3,
+     "choices": ["For this relief much thanks", "",
+                 "'tis bitter cold, And I am sick at heart." * 2]},
+    {"context": "Café Ünïcode", "question": "façade?",
+     "choices": ["naïve", "résumé", "中文字 😀"]},
+]
+
+
 def _write_tsv(path, rows):
     path.write_text("".join("\t".join(row) + "\n" for row in rows),
                     encoding="utf-8")
@@ -94,6 +135,19 @@ def _checkpoint(model, prefix, seed, head_scale):
     checkpoints.save_checkpoint(
         {checkpoints.variable_name(v): v for v in model.weights}, prefix)
     return prefix
+
+
+def _head_on_pretrained(model, pretrained, prefix, seed, head_scale):
+    """The pretrained encoder with a random head (each head variable scaled
+    by `head_scale(path)`), written as a Google-format checkpoint."""
+    randomize(model, seed=seed)
+    checkpoints.load_checkpoint(
+        [v for v in model.weights if v.path.startswith("bert/")], pretrained)
+    for variable in model.weights:
+        if not variable.path.startswith("bert/"):
+            variable.assign(variable * head_scale(variable.path))
+    checkpoints.save_checkpoint(
+        {checkpoints.variable_name(v): v for v in model.weights}, prefix)
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +168,30 @@ def workspace(tmp_path_factory, golden_dir):
     uncased_config.to_json_file(root / "uncased" / "bert_config.json")
     _checkpoint(SquadModel(uncased_config), root / "squad" / "model.ckpt",
                 seed=2, head_scale=30.0)
+
+    # Tagging: the same weights with and without a CRF (transitions made
+    # strong enough to overrule some words' own best label), on the golden
+    # pretrained encoder (a random one gives every word the same label).
+    pretrained = cased / "bert_model.ckpt"
+    for use_crf in (False, True):
+        name = "tagging_crf" if use_crf else "tagging"
+        _head_on_pretrained(
+            TaggingModel(config, len(TAGGING_LABELS), use_crf=use_crf),
+            pretrained, root / name / "model.ckpt", seed=3,
+            head_scale=lambda path: 10.0 if "crf" in path else 3.0)
+        # As run_tagging.py leaves it in its --output_dir.
+        (root / name / "label_list.txt").write_text(
+            "".join(f"{label}\n" for label in TAGGING_LABELS))
+    (root / "tagging_test.txt").write_text("".join(
+        "".join(f"{word}\n" for word in words) + "\n"
+        for words in TAGGING_SENTENCES), encoding="utf-8")
+
+    _head_on_pretrained(MultipleChoiceModel(config), pretrained,
+                        root / "multiple_choice" / "model.ckpt", seed=4,
+                        head_scale=lambda path: 10.0)
+    (root / "choices.jsonl").write_text("".join(
+        json.dumps(record) + "\n" for record in MULTIPLE_CHOICE_RECORDS),
+        encoding="utf-8")
 
     mrpc = root / "mrpc"
     mrpc.mkdir()
@@ -194,6 +272,52 @@ def squad_v2_run(workspace):
     return _squad_run(workspace, "squad_v2_output", *SQUAD_V2_FLAGS)
 
 
+def _tagging_predictions(output_dir):
+    """Each sentence's labels in run_tagging.py's test_predictions.txt (the
+    predict file with a label column appended)."""
+    sentences, labels = [], []
+    lines = (output_dir / "test_predictions.txt").read_text(
+        encoding="utf-8").split("\n")
+    for line in lines:
+        if line.strip():
+            labels.append(line.split()[-1])
+        elif labels:
+            sentences.append(labels)
+            labels = []
+    return sentences
+
+
+@pytest.fixture(scope="module")
+def tagging_runs(workspace):
+    """test_predictions.txt of the softmax and the CRF tagger."""
+    results = {}
+    for name in ("tagging", "tagging_crf"):
+        output_dir = workspace / f"{name}_output"
+        _runner("run_tagging.py", workspace, "cased", "--do_predict=true",
+                "--do_lower_case=false", *TAGGING_FLAGS,
+                f"--predict_file={workspace / 'tagging_test.txt'}",
+                f"--init_checkpoint={workspace / name / 'model.ckpt'}",
+                f"--output_dir={output_dir}",
+                *(["--use_crf=true"] if name == "tagging_crf" else []))
+        results[name] = _tagging_predictions(output_dir)
+    return results
+
+
+@pytest.fixture(scope="module")
+def multiple_choice_run(workspace):
+    output_dir = workspace / "multiple_choice_output"
+    checkpoint = workspace / "multiple_choice" / "model.ckpt"
+    _runner("run_multiple_choice.py", workspace, "cased",
+            "--do_predict=true", "--do_lower_case=false",
+            "--input_format=jsonl",
+            f"--predict_file={workspace / 'choices.jsonl'}",
+            f"--init_checkpoint={checkpoint}",
+            f"--max_seq_length={MULTIPLE_CHOICE_SEQ_LENGTH}",
+            f"--output_dir={output_dir}")
+    return np.loadtxt(output_dir / "test_results.tsv", delimiter="\t",
+                      ndmin=2)
+
+
 @pytest.fixture(scope="module")
 def exports(workspace):
     checkpoint = f"--init_checkpoint={workspace / 'classifier' / 'model.ckpt'}"
@@ -213,7 +337,33 @@ def exports(workspace):
                             f"--init_checkpoint="
                             f"{workspace / 'squad' / 'model.ckpt'}",
                             *SQUAD_FLAGS, *SQUAD_V2_FLAGS),
+        # The label list comes from label_list.txt beside the checkpoint,
+        # the CRF from the checkpoint.
+        **{name: _export(workspace, "cased", name, "--task_name=tagging",
+                         f"--init_checkpoint={workspace / name / 'model.ckpt'}",
+                         "--do_lower_case=false", *TAGGING_FLAGS)
+           for name in ("tagging", "tagging_crf")},
+        **{f"multiple_choice_{input_format}": _export(
+            workspace, "cased", f"multiple_choice_{input_format}",
+            "--task_name=multiple_choice",
+            f"--init_checkpoint={workspace / 'multiple_choice' / 'model.ckpt'}",
+            "--do_lower_case=false", f"--input_format={input_format}",
+            f"--max_seq_length={MULTIPLE_CHOICE_SEQ_LENGTH}")
+           for input_format in ("jsonl", "swag")},
     }
+
+
+def _tagging_texts():
+    """The tagging sentences as one string each, words joined by assorted
+    whitespace; and an empty one."""
+    texts = []
+    for index, words in enumerate(TAGGING_SENTENCES):
+        separators = TAGGING_SEPARATORS[index:] + TAGGING_SEPARATORS[:index]
+        text = words[0]
+        for position, word in enumerate(words[1:]):
+            text += separators[position % len(separators)] + word
+        texts.append(f" {text}\t")
+    return texts + [""]
 
 
 # What the fresh process runs: tensorflow and tensorflow_text only.
@@ -260,6 +410,23 @@ def served(workspace, exports):
         "squad_v2": {"export_dir": str(exports["squad_v2"]), "inputs": {
             "question": [q for q, _ in QUESTIONS],
             "context": [c for _, c in QUESTIONS]}},
+        **{name: {"export_dir": str(exports[name]),
+                  "inputs": {"text": _tagging_texts()}}
+           for name in ("tagging", "tagging_crf")},
+        "multiple_choice_jsonl": {
+            "export_dir": str(exports["multiple_choice_jsonl"]), "inputs": {
+                "context": [r.get("context", "")
+                            for r in MULTIPLE_CHOICE_RECORDS],
+                "question": [r["question"] for r in MULTIPLE_CHOICE_RECORDS],
+                "choices": [r["choices"] for r in MULTIPLE_CHOICE_RECORDS]}},
+        # The same examples without a question input: the context is what
+        # the JSON-lines reader makes of context and question.
+        "multiple_choice_swag": {
+            "export_dir": str(exports["multiple_choice_swag"]), "inputs": {
+                "context": [f"{r['context']} {r['question']}"
+                            if r.get("context") else r["question"]
+                            for r in MULTIPLE_CHOICE_RECORDS],
+                "choices": [r["choices"] for r in MULTIPLE_CHOICE_RECORDS]}},
     }
     (workspace / "requests.json").write_text(json.dumps(requests),
                                              encoding="utf-8")
@@ -286,6 +453,47 @@ def test_classifier_probabilities_are_run_classifiers(classifier_runs,
         assert served[task]["label"] == [
             labels[i] for i in expected.argmax(axis=1)]
         assert served[task]["label_id"] == expected.argmax(axis=1).tolist()
+
+
+@pytest.mark.parametrize("name", ["tagging", "tagging_crf"])
+def test_tagging_labels_are_run_taggings(tagging_runs, served, name):
+    expected = tagging_runs[name]
+    outputs = served[name]
+    assert len(outputs["labels"]) == len(TAGGING_SENTENCES) + 1
+    for index, words in enumerate(TAGGING_SENTENCES):
+        count = outputs["num_words"][index]
+        assert count == len(words)
+        assert outputs["words"][index][:count] == words
+        assert outputs["labels"][index][:count] == expected[index], index
+        assert set(outputs["labels"][index][count:]) <= {""}
+    # The empty text has no word.
+    assert outputs["num_words"][-1] == 0
+    assert set(outputs["labels"][-1]) <= {""}
+
+
+def test_tagging_inputs_exercise_windows_and_the_crf(workspace,
+                                                     tagging_runs):
+    from bert_tf.text.tokenization import FullTokenizer
+    tokenizer = FullTokenizer(str(workspace / "cased" / "vocab.txt"),
+                              do_lower_case=False)
+    window = 16 - 2
+    assert max(sum(len(tokenizer.tokenize(word)) for word in words)
+               for words in TAGGING_SENTENCES) > 2 * window
+    # The CRF's transitions change some labels of the same emissions.
+    assert tagging_runs["tagging"] != tagging_runs["tagging_crf"]
+    # Several labels occur.
+    assert len({label for labels in tagging_runs["tagging"]
+                for label in labels}) > 2
+
+
+def test_multiple_choice_probabilities_are_run_multiple_choices(
+        multiple_choice_run, served):
+    for name in ("multiple_choice_jsonl", "multiple_choice_swag"):
+        outputs = served[name]
+        np.testing.assert_allclose(outputs["probabilities"],
+                                   multiple_choice_run, atol=2e-6)
+        assert outputs["label"] == multiple_choice_run.argmax(
+            axis=1).tolist()
 
 
 def _assert_same_answers(outputs, predictions, nbest):
@@ -342,6 +550,52 @@ def test_rest_row_format_maps_onto_the_signature(exports, classifier_runs):
               for key in keys}
     np.testing.assert_allclose(serve(**inputs)["probabilities"],
                                classifier_runs["mrpc"], atol=2e-6)
+
+
+def test_rest_row_format_of_tagging_and_multiple_choice(exports):
+    """The instances' keys are the signatures' inputs: one string per
+    instance, and a list of choices per instance."""
+    expected = {
+        "tagging": {"text": [None]},
+        "tagging_crf": {"text": [None]},
+        "multiple_choice_swag": {"context": [None], "choices": [None, None]},
+        "multiple_choice_jsonl": {"context": [None], "question": [None],
+                                  "choices": [None, None]},
+    }
+    for name, inputs in expected.items():
+        serve = tf.saved_model.load(str(exports[name])).signatures[
+            "serving_default"]
+        specs = serve.structured_input_signature[1]
+        assert {key: spec.shape.as_list() for key, spec in specs.items()} == (
+            inputs), name
+        assert all(spec.dtype == tf.string for spec in specs.values())
+
+
+def test_tagging_serving_ids_converts_to_tflite(workspace, exports,
+                                                tagging_runs):
+    """The softmax tagger: the TFLite interpreter on the windows
+    run_tagging.py's own conversion makes gives the labels of its
+    test_predictions.txt. (A CRF's Viterbi decoding, a `tf.scan` over a
+    dynamic batch, does not convert to built-in ops.)"""
+    from bert_tf.data import tagging_features
+    from bert_tf.data.tagging_examples import TaggedSentence
+    tokenizer = tokenization.FullTokenizer(
+        str(workspace / "cased" / "vocab.txt"), do_lower_case=False)
+    sentences = [TaggedSentence(words, None, [1] * len(words))
+                 for words in TAGGING_SENTENCES]
+    arrays = tagging_features.windows_to_arrays(
+        tagging_features.convert_sentences(sentences, TAGGING_LABELS, 16, 5,
+                                           tokenizer), 16)
+    converter = tf.lite.TFLiteConverter.from_saved_model(
+        str(exports["tagging"]), signature_keys=["serving_ids"])
+    interpreter = tf.lite.Interpreter(model_content=converter.convert())
+    outputs = interpreter.get_signature_runner("serving_ids")(**{
+        name: arrays[name] for name in (
+            "input_ids", "input_mask", "segment_ids", "word_positions",
+            "word_mask")})
+    assert tagging_features.assemble_sentence_predictions(
+        sentences, arrays, outputs["predicted_ids"], TAGGING_LABELS) == (
+        tagging_runs["tagging"])
 
 
 def test_saved_model_cli_show_and_run(exports):
@@ -483,6 +737,16 @@ def test_existing_export_dir_is_refused_unless_overwrite(workspace, exports):
       "--max_seq_length=12", "--max_query_length=10"],
      "The max_seq_length (12) must be greater than max_query_length (10) "
      "+ 3"),
+    # No label_list.txt beside the checkpoint, and no --label_list.
+    (["--task_name=tagging", "--init_checkpoint={classifier}"],
+     "label_list.txt not found"),
+    (["--task_name=tagging", "--init_checkpoint={tagging}", "--use_crf"],
+     "--use_crf=true, but the checkpoint"),
+    (["--task_name=tagging", "--init_checkpoint={tagging}",
+      "--label_list=O,B-PER"],
+     "output_weights"),  # 2 labels, the checkpoint has 4
+    (["--task_name=multiple_choice", "--init_checkpoint={classifier}"],
+     "output_weights"),  # one score per choice, the checkpoint has 2
 ])
 def test_bad_input_is_reported_without_traceback(workspace, tmp_path,
                                                  golden_dir, flag_list,
@@ -490,6 +754,7 @@ def test_bad_input_is_reported_without_traceback(workspace, tmp_path,
     flag_list = [flag.format(
         squad=workspace / "squad" / "model.ckpt",
         classifier=workspace / "classifier" / "model.ckpt",
+        tagging=workspace / "tagging" / "model.ckpt",
         pretrained=golden_dir / "models" / "cased_tiny" / "bert_model.ckpt")
         for flag in flag_list]
     model = "uncased" if "squad" in flag_list[0] else "cased"

@@ -1,10 +1,14 @@
-"""google_to_hf's tokenizer files, loaded without transformers.
+"""google_to_hf's tokenizer files, loaded by tokenizers, transformers, keras-hub.
 
 `tokenizer.json` is loaded by the `tokenizers` package alone and must give
 the project tokenizer's ids on the golden corpus and the multilingual test
 text (both vocabularies); the one documented difference (Rust lower-cases
 a word-final capital sigma to "σ", Python to "ς") is shown to be the only
-one on Greek text. Every output file is written 0644.
+one on Greek text. Every output file is written 0644. When installed (the
+`hf` extra), Hugging Face's `AutoTokenizer` and keras-hub's
+`BertTokenizer.from_preset` load the directory and give the project's ids
+(AutoTokenizer: up to the documented 100-character word limit; keras-hub:
+on the English corpus, its own normalization elsewhere).
 """
 
 import json
@@ -159,3 +163,63 @@ def test_tanh_gelu_against_exact_gelu_on_minilm(tmp_path):
     assert 3e-3 < hidden_difference.max() < 8e-3
     assert 2e-4 < hidden_difference.mean() < 8e-4
     assert 2e-4 < pooled_difference.max() < 1e-3
+
+
+def _corpus(golden_dir):
+    return (golden_dir / "create_pretraining_data" / "corpus.txt"
+            ).read_text(encoding="utf-8").splitlines()
+
+
+# A word of 101-200 characters: Google's WordPiece (limit 200) splits it,
+# Hugging Face's BertTokenizer class (limit 100) gives "[UNK]".
+LONG_WORD_TEXT = "long " + "b" * 150 + " end"
+
+
+@pytest.mark.parametrize("vocab_name, do_lower_case",
+                         [("cased", False), ("uncased", True)])
+def test_auto_tokenizer_loads_the_directory(golden_dir, tmp_path, vocab_name,
+                                            do_lower_case):
+    """Hugging Face's `AutoTokenizer` on google_to_hf's directory: the
+    project's ids on the golden corpus and the multilingual text, except
+    the documented word-length limit (transformers' `BertTokenizer`
+    rebuilds WordPiece with its own 100-character limit)."""
+    transformers = pytest.importorskip("transformers")
+    output_dir, vocab_file = _convert(golden_dir, tmp_path, vocab_name,
+                                      do_lower_case)
+    loaded = transformers.AutoTokenizer.from_pretrained(str(output_dir))
+    ours = tokenization.FullTokenizer(vocab_file, do_lower_case)
+    differing = []
+    for text in _corpus(golden_dir) + MULTILINGUAL_TEXT + [LONG_WORD_TEXT]:
+        expected = ours.convert_tokens_to_ids(ours.tokenize(text))
+        if loaded(text, add_special_tokens=False)["input_ids"] != expected:
+            differing.append(text)
+    assert differing and all(
+        any(100 < len(word) <= 200 for word in text.split())
+        for text in differing), differing
+    pair = loaded("Who's there?", "Nay, answer me")
+    a = ours.convert_tokens_to_ids(ours.tokenize("Who's there?"))
+    b = ours.convert_tokens_to_ids(ours.tokenize("Nay, answer me"))
+    cls, sep = ours.vocab["[CLS]"], ours.vocab["[SEP]"]
+    assert pair["input_ids"] == [cls] + a + [sep] + b + [sep]
+    assert pair["token_type_ids"] == [0] * (len(a) + 2) + [1] * (len(b) + 1)
+
+
+@pytest.mark.parametrize("vocab_name, do_lower_case",
+                         [("cased", False), ("uncased", True)])
+def test_keras_hub_bert_tokenizer_from_preset(golden_dir, tmp_path,
+                                              vocab_name, do_lower_case):
+    """keras-hub's `BertTokenizer.from_preset` on google_to_hf's directory:
+    the project's ids on the golden corpus (English). keras-hub normalizes
+    with tensorflow-text (NFKC case folding, control characters to spaces,
+    no accent stripping), not as Google does, so on the multilingual text
+    its ids differ; that is keras-hub's tokenizer, not the files."""
+    keras_hub = pytest.importorskip("keras_hub")
+    output_dir, vocab_file = _convert(golden_dir, tmp_path, vocab_name,
+                                      do_lower_case)
+    loaded = keras_hub.tokenizers.BertTokenizer.from_preset(str(output_dir))
+    ours = tokenization.FullTokenizer(vocab_file, do_lower_case)
+    corpus = _corpus(golden_dir)
+    for text, ids in zip(corpus, loaded(corpus)):
+        ids = ids.numpy() if hasattr(ids, "numpy") else ids
+        assert [int(i) for i in ids] == ours.convert_tokens_to_ids(
+            ours.tokenize(text)), text

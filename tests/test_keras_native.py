@@ -1,6 +1,8 @@
 """Task models are Keras-native: `.keras` files and `tf.saved_model.save`.
 
-Every model is loaded from the Google-format checkpoint of the golden
+Every task model (classification, multi-label, which is the classifier's
+model, SQuAD, pretraining, tagging with and without a CRF, multiple choice)
+is loaded from the Google-format checkpoint of the golden
 directory (encoder) with random heads, saved, reloaded, and must give the
 same outputs. The encoder's reloaded output is also compared with what
 Google's own `extract_features.py` computed from that checkpoint (golden
@@ -19,8 +21,10 @@ from bert_tf import checkpoints
 from bert_tf.config import BertConfig
 from bert_tf.modeling import BertModel
 from bert_tf.tasks.classification import ClassificationModel
+from bert_tf.tasks.multiple_choice import MultipleChoiceModel
 from bert_tf.tasks.pretraining import BertPretrainingModel
 from bert_tf.tasks.squad import SquadModel
+from bert_tf.tasks.tagging import TaggingModel
 from tests.modeling_harness import randomize
 
 GOLDEN_LINE = 2  # "FRANCISCO at his post. Enter to him BERNARDO": one segment
@@ -66,13 +70,51 @@ def _masked_lm_features(features):
             "masked_lm_weights": np.ones([1, 3], np.float32)}
 
 
+def _tagging_features(features):
+    """Every other token is a word's first piece."""
+    seq_length = features["input_ids"].shape[1]
+    positions = np.arange(1, seq_length - 1, 2, dtype=np.int32)
+    word_positions = np.zeros([1, seq_length], np.int32)
+    word_positions[0, :len(positions)] = positions
+    return {**features, "word_positions": word_positions,
+            "word_mask": (word_positions > 0).astype(np.int32)}
+
+
+def _multiple_choice_features(features):
+    """Three choices: the line, and the line with its last tokens masked."""
+    choices = {name: np.repeat(value[:, np.newaxis], 3, axis=1)
+               for name, value in features.items()}
+    for choice, cut in ((1, 3), (2, 6)):
+        choices["input_mask"][0, choice, -cut:] = 0
+    return choices
+
+
+# kind: (build the model from a config, the model's features from the
+# golden line's encoder features).
+# (Multi-label classification uses ClassificationModel.)
 MODELS = {
-    "classification": (lambda config: ClassificationModel(config, 3), False),
-    "squad": (SquadModel, False),
-    "pretraining_mlm_nsp": (BertPretrainingModel, True),
+    "classification": (lambda config: ClassificationModel(config, 3), None),
+    "squad": (SquadModel, None),
+    "pretraining_mlm_nsp": (BertPretrainingModel, "masked_lm"),
     "pretraining_ltr": (
-        lambda config: BertPretrainingModel(config, objective="ltr"), True),
+        lambda config: BertPretrainingModel(config, objective="ltr"),
+        "masked_lm"),
+    "tagging": (lambda config: TaggingModel(config, 5), "tagging"),
+    "tagging_crf": (lambda config: TaggingModel(config, 5, use_crf=True),
+                    "tagging"),
+    "multiple_choice": (MultipleChoiceModel, "multiple_choice"),
 }
+
+
+def _features(kind, features):
+    extra = MODELS[kind][1]
+    if extra == "masked_lm":
+        return _masked_lm_features(features)
+    if extra == "tagging":
+        return _tagging_features(features)
+    if extra == "multiple_choice":
+        return _multiple_choice_features(features)
+    return features
 
 
 def _numpy(outputs):
@@ -81,11 +123,10 @@ def _numpy(outputs):
 
 @pytest.mark.parametrize("kind", sorted(MODELS))
 def test_keras_file_round_trip(kind, golden, tmp_path):
-    config, checkpoint, features, last_layer = golden
-    build, is_pretraining = MODELS[kind]
-    if is_pretraining:
-        features = _masked_lm_features(features)
-    model = _from_google_checkpoint(build(config), checkpoint, seed=3)
+    config, checkpoint, encoder_features, last_layer = golden
+    features = _features(kind, encoder_features)
+    model = _from_google_checkpoint(MODELS[kind][0](config), checkpoint,
+                                    seed=3)
     expected = _numpy(model(features))
 
     model.save(tmp_path / "model.keras")
@@ -101,17 +142,16 @@ def test_keras_file_round_trip(kind, golden, tmp_path):
         np.testing.assert_array_equal(actual[name], expected[name])
     if kind != "pretraining_ltr":  # the LTR encoder is causal
         np.testing.assert_allclose(
-            loaded.bert(features["input_ids"])["sequence_output"],
+            loaded.bert(encoder_features["input_ids"])["sequence_output"],
             last_layer, atol=1e-5)
 
 
 @pytest.mark.parametrize("kind", sorted(MODELS))
 def test_saved_model_has_int32_signature(kind, golden, tmp_path):
     config, checkpoint, features, _ = golden
-    build, is_pretraining = MODELS[kind]
-    if is_pretraining:
-        features = _masked_lm_features(features)
-    model = _from_google_checkpoint(build(config), checkpoint, seed=5)
+    features = _features(kind, features)
+    model = _from_google_checkpoint(MODELS[kind][0](config), checkpoint,
+                                    seed=5)
     expected = _numpy(model(features))
 
     tf.saved_model.save(model, str(tmp_path / "saved_model"))

@@ -186,3 +186,68 @@ def test_predict_without_label_list_says_how(workspace, tmp_path):
                           expect_success=False)
     assert process.returncode == 1
     assert "label_list.txt not found" in process.stderr.splitlines()[-1]
+
+
+def test_label_list_file_scores_a_label_training_never_saw(workspace,
+                                                           tmp_path):
+    # A corpus' tag set can hold tags too rare for the training split
+    # (People's Daily's "na" occurs once, in its test split): with
+    # --label_list_file they are labels the model can be scored on.
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.txt").write_text((workspace / "data" / "train.txt")
+                                    .read_text())
+    (data / "dev.txt").write_text("bob NN O B-PER\nrome NN O B-GPE\n")
+    labels = tmp_path / "labels.txt"
+    labels.write_text("O\nB-PER\nI-PER\nB-LOC\nB-GPE\n")
+    output_dir = tmp_path / "out"
+    run_tagging(workspace, "--do_train", "--do_predict",
+                f"--train_file={data / 'train.txt'}",
+                f"--predict_file={data / 'dev.txt'}",
+                f"--output_dir={output_dir}", f"--label_list_file={labels}",
+                "--max_seq_length=16", "--num_train_epochs=0.1",
+                "--train_batch_size=16")
+    # The given order is kept: the label ids are its line numbers.
+    assert (output_dir / "label_list.txt").read_text() == labels.read_text()
+    import tensorflow as tf
+    shapes = dict(tf.train.list_variables(str(output_dir / "model.ckpt-2")))
+    assert shapes["output_weights"] == [5, 32]  # int(400 / 16 * 0.1) steps
+    # Scored as seqeval scores the predictions against the gold B-GPE.
+    from seqeval import metrics as seqeval_metrics
+    predicted = [line.split()[-1] for line in (
+        output_dir / "test_predictions.txt").read_text().splitlines()]
+    test_results = dict(line.split(" = ") for line in (
+        output_dir / "test_results.txt").read_text().splitlines())
+    assert float(test_results["test_f1"]) == pytest.approx(
+        seqeval_metrics.f1_score([["B-PER", "B-GPE"]], [predicted]),
+        abs=1e-6)
+    assert "test_f1_GPE" in test_results
+
+
+@pytest.mark.parametrize("content, do_train, message", [
+    ("O\nB-PER\nI-PER\n", True,
+     "run_tagging.py: error: {data}/train.txt:{line}: label 'B-LOC' does "
+     "not occur in --label_list_file={labels} (labels: O B-PER I-PER)"),
+    ("O\nB-PER\nI-PER\nB-LOC\nO\n", True,
+     "run_tagging.py: error: --label_list_file={labels}: labels listed "
+     "twice: O"),
+    ("O\nB-PER\nI-PER\nB-LOC\n", False,
+     "run_tagging.py: error: --label_list_file needs --do_train (without "
+     "training, the labels are the training run's label_list.txt)"),
+])
+def test_bad_label_list_file_is_named(workspace, tmp_path, content, do_train,
+                                      message):
+    data = workspace / "data"
+    labels = tmp_path / "labels.txt"
+    labels.write_text(content)
+    process = run_tagging(
+        workspace, f"--do_train={str(do_train).lower()}", "--do_predict",
+        f"--data_dir={data}", f"--output_dir={tmp_path}/o",
+        f"--label_list_file={labels}", "--max_seq_length=16",
+        expect_success=False)
+    assert process.returncode == 1
+    line = next(number for number, text in enumerate(
+        (data / "train.txt").read_text().splitlines(), start=1)
+        if text.endswith(" B-LOC"))
+    assert process.stderr.strip().splitlines()[-1] == message.format(
+        data=data, labels=labels, line=line)

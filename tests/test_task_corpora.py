@@ -1,5 +1,7 @@
 """Real corpora from pip packages: present, parsed, split as documented."""
 
+import pathlib
+
 import pytest
 
 from bert_tf.data import multiple_choice
@@ -50,3 +52,57 @@ def test_multiple_choice_corpora(tmp_path, corpus, total, choices):
 def test_split_rule():
     assert [task_corpora.split_of(i) for i in range(11)] == (
         ["train"] * 8 + ["dev", "test", "train"])
+
+
+def test_peoples_daily_pretraining_corpus_is_the_train_split_text(tmp_path):
+    _installed("peoples_daily")
+    paths = task_corpora.write_corpus("peoples_daily", tmp_path,
+                                      max_documents=20)
+    corpus = tmp_path / "corpus.txt"
+    documents, lines = task_corpora.write_pretraining_corpus(
+        corpus, max_documents=20)
+    # 20 documents of 100 lines: 0-7 and 10-17 train, 8 and 18 dev, 9, 19
+    # test.
+    assert (documents, lines) == (16, 1600)
+
+    def words(line):  # "word/TAG  word/TAG": the words, tags dropped.
+        return " ".join(item.rsplit("/", 1)[0] for item in line.split())
+
+    def lines_of(path):
+        return pathlib.Path(path).read_text(encoding="utf-8").splitlines()
+
+    text = corpus.read_text(encoding="utf-8")
+    blocks = [block.splitlines() for block in text.split("\n\n")]
+    train = [words(line) for line in lines_of(paths["train"])]
+    assert len(blocks) == 16 and all(len(block) == 100 for block in blocks)
+    assert [line for block in blocks for line in block] == train
+    assert "/" not in text.replace("／", "")
+    # No dev or test line is pretrained on (a few short lines, such as
+    # "—— 编者", occur in documents of several splits).
+    corpus_lines = {line for block in blocks for line in block}
+    held_out = {words(line) for split in ("dev", "test")
+                for line in lines_of(paths[split])} - set(train)
+    assert len(held_out) > 350 and not held_out & corpus_lines
+
+
+def test_peoples_daily_tag_set_has_tags_the_train_split_lacks(tmp_path):
+    _installed("peoples_daily")
+    paths = task_corpora.write_corpus("peoples_daily", tmp_path)
+    tags = task_corpora.write_peoples_daily_tag_set(tmp_path / "tags.txt")
+    assert tagging_examples.read_label_list(tmp_path / "tags.txt") == tags
+    files = {split: tagging_examples.read_tagging_file(path,
+                                                       "peoples_daily")
+             for split, path in paths.items()}
+    every_tag = {label for tagging_file in files.values()
+                 for sentence in tagging_file.sentences
+                 for label in sentence.labels}
+    assert tags == sorted(every_tag) and len(tags) == 44
+    # "na" occurs once, in the test split: the training labels alone would
+    # stop run_tagging.py on the test file.
+    assert sorted(every_tag - set(tagging_examples.labels_of(
+        files["train"]))) == ["na"]
+
+
+def test_max_documents_is_for_peoples_daily_only(tmp_path):
+    with pytest.raises(ValueError, match="only peoples_daily"):
+        task_corpora.write_corpus("wnut16", tmp_path, max_documents=3)

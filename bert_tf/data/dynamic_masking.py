@@ -42,7 +42,13 @@ streaming pipeline cannot hold the whole corpus:
   into the next file when a file does not end with a blank line).
 * A document must fit in memory (as in Google's script, which holds the
   whole corpus).
-* No whole-word masking.
+* Whole-word masking (`do_whole_word_mask`) is Google's ("##" pieces join
+  the word before them); Chinese whole-word masking
+  (`create_pretraining_data.py --chinese_word_segmenter/--word_boundaries`)
+  is not offered here: it needs each token's word, which jieba cannot give
+  in-graph, and which for pre-segmented text would have to travel beside
+  the ids through chunking, random-next exchange and truncation. Use
+  `create_pretraining_data.py` for it.
 
 `write_dynamic_masking_records` writes such batches as TFRecords with the
 static schema, which `pretraining_dataset` (or Google's run_pretraining.py)
@@ -231,7 +237,8 @@ class _DynamicMaskingPipeline:
     """Builds the dataset; holds the tokenizer, special ids and options."""
 
     def __init__(self, vocab_file, do_lower_case, max_seq_length,
-                 max_predictions_per_seq, masked_lm_prob, short_seq_prob):
+                 max_predictions_per_seq, masked_lm_prob, short_seq_prob,
+                 do_whole_word_mask=False):
         self.tokenizer = _tokenizer_for(vocab_file, do_lower_case)
         missing = [t for t in ("[CLS]", "[SEP]", "[MASK]")
                    if t not in self.tokenizer.vocab]
@@ -251,6 +258,13 @@ class _DynamicMaskingPipeline:
         self.masked_lm_prob = masked_lm_prob
         self.short_seq_prob = short_seq_prob
         self.whitespace_pattern = python_whitespace_class()
+        self.do_whole_word_mask = do_whole_word_mask
+        # Whole-word masking: which ids are "##" pieces, by id.
+        is_continuation = [False] * (max(self.tokenizer.vocab.values()) + 1)
+        for token, index in self.tokenizer.vocab.items():
+            if token.startswith("##"):
+                is_continuation[index] = True
+        self.is_continuation = is_continuation
 
     # -- documents ---------------------------------------------------------
 
@@ -442,13 +456,20 @@ class _DynamicMaskingPipeline:
             tf.minimum(self.max_predictions_per_seq,
                        tf.maximum(1, num_to_predict)),
             num_candidates)
-        # A uniformly random subset: the candidates with the smallest random
-        # scores (what taking the head of Google's shuffled list amounts to).
-        scores = tf.where(
-            is_candidate,
-            _uniform([num_tokens], element_seed, _SALT_MASK_POSITIONS), 2.0)
-        positions = tf.sort(tf.argsort(scores)[:num_to_predict])
-        positions = tf.cast(positions, tf.int32)
+        if self.do_whole_word_mask:
+            positions = self._whole_word_positions(
+                input_ids, is_candidate, num_to_predict, element_seed)
+            num_to_predict = tf.size(positions)
+        else:
+            # A uniformly random subset: the candidates with the smallest
+            # random scores (what taking the head of Google's shuffled list
+            # amounts to).
+            scores = tf.where(
+                is_candidate,
+                _uniform([num_tokens], element_seed, _SALT_MASK_POSITIONS),
+                2.0)
+            positions = tf.sort(tf.argsort(scores)[:num_to_predict])
+            positions = tf.cast(positions, tf.int32)
         original = tf.gather(input_ids, positions)
         kind = _uniform([num_to_predict], element_seed, _SALT_MASK_KIND)
         keep = _uniform([num_to_predict], element_seed, _SALT_MASK_KEEP)
@@ -473,6 +494,53 @@ class _DynamicMaskingPipeline:
                 tf.pad(tf.ones([num_to_predict], tf.float32), padding),
                 shape),
         }
+
+    def _whole_word_positions(self, input_ids, is_candidate, num_to_predict,
+                              element_seed):
+        """Positions to mask with Google's whole-word masking, sorted.
+
+        Google's rule: the candidates (all but [CLS]/[SEP]) form groups, a
+        "##" piece joining the group of the candidate before it (across the
+        [SEP] between A and B too); the groups are shuffled and taken whole,
+        in that order, skipping a group that would bring the count past
+        `num_to_predict`. Here the shuffle is a random order of the groups
+        (the same distribution, other draws) and the greedy pass a scan.
+
+        Args:
+          input_ids: int32 [num_tokens], unpadded.
+          is_candidate: bool [num_tokens].
+          num_to_predict: int32 scalar, the most positions to mask.
+          element_seed: this element's seed.
+
+        Returns:
+          int32 [num_masked] positions, ascending; num_masked is at most
+          num_to_predict.
+        """
+        candidates = tf.cast(tf.where(is_candidate)[:, 0], tf.int32)
+        candidate_ids = tf.gather(input_ids, candidates)
+        continues = tf.gather(
+            tf.constant(self.is_continuation, tf.bool), candidate_ids)
+        # The first candidate opens a group even if it is a "##" piece.
+        starts_group = tf.logical_not(continues) | (
+            tf.range(tf.size(candidates)) == 0)
+        group_of = tf.cumsum(tf.cast(starts_group, tf.int32)) - 1
+        num_groups = tf.reduce_sum(tf.cast(starts_group, tf.int32))
+        group_sizes = tf.math.unsorted_segment_sum(
+            tf.ones_like(group_of), group_of, num_groups)
+        order = tf.argsort(_uniform([num_groups], element_seed,
+                                    _SALT_MASK_POSITIONS))
+
+        def take_if_it_fits(state, size):
+            total, _ = state
+            fits = total + size <= num_to_predict
+            return tf.where(fits, total + size, total), fits
+
+        _, taken_in_order = tf.scan(
+            take_if_it_fits, tf.gather(group_sizes, order),
+            initializer=(tf.constant(0, tf.int32), tf.constant(False)))
+        taken = tf.scatter_nd(order[:, tf.newaxis], taken_in_order,
+                              [num_groups])
+        return tf.boolean_mask(candidates, tf.gather(taken, group_of))
 
 
 def _validate(batch_size, max_seq_length, max_predictions_per_seq,
@@ -499,7 +567,8 @@ def dynamic_masking_dataset(text_patterns, vocab_file, do_lower_case,
                             max_predictions_per_seq, is_training,
                             input_context=None, seed=None,
                             masked_lm_prob=0.15, short_seq_prob=0.1, *,
-                            shuffle_buffer_size=None):
+                            shuffle_buffer_size=None,
+                            do_whole_word_mask=False):
     """Pretraining batches with fresh sentence pairs and masks every pass.
 
     Args:
@@ -521,6 +590,9 @@ def dynamic_masking_dataset(text_patterns, vocab_file, do_lower_case,
       masked_lm_prob, short_seq_prob: Google's flags.
       shuffle_buffer_size: instances held by the instance shuffle; default
         100 * batch_size.
+      do_whole_word_mask: Google's whole-word masking: a word's "##"
+        pieces are masked together (each position still gets its own
+        80/10/10 draw), at most `max_predictions_per_seq` positions.
 
     Returns:
       A `tf.data.Dataset` of dicts with the features, dtypes and shapes of
@@ -535,7 +607,7 @@ def dynamic_masking_dataset(text_patterns, vocab_file, do_lower_case,
     files = file_io.expand_input_patterns(text_patterns, sort=True)
     pipeline = _DynamicMaskingPipeline(
         vocab_file, do_lower_case, max_seq_length, max_predictions_per_seq,
-        masked_lm_prob, short_seq_prob)
+        masked_lm_prob, short_seq_prob, do_whole_word_mask)
 
     num_pipelines, pipeline_id = 1, 0
     if input_context is not None:

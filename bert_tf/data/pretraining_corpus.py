@@ -185,7 +185,9 @@ class _LineTokenizer:
         if len(self._cache) >= _MAX_CACHED_WORDS:
             self._cache.clear()
         vocab = self._tokenizer.vocab
-        pieces = self._tokenizer.tokenize(word)
+        # `word` comes from `split_words`: its pieces need no second split
+        # and no cache of the tokenizer's own (this one holds the ids).
+        pieces = self._tokenizer.word_pieces(word)
         try:
             ids = self._cache[word] = tuple([vocab[piece] for piece in pieces])
         except KeyError as error:

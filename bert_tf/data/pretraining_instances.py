@@ -490,14 +490,13 @@ _RECORDS_PER_BATCH = 4096
 
 
 class _BatchRecordEncoder:
-    """Builds the records of many instances at once with numpy.
+    """Builds and frames the records of many instances at once with numpy.
 
     The same features as `instance_features` (input ids gathered from the
     corpus around [CLS]/[SEP], masked positions sorted, replacements
-    applied), computed for a batch of instances as matrices; the varints of
-    all records' payloads are made in one vectorized pass
-    (`pretraining_records.pack_int64_rows`), leaving one `encode_padded`
-    call per record.
+    applied), computed for a batch of instances as matrices, serialized
+    (`PretrainingExampleEncoder.record_blocks`) as matrices too, leaving a
+    slice and a CRC call per record.
     """
 
     def __init__(self, store, corpus, vocab, encoder):
@@ -517,71 +516,82 @@ class _BatchRecordEncoder:
         self._sep_id = vocab.sep_id
         self._positions = np.arange(encoder.max_seq_length)
 
-    def encode(self, indices):
-        """Record bytes of instances `indices`, in that order."""
+    def features(self, indices):
+        """Padded feature matrices of instances `indices`, in that order.
+
+        Returns:
+          (input_ids, lengths, segment_ids, masked_lm_positions,
+          masked_lm_ids, counts, labels): the arguments of
+          `PretrainingExampleEncoder.record_blocks`.
+        """
         indices = np.asarray(indices, dtype=np.int64)
         batch = len(indices)
         rows = np.arange(batch)
-        fields = self._fields[indices].astype(np.int64)
+        # int32 (int64 for corpora of 2**31 tokens or more) throughout.
+        fields = self._fields[indices]
         a_start, a_length, b_start, b_length, labels, counts = fields.T
         length = a_length + b_length + 3
         b_first = a_length + 2
-        positions = self._positions
+        positions = self._positions.astype(fields.dtype)
 
-        # [CLS] A [SEP] B [SEP] and padding, one row per instance.
-        input_ids = np.zeros((batch, len(positions)), dtype=np.int64)
+        # [CLS] A [SEP] B [SEP] and padding, one row per instance: the
+        # token of each position in the corpus (A, then B; positions that
+        # are no token of A or B read a neighbour and are set below).
+        source = np.where(positions <= a_length[:, None],
+                          (a_start - 1)[:, None],
+                          (b_start - b_first)[:, None]) + positions
+        input_ids = np.take(self._tokens, source, mode="clip")
+        in_sequence = positions < length[:, None]
+        input_ids *= in_sequence
         input_ids[:, 0] = self._cls_id
-        in_a = (positions >= 1) & (positions <= a_length[:, None])
-        input_ids[in_a] = self._tokens[
-            (a_start[:, None] - 1 + positions)[in_a]]
-        in_b = (positions >= b_first[:, None]) & (
-            positions < (b_first + b_length)[:, None])
-        input_ids[in_b] = self._tokens[
-            ((b_start - b_first)[:, None] + positions)[in_b]]
         input_ids[rows, a_length + 1] = self._sep_id
         input_ids[rows, length - 1] = self._sep_id
-        segment_ids = in_b.copy()
-        segment_ids[rows, length - 1] = True
+        segment_ids = (positions >= b_first[:, None]) & in_sequence
 
-        # Masked positions (sorted within each instance) and replacements.
-        mask_rows = np.repeat(rows, counts)
-        row_starts = np.repeat(np.cumsum(counts) - counts, counts)
-        slot = np.arange(len(mask_rows)) - row_starts
+        # Masked positions, sorted within each instance: mark them in a
+        # [batch, max_seq_length] map and read it back row by row.
+        counts = counts.astype(np.int64)
+        slot = np.arange(int(counts.sum())) - np.repeat(
+            np.cumsum(counts) - counts, counts)
         stored = np.repeat(self._mask_offsets[indices], counts) + slot
-        masked_positions = self._masked_positions[stored].astype(np.int64)
-        replacements = self._replacements[stored]
-        # Rows are already grouped; sort by position within each row.
-        by_position = np.lexsort((masked_positions, mask_rows))
-        masked_positions = masked_positions[by_position]
-        replacements = replacements[by_position]
-        masked_ids = input_ids[mask_rows, masked_positions]
-        input_ids[mask_rows, masked_positions] = np.where(
+        mask_rows = np.repeat(rows, counts)
+        stored_positions = self._masked_positions[stored]
+        replacement_map = np.empty(input_ids.shape, dtype=np.int32)
+        replacement_map[mask_rows, stored_positions] = (
+            self._replacements[stored])
+        is_masked = np.zeros(input_ids.shape, dtype=bool)
+        is_masked[mask_rows, stored_positions] = True
+        masked_rows, masked_positions = np.nonzero(is_masked)
+        masked_ids = input_ids[masked_rows, masked_positions]
+        replacements = replacement_map[masked_rows, masked_positions]
+        input_ids[masked_rows, masked_positions] = np.where(
             replacements == KEEP_ORIGINAL, masked_ids, replacements)
         max_predictions = self._encoder.max_predictions_per_seq
-        position_matrix = np.zeros((batch, max_predictions), dtype=np.int64)
-        position_matrix[mask_rows, slot] = masked_positions
-        masked_id_matrix = np.zeros((batch, max_predictions), dtype=np.int64)
-        masked_id_matrix[mask_rows, slot] = masked_ids
+        position_matrix = np.zeros((batch, max_predictions), dtype=np.int32)
+        position_matrix[masked_rows, slot] = masked_positions
+        masked_id_matrix = np.zeros((batch, max_predictions), dtype=np.int32)
+        masked_id_matrix[masked_rows, slot] = masked_ids
+        return (input_ids, length, segment_ids, position_matrix,
+                masked_id_matrix, counts, labels)
 
-        pack = pretraining_records.pack_int64_rows
-        ids_data, ids_offsets = pack(input_ids)
-        positions_data, positions_offsets = pack(position_matrix)
-        masked_data, masked_offsets = pack(masked_id_matrix)
-        segment_data = segment_ids.astype(np.uint8).tobytes()
-        width = len(positions)
-        encode_padded = self._encoder.encode_padded
-        ids_offsets = ids_offsets.tolist()
-        positions_offsets = positions_offsets.tolist()
-        masked_offsets = masked_offsets.tolist()
-        return [
-            encode_padded(
-                ids_data[ids_offsets[r]:ids_offsets[r + 1]], length_r,
-                segment_data[r * width:(r + 1) * width],
-                positions_data[positions_offsets[r]:positions_offsets[r + 1]],
-                masked_data[masked_offsets[r]:masked_offsets[r + 1]],
-                count_r, label_r)
-            for r, (length_r, count_r, label_r) in enumerate(zip(
-                length.tolist(), counts.tolist(), labels.tolist()))]
+    def frame(self, indices, num_files):
+        """Framed records of instances `indices`, spread over files.
+
+        Args:
+          indices: instances, in writing order.
+          num_files: the number of output files.
+
+        Returns:
+          A list of `num_files` framed byte strings: the k-th holds records
+          k, k + num_files, ... (see `RoundRobinRecordWriter`).
+        """
+        return tfrecord_files.frame_round_robin(
+            self.records(indices), num_files)
+
+    def records(self, indices):
+        """The serialized Examples of instances `indices`, in that order."""
+        return tfrecord_files.records_from_byte_blocks(
+            *self._encoder.record_blocks(*self.features(indices)))
 
 
 # What forked workers of `_FramedSpans` need; set before the fork.
@@ -591,8 +601,7 @@ _fork_framer_state = None
 def _framed_span(state, span):
     batch_encoder, order, num_files = state
     start, stop = span
-    return tfrecord_files.frame_round_robin(
-        batch_encoder.encode(order[start:stop]), num_files)
+    return batch_encoder.frame(order[start:stop], num_files)
 
 
 def _framed_span_in_worker(span):

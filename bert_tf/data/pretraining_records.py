@@ -8,8 +8,10 @@ round-robin. This module holds:
   `tf.io.parse_example` spec of one record;
 * `PretrainingExampleEncoder`: builds the serialized `tf.train.Example` bytes
   directly from the protobuf wire format, with the constant parts (feature
-  keys, masks, weights, labels) built once. Building a `tf.train.Example`
-  object per instance costs more than everything else in instance creation.
+  keys, masks, weights, labels) built once: one record at a time (`encode`)
+  or a batch of records as numpy byte matrices (`record_blocks`, with
+  `varint_rows`). Building a `tf.train.Example` object per instance costs
+  more than everything else in instance creation.
 
 The files are written by `bert_tf.data.tfrecord_files`. TensorFlow is
 imported lazily: only `pretraining_feature_spec` needs it.
@@ -78,11 +80,6 @@ _TAG_FIELD_3 = b"\x1a"
 _FLOAT_ONE = struct.pack("<f", 1.0)
 _FLOAT_ZERO = struct.pack("<f", 0.0)
 
-# Varints of 0 .. 2**17 - 1 (every id of every released BERT vocabulary),
-# built on first use.
-_VARINT_TABLE_SIZE = 1 << 17
-_varint_table = None
-
 
 def encode_varint(value):
     """Protobuf varint of an int64 (negative: 10 bytes, two's complement).
@@ -102,14 +99,6 @@ def encode_varint(value):
     return bytes(out)
 
 
-def varint_table():
-    """`table[v]` = the varint bytes of v, for 0 <= v < 2**17 (built once)."""
-    global _varint_table
-    if _varint_table is None:
-        _varint_table = [encode_varint(v) for v in range(_VARINT_TABLE_SIZE)]
-    return _varint_table
-
-
 def pack_int64s(values):
     """The packed-varint payload of a sequence of int64 values.
 
@@ -124,83 +113,75 @@ def pack_int64s(values):
         values = list(values)
     if not values:
         return b""
-    if min(values) >= 0:
-        if max(values) < 0x80:
-            return bytes(values)  # One byte per value: the value itself.
-        try:
-            return b"".join(map(varint_table().__getitem__, values))
-        except IndexError:
-            pass  # A value beyond the table.
+    if min(values) >= 0 and max(values) < 0x80:
+        return bytes(values)  # One byte per value: the value itself.
     return b"".join(map(encode_varint, values))
 
 
-_varint_numpy_tables = None
+def varint_rows(values):
+    """Protobuf varints of a matrix of non-negative ints, as byte groups.
 
-
-def _varint_tables_numpy():
-    """(bytes, lengths): varints of 0 .. 2**17 - 1 as a (N, 3) uint8 matrix
-    (zero-padded) and their lengths, for vectorized lookups."""
-    global _varint_numpy_tables
-    if _varint_numpy_tables is None:
-        values = np.arange(_VARINT_TABLE_SIZE, dtype=np.uint32)
-        lengths = (1 + (values >= 1 << 7) + (values >= 1 << 14)).astype(
-            np.uint8)
-        table = np.stack([
-            (values & 0x7F) | ((values >= 1 << 7) << 7),
-            ((values >> 7) & 0x7F) | ((values >= 1 << 14) << 7),
-            values >> 14,
-        ], axis=1).astype(np.uint8)
-        _varint_numpy_tables = (table, lengths)
-    return _varint_numpy_tables
-
-
-def pack_int64_rows(values):
-    """Packed-varint payloads of each row of a matrix of non-negative ints.
-
-    The vectorized form of `pack_int64s` for many records at once. Values
-    below 2**17 (every token id of the released vocabularies) are looked up
-    in a table of varints; larger ones are split into 7-bit groups.
+    The vectorized form of `pack_int64s` for many records at once: every
+    value gets the same number of 7-bit groups (enough for the largest);
+    `keep` marks the bytes of each value's varint.
 
     Args:
-      values: a 2-D numpy array of ints in [0, 2**63).
+      values: an int array [rows, n], values in [0, 2**63).
 
     Returns:
-      (data, offsets): `bytes` of all rows' payloads concatenated, and an
-      int64 array of len(values) + 1 offsets; row r's payload is
-      `data[offsets[r]:offsets[r + 1]]`.
+      (groups, keep): a uint8 array [rows, n * g] and a bool array of the
+      same shape; the varint of values[r, i] is the kept bytes of
+      groups[r, i * g:(i + 1) * g], so the kept bytes of row r are the
+      packed payload of its values.
 
     Raises:
       ValueError: a value is negative.
     """
     values = np.asarray(values)
-    if values.size and values.min() < 0:
-        raise ValueError("pack_int64_rows: values must be non-negative")
-    if not values.size or values.max() < _VARINT_TABLE_SIZE:
-        table, table_lengths = _varint_tables_numpy()
-        groups = table[values]
-        num_bytes = table_lengths[values]
-    else:
-        values = values.astype(np.uint64)
-        num_bytes = np.ones(values.shape, dtype=np.uint8)
-        group_list = [values & np.uint64(0x7F)]
-        rest = values >> np.uint64(7)
-        while rest.any():
-            more = rest > 0
-            group_list[-1] |= more.astype(np.uint64) << np.uint64(7)
-            num_bytes += more
-            group_list.append(rest & np.uint64(0x7F))
-            rest >>= np.uint64(7)
-        groups = np.stack(group_list, axis=-1).astype(np.uint8)
-    keep = np.arange(groups.shape[-1], dtype=np.uint8) < num_bytes[..., None]
-    data = groups[keep].tobytes()
-    offsets = np.zeros(len(values) + 1, dtype=np.int64)
-    np.cumsum(num_bytes.sum(axis=-1, dtype=np.int64), out=offsets[1:])
-    return data, offsets
+    rows, width = values.shape
+    if values.size == 0:
+        return (np.zeros((rows, 0), dtype=np.uint8),
+                np.zeros((rows, 0), dtype=bool))
+    if values.min() < 0:
+        raise ValueError("varint_rows: values must be non-negative")
+    largest = int(values.max())
+    num_groups = max(1, -(-largest.bit_length() // 7))
+    dtype = np.uint32 if largest < 2 ** 32 else np.uint64
+    values = values.astype(dtype, copy=False)
+    groups = np.empty((rows, width, num_groups), dtype=np.uint8)
+    keep = np.empty((rows, width, num_groups), dtype=bool)
+    keep[:, :, 0] = True
+    for group in range(num_groups):
+        low_bits = (values >> dtype(7 * group)) & dtype(0x7F)
+        if group + 1 < num_groups:
+            # The continuation bit: the value has more groups.
+            more = values >= dtype(1 << (7 * (group + 1)))
+            keep[:, :, group + 1] = more
+            low_bits |= more.astype(dtype) << dtype(7)
+        groups[:, :, group] = low_bits
+    return (groups.reshape(rows, width * num_groups),
+            keep.reshape(rows, width * num_groups))
+
+
+def _padded_rows(byte_strings):
+    """(uint8 matrix, bool keep) holding `byte_strings` left-aligned; keep
+    is None when all have the same length."""
+    width = max(map(len, byte_strings))
+    matrix = np.zeros((len(byte_strings), width), dtype=np.uint8)
+    keep = np.zeros((len(byte_strings), width), dtype=bool)
+    for row, value in enumerate(byte_strings):
+        matrix[row, :len(value)] = np.frombuffer(value, dtype=np.uint8)
+        keep[row, :len(value)] = True
+    return matrix, (None if keep.all() else keep)
+
+
+def _rows(table, indices):
+    """Rows `indices` of a `_padded_rows` table, as a block."""
+    matrix, keep = table
+    return matrix[indices], (None if keep is None else keep[indices])
 
 
 def _varint_of_length(length):
-    if length < _VARINT_TABLE_SIZE:
-        return varint_table()[length]
     return encode_varint(length)
 
 
@@ -270,6 +251,10 @@ class PretrainingExampleEncoder:
         # Entry prefixes by payload length, per variable-length feature.
         self._prefixes = {name: {} for name in (
             INPUT_IDS, SEGMENT_IDS, MASKED_LM_POSITIONS, MASKED_LM_IDS)}
+        # The same as padded byte matrices, for `record_blocks`.
+        self._prefix_tables = {}
+        self._input_mask_table = None
+        self._weights_table = None
 
     def _prefix(self, name, payload_length):
         prefixes = self._prefixes[name]
@@ -287,6 +272,70 @@ class PretrainingExampleEncoder:
                 _entry_prefix(self._keys[NEXT_SENTENCE_LABELS], len(packed),
                               _TAG_FIELD_3) + packed)
         return entry
+
+    def _prefix_rows(self, name, payload_lengths):
+        """Entry prefixes (`_prefix`) for each payload length, as rows."""
+        table = self._prefix_tables.get(name)
+        largest = int(payload_lengths.max())
+        if table is None or len(table[0]) <= largest:
+            table = self._prefix_tables[name] = _padded_rows(
+                [self._prefix(name, length) for length in range(largest + 1)])
+        return _rows(table, payload_lengths)
+
+    def record_blocks(self, input_ids, lengths, segment_ids,
+                      masked_lm_positions, masked_lm_ids, counts, labels):
+        """The serialized Examples of many instances, as byte blocks.
+
+        For `tfrecord_files.frame_byte_blocks`: row r's record is exactly
+        `encode` of row r's unpadded features, built for all rows at once.
+
+        Args:
+          input_ids: int array [rows, max_seq_length], zero after each
+            row's length.
+          lengths: int array [rows], the unpadded lengths.
+          segment_ids: int array [rows, max_seq_length] of 0/1, zero after
+            each row's length.
+          masked_lm_positions, masked_lm_ids: int arrays [rows,
+            max_predictions_per_seq], zero after each row's count.
+          counts: int array [rows], the numbers of masked positions.
+          labels: int array [rows] of 0/1, the next-sentence labels.
+
+        Returns:
+          (blocks, lengths): a list of (uint8 bytes, bool keep or None)
+          blocks, each [rows, width] (the record of row r is the kept bytes
+          of row r of the blocks in order), and the records' lengths.
+        """
+        rows = len(lengths)
+        if self._input_mask_table is None:
+            self._input_mask_table = _padded_rows(self._input_mask_entries)
+            self._weights_table = _padded_rows(self._weights_entries)
+        entries = []
+        for name, values in ((INPUT_IDS, input_ids), (None, lengths),
+                             (SEGMENT_IDS, segment_ids),
+                             (MASKED_LM_POSITIONS, masked_lm_positions),
+                             (MASKED_LM_IDS, masked_lm_ids)):
+            if name is None:  # input_mask: one entry per length.
+                entries.append(_rows(self._input_mask_table, values))
+                continue
+            payload, payload_keep = varint_rows(values)
+            entries.append(self._prefix_rows(
+                name, payload_keep.sum(axis=1, dtype=np.int64)))
+            entries.append((payload, payload_keep))
+        entries.append(_rows(self._weights_table, counts))
+        label_values, label_rows = np.unique(labels, return_inverse=True)
+        entries.append(_rows(_padded_rows(
+            [self._label_entry(int(label)) for label in label_values]),
+            label_rows))
+        # Example { features (field 1) { the entries } }.
+        features_length = sum(
+            matrix.shape[1] if keep is None
+            else keep.sum(axis=1, dtype=np.int64)
+            for matrix, keep in entries) + np.zeros(rows, dtype=np.int64)
+        length_varint = varint_rows(features_length[:, None])
+        tag = np.full((rows, 1), _TAG_FIELD_1[0], dtype=np.uint8)
+        record_lengths = (1 + length_varint[1].sum(axis=1, dtype=np.int64)
+                          + features_length)
+        return [(tag, None), length_varint] + entries, record_lengths
 
     def encode(self, input_ids, segment_ids, masked_lm_positions,
                masked_lm_ids, next_sentence_label):
@@ -321,90 +370,23 @@ class PretrainingExampleEncoder:
                 f"{len(masked_lm_ids)}; both must have the same length, at "
                 f"most max_predictions_per_seq="
                 f"{self.max_predictions_per_seq}")
-        return self.encode_packed(
-            pack_int64s(input_ids), length, pack_int64s(segment_ids),
-            pack_int64s(masked_lm_positions), pack_int64s(masked_lm_ids),
-            count, next_sentence_label)
-
-    def encode_packed(self, input_ids_packed, length, segment_ids_packed,
-                      masked_lm_positions_packed, masked_lm_ids_packed,
-                      count, next_sentence_label):
-        """`encode` from payloads already packed (see `pack_int64s`).
-
-        For callers that can build the packed varints faster than from
-        lists; no checks.
-
-        Args:
-          input_ids_packed, segment_ids_packed: packed varints of `length`
-            values each, unpadded.
-          length: the number of unpadded input ids.
-          masked_lm_positions_packed, masked_lm_ids_packed: packed varints
-            of `count` values each, unpadded.
-          count: the number of masked positions.
-          next_sentence_label: 0 or 1.
-
-        Returns:
-          The record bytes.
-        """
         sequence_padding = self._sequence_padding[length]
         prediction_padding = self._prediction_padding[count]
-        return self.encode_padded(
-            input_ids_packed + sequence_padding, length,
-            segment_ids_packed + sequence_padding,
-            masked_lm_positions_packed + prediction_padding,
-            masked_lm_ids_packed + prediction_padding, count,
-            next_sentence_label)
-
-    def encode_padded(self, input_ids_packed, length, segment_ids_packed,
-                      masked_lm_positions_packed, masked_lm_ids_packed,
-                      count, next_sentence_label):
-        """`encode_packed` from payloads that already include the padding.
-
-        Args:
-          input_ids_packed, segment_ids_packed: packed varints of
-            `max_seq_length` values each (zeros after the first `length`).
-          length: the number of real (unpadded) input ids.
-          masked_lm_positions_packed, masked_lm_ids_packed: packed varints
-            of `max_predictions_per_seq` values each (zeros after `count`).
-          count: the number of masked positions.
-          next_sentence_label: 0 or 1.
-
-        Returns:
-          The record bytes.
-        """
-        prefixes = self._prefixes
-        ids_prefix = prefixes[INPUT_IDS].get(len(input_ids_packed))
-        if ids_prefix is None:
-            ids_prefix = self._prefix(INPUT_IDS, len(input_ids_packed))
-        segments_prefix = prefixes[SEGMENT_IDS].get(len(segment_ids_packed))
-        if segments_prefix is None:
-            segments_prefix = self._prefix(SEGMENT_IDS,
-                                           len(segment_ids_packed))
-        positions_prefix = prefixes[MASKED_LM_POSITIONS].get(
-            len(masked_lm_positions_packed))
-        if positions_prefix is None:
-            positions_prefix = self._prefix(MASKED_LM_POSITIONS,
-                                            len(masked_lm_positions_packed))
-        masked_ids_prefix = prefixes[MASKED_LM_IDS].get(
-            len(masked_lm_ids_packed))
-        if masked_ids_prefix is None:
-            masked_ids_prefix = self._prefix(MASKED_LM_IDS,
-                                             len(masked_lm_ids_packed))
-        label_entry = self._label_entries.get(next_sentence_label)
-        if label_entry is None:
-            label_entry = self._label_entry(next_sentence_label)
+        ids_payload = pack_int64s(input_ids) + sequence_padding
+        segments_payload = pack_int64s(segment_ids) + sequence_padding
+        positions_payload = (pack_int64s(masked_lm_positions)
+                             + prediction_padding)
+        masked_ids_payload = pack_int64s(masked_lm_ids) + prediction_padding
         features = b"".join((
-            ids_prefix, input_ids_packed,
+            self._prefix(INPUT_IDS, len(ids_payload)), ids_payload,
             self._input_mask_entries[length],
-            segments_prefix, segment_ids_packed,
-            positions_prefix, masked_lm_positions_packed,
-            masked_ids_prefix, masked_lm_ids_packed,
+            self._prefix(SEGMENT_IDS, len(segments_payload)),
+            segments_payload,
+            self._prefix(MASKED_LM_POSITIONS, len(positions_payload)),
+            positions_payload,
+            self._prefix(MASKED_LM_IDS, len(masked_ids_payload)),
+            masked_ids_payload,
             self._weights_entries[count],
-            label_entry,
+            self._label_entry(next_sentence_label),
         ))
         return _TAG_FIELD_1 + _varint_of_length(len(features)) + features
-
-
-# ---------------------------------------------------------------------------
-# CRC-32C (Castagnoli), as TFRecord framing needs, for many records at once.
-# ---------------------------------------------------------------------------

@@ -338,8 +338,13 @@ def labels_of(tagging_file):
                    for label in sentence.labels})
 
 
-def check_labels(tagging_file, label_list):
+def check_labels(tagging_file, label_list, known_from="the training data"):
     """Every label in the file is in `label_list`.
+
+    Args:
+      tagging_file: a `TaggingFile`.
+      label_list: the known labels.
+      known_from: where `label_list` comes from, for the error message.
 
     Raises:
       TaggingDataError: naming the file and line of the first unseen label.
@@ -352,7 +357,7 @@ def check_labels(tagging_file, label_list):
             if label not in known:
                 raise TaggingDataError(
                     f"{tagging_file.path}:{number}: label {label!r} does not "
-                    f"occur in the training data (labels: "
+                    f"occur in {known_from} (labels: "
                     f"{' '.join(label_list)})")
 
 

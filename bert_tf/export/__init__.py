@@ -1,7 +1,10 @@
 """SavedModels that serve raw text: tokenizer + packing + model + answers.
 
-`export_saved_model.py` is the command line; `serving` holds the exported
-modules and `save_export`, `packing` the in-graph input packing and
-`squad_answers` SQuAD's windows and answer extraction as TensorFlow ops.
-A saved export needs only `tensorflow` and `tensorflow_text` to load.
+`export_saved_model.py` is the command line; `builders` makes an export
+from a checkpoint, `serving` holds the exported modules and `save_export`;
+`packing` is the in-graph input packing, `windows` the runners' sliding
+windows over long inputs, `squad_answers` SQuAD's windows and answer
+extraction and `tagging_windows` the tagger's words and windows, as
+TensorFlow ops. A saved export needs only `tensorflow` and
+`tensorflow_text` to load.
 """

@@ -96,3 +96,60 @@ def embedding_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
     _load(model, init_checkpoint)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
     return serving.EmbeddingExport(model, tokenizer, max_seq_length)
+
+
+# The CRF's variable (`LinearChainCRF` under its default name).
+CRF_TRANSITIONS = "crf/transitions"
+
+
+def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
+                   max_seq_length, doc_stride, label_list, use_crf=None):
+    """A `TaggingExport` of a fine-tuned run_tagging.py checkpoint.
+
+    Args: as `classifier_export`, and
+      doc_stride: run_tagging.py's `--doc_stride`.
+      label_list: the training run's labels (its `label_list.txt`).
+      use_crf: whether the model has a CRF; None: whether the checkpoint
+        holds `crf/transitions`.
+
+    Raises:
+      ValueError: bad lengths, no label, or `use_crf` contradicting the
+        checkpoint.
+      CheckpointError: the checkpoint lacks a variable or has another
+        shape (e.g. another number of labels).
+    """
+    from bert_tf.tasks.tagging import TaggingModel
+    _check_length(max_seq_length, bert_config)
+    if not label_list:
+        raise ValueError("tagging needs at least one label")
+    has_crf = CRF_TRANSITIONS in checkpoints.checkpoint_shapes(
+        init_checkpoint)
+    if use_crf is not None and use_crf != has_crf:
+        raise ValueError(
+            f"--use_crf={str(use_crf).lower()}, but the checkpoint "
+            f"{init_checkpoint} {'has' if has_crf else 'has no'} "
+            f"{CRF_TRANSITIONS}")
+    tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
+    model = TaggingModel(bert_config, len(label_list), use_crf=has_crf)
+    export = serving.TaggingExport(model, tokenizer, max_seq_length,
+                                   doc_stride, label_list)
+    _load(model, init_checkpoint)
+    return export
+
+
+def multiple_choice_export(bert_config, vocab_file, do_lower_case,
+                           init_checkpoint, max_seq_length,
+                           has_question=False):
+    """A `MultipleChoiceExport` of a fine-tuned run_multiple_choice.py
+    checkpoint (encoder and a one-output `output_weights`/`output_bias`).
+
+    Args: as `classifier_export`, and
+      has_question: `serving_default` takes a `question` beside the
+        context (run_multiple_choice.py's `--input_format=jsonl`).
+    """
+    from bert_tf.tasks.multiple_choice import MultipleChoiceModel
+    _check_length(max_seq_length, bert_config)
+    model = _load(MultipleChoiceModel(bert_config), init_checkpoint)
+    tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
+    return serving.MultipleChoiceExport(model, tokenizer, max_seq_length,
+                                        has_question)

@@ -14,11 +14,22 @@ runner's outputs:
   `score` (start + end logit), and the n-best list.
 - `EmbeddingExport`: `text` -> `pooled_output` and `mean_pooled` (the mean
   of the last layer over the real tokens, [CLS] and [SEP] included).
+- `TaggingExport`: `text` (words separated by whitespace) -> `labels`
+  [batch, max_words] (each word's label, as `run_tagging.py` writes them
+  to `test_predictions.txt`; "" after a sentence's last word), `words`
+  and `num_words` (see `tagging_windows`).
+- `MultipleChoiceExport`: `context` (and `question`, for the JSON-lines
+  input format) and `choices` [batch, num_choices] -> `probabilities`
+  [batch, num_choices] (what `run_multiple_choice.py` writes to
+  `test_results.tsv`), `label` (the index of the likeliest choice) and
+  `logits`.
 
 `serving_ids` takes int32 `input_ids`, `input_mask`, `segment_ids`
-[batch, seq_length] and returns the model's outputs (logits or pooled
-outputs) for callers that tokenize themselves; it has no string ops, so it
-converts to TensorFlow Lite.
+[batch, seq_length] (multiple choice: [batch, num_choices, seq_length];
+tagging also `word_positions` and `word_mask`, the first piece of each word
+of a window) and returns the model's outputs (logits or pooled outputs)
+for callers that tokenize themselves; it has no string ops, so it converts
+to TensorFlow Lite.
 """
 
 import tensorflow as tf
@@ -26,6 +37,7 @@ import tensorflow as tf
 from bert_tf import file_io
 from bert_tf.export import packing
 from bert_tf.export import squad_answers
+from bert_tf.export import tagging_windows
 
 INPUT_IDS = "input_ids"
 INPUT_MASK = "input_mask"
@@ -34,9 +46,13 @@ SERVING_DEFAULT = "serving_default"
 SERVING_IDS = "serving_ids"
 
 
-def _ids_specs():
-    return [tf.TensorSpec([None, None], tf.int32, name=name)
-            for name in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)]
+WORD_POSITIONS = "word_positions"
+WORD_MASK = "word_mask"
+
+
+def _ids_specs(names=(INPUT_IDS, INPUT_MASK, SEGMENT_IDS), rank=2):
+    return [tf.TensorSpec([None] * rank, tf.int32, name=name)
+            for name in names]
 
 
 def _string_spec(name):
@@ -236,6 +252,131 @@ class SquadExport(_TextExport):
         }
 
 
+class TaggingExport(_TextExport):
+    """Token tagging (softmax or CRF), as run_tagging.py; see
+    `tagging_windows`."""
+
+    def __init__(self, model, tokenizer, max_seq_length, doc_stride,
+                 label_list):
+        """Args:
+          model: a `TaggingModel` (with a CRF: Viterbi decoding in the
+            graph).
+          tokenizer: a `GraphFullTokenizer`.
+          max_seq_length: the runner's `--max_seq_length`.
+          doc_stride: the runner's `--doc_stride`.
+          label_list: the label strings in label-id order
+            (`label_list.txt`).
+
+        Raises:
+          ValueError: lengths that cannot work.
+        """
+        super().__init__(model, tokenizer, max_seq_length,
+                         name="tagging_export")
+        self._windows = tagging_windows.TaggingWindows(
+            tokenizer, max_seq_length, doc_stride)
+        self.label_names = tf.constant(list(label_list), tf.string)
+
+    def _predict(self, features):
+        outputs = self.model(features, training=False)
+        return {"logits": tf.cast(outputs["logits"], tf.float32),
+                "predicted_ids": outputs["predicted_ids"]}
+
+    def serve_ids(self, input_ids, input_mask, segment_ids, word_positions,
+                  word_mask):
+        """Per window: `logits` [windows, seq, num_labels] and
+        `predicted_ids` [windows, seq] of the word slots (`word_mask`)."""
+        return self._predict({
+            INPUT_IDS: input_ids, INPUT_MASK: input_mask,
+            SEGMENT_IDS: segment_ids, WORD_POSITIONS: word_positions,
+            WORD_MASK: word_mask})
+
+    def serve_text(self, text):
+        features, windows = self._windows.features(text)
+        predicted_ids = self._predict(features)["predicted_ids"]
+        labels = self._windows.labels(windows, predicted_ids,
+                                      self.label_names)
+        words = windows["words"]
+        return {"labels": labels.to_tensor(""),
+                "words": words.to_tensor(""),
+                "num_words": tf.cast(words.row_lengths(), tf.int32)}
+
+    def signatures(self):
+        return {
+            SERVING_DEFAULT: tf.function(
+                self.serve_text,
+                input_signature=[_string_spec("text")]
+            ).get_concrete_function(),
+            SERVING_IDS: tf.function(
+                self.serve_ids, input_signature=_ids_specs(
+                    (INPUT_IDS, INPUT_MASK, SEGMENT_IDS, WORD_POSITIONS,
+                     WORD_MASK))).get_concrete_function(),
+        }
+
+
+class MultipleChoiceExport(_TextExport):
+    """Multiple choice, as run_multiple_choice.py: each choice packed as
+    `[CLS] context [SEP] choice [SEP]`, a softmax over the choices."""
+
+    def __init__(self, model, tokenizer, max_seq_length, has_question=False):
+        """Args:
+          model: a `MultipleChoiceModel`.
+          tokenizer: a `GraphFullTokenizer`.
+          max_seq_length: the runner's `--max_seq_length`.
+          has_question: `serving_default` takes a `question` too, put after
+            the context as the JSON-lines reader does (`"context question"`,
+            or the question alone when the context is "").
+        """
+        super().__init__(model, tokenizer, max_seq_length,
+                         name="multiple_choice_export")
+        self.has_question = has_question
+
+    def serve_ids(self, input_ids, input_mask, segment_ids):
+        """Takes [batch, num_choices, seq]; returns [batch, num_choices]
+        `probabilities` and `logits`, and `label` [batch]."""
+        logits = tf.cast(self.model({
+            INPUT_IDS: input_ids, INPUT_MASK: input_mask,
+            SEGMENT_IDS: segment_ids}, training=False)["logits"], tf.float32)
+        return {"probabilities": tf.nn.softmax(logits, axis=-1),
+                "logits": logits,
+                "label": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+    def serve_text(self, context, choices, question=None):
+        if question is not None:
+            context = tf.where(tf.equal(context, ""), question,
+                               tf.strings.join([context, question], " "))
+        shape = tf.shape(choices)  # [batch, num_choices]
+        # The context's pieces once, repeated for each of its choices.
+        example = tf.repeat(tf.range(shape[0]), shape[1])
+        ids_a = tf.gather(self._tokenizer.tokenize(context), example)
+        ids_b = self._tokenizer.tokenize(tf.reshape(choices, [-1]))
+        features = packing.pack_inputs(ids_a, ids_b, self.max_seq_length,
+                                       self._cls_id, self._sep_id)
+        grouped = {name: tf.reshape(value, [shape[0], shape[1],
+                                            self.max_seq_length])
+                   for name, value in features.items()}
+        return self.serve_ids(grouped[INPUT_IDS], grouped[INPUT_MASK],
+                              grouped[SEGMENT_IDS])
+
+    def signatures(self):
+        choices = tf.TensorSpec([None, None], tf.string, name="choices")
+        if self.has_question:
+            serve_text = tf.function(
+                lambda context, question, choices: self.serve_text(
+                    context, choices, question),
+                input_signature=[_string_spec("context"),
+                                 _string_spec("question"), choices])
+        else:
+            serve_text = tf.function(
+                lambda context, choices: self.serve_text(context, choices),
+                input_signature=[_string_spec("context"), choices])
+        return {
+            SERVING_DEFAULT: serve_text.get_concrete_function(),
+            SERVING_IDS: tf.function(
+                self.serve_ids,
+                input_signature=_ids_specs(rank=3)).get_concrete_function(),
+        }
+
+
 def save_export(module, export_dir, overwrite=False):
     """Writes `module` as a SavedModel, atomically.
 
@@ -244,7 +385,7 @@ def save_export(module, export_dir, overwrite=False):
     under the real name.
 
     Args:
-      module: a `ClassifierExport`, `SquadExport` or `EmbeddingExport`.
+      module: one of this module's exports.
       export_dir: the SavedModel directory to create.
       overwrite: replace an existing `export_dir`.
 

@@ -10,7 +10,8 @@ One question and its context go through exactly the steps of
    most `max_seq_length - len(question) - 3` context pieces start
    `doc_stride` apart (the last ends at the context's end), and each piece
    belongs to the window where it has most context (`min(left, right) +
-   0.01 * window length`, the first window on ties).
+   0.01 * window length`, the first window on ties;
+   `windows.sliding_windows`).
 3. Each window is `[CLS] question [SEP] window [SEP]`, segment ids 0 / 1.
 4. Candidates are the pairs of the `n_best_size` best start and end
    positions of each window, with both in the window's context part, the
@@ -38,6 +39,8 @@ second "a").
 
 import tensorflow as tf
 import tensorflow_text as tf_text
+
+from bert_tf.export import windows as windows_lib
 
 # Google's `is_whitespace` for SQuAD contexts, as an RE2 pattern.
 CONTEXT_WHITESPACE_PATTERN = r"[ \t\r\n\x{202F}]+"
@@ -153,35 +156,18 @@ class SquadAnswerer:
         query = self.tokenizer.tokenize(question[tf.newaxis]).flat_values
         query = query[:self.max_query_length]
         query_length = tf.size(query)
-        num_pieces = tf.size(doc_ids)
         max_tokens_for_doc = self.max_seq_length - query_length - 3
-        step = tf.minimum(max_tokens_for_doc, self.doc_stride)
-        # Google's loop: windows start 0, step, 2 step, ... until one
-        # reaches the end.
-        num_windows = tf.where(
-            num_pieces > 0,
-            1 + (tf.maximum(num_pieces - max_tokens_for_doc, 0)
-                 + step - 1) // step,
-            0)
-        starts = tf.range(num_windows) * step
-        lengths = tf.minimum(num_pieces - starts, max_tokens_for_doc)
-        window_pieces = tf.ragged.range(starts, starts + lengths)
-
-        # Max context: the best-scoring window of each piece, first on ties.
-        flat_pieces = window_pieces.flat_values
-        flat_windows = tf.cast(window_pieces.value_rowids(), tf.int32)
-        left = flat_pieces - tf.gather(starts, flat_windows)
-        length = tf.gather(lengths, flat_windows)
-        # float64, as Google's Python floats: the same sums, the same ties.
-        scores = (tf.cast(tf.minimum(left, length - 1 - left), tf.float64)
-                  + 0.01 * tf.cast(length, tf.float64))
-        best = tf.math.unsorted_segment_max(scores, flat_pieces, num_pieces)
-        owner = tf.math.unsorted_segment_min(
-            tf.where(scores == tf.gather(best, flat_pieces), flat_windows,
-                     num_windows),
-            flat_pieces, num_pieces)
+        spans = windows_lib.sliding_windows(
+            tf.size(doc_ids)[tf.newaxis], max_tokens_for_doc,
+            self.doc_stride)
+        starts = spans["starts"]
+        lengths = spans["lengths"]
+        num_windows = tf.size(starts)
+        # One document: global piece numbers are the context's.
+        window_pieces = spans["pieces"]
         is_max_context = window_pieces.with_flat_values(
-            tf.gather(owner, flat_pieces) == flat_windows)
+            tf.gather(spans["owner"], window_pieces.flat_values)
+            == tf.cast(window_pieces.value_rowids(), tf.int32))
 
         prefix = tf.concat([[self.cls_id], query, [self.sep_id]], 0)
         prefix = tf.RaggedTensor.from_tensor(

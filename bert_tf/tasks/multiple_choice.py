@@ -35,7 +35,8 @@ class MultipleChoiceModel(keras.Model):
 
     Called on features with `input_ids`, `input_mask`, `segment_ids` of
     shape [batch, num_choices, seq]; returns `{"logits": float32 [batch,
-    num_choices]}`.
+    num_choices]}`. Keras-native: `.keras` files round-trip, and
+    `tf.saved_model.save` exports those int32 inputs -> `logits`.
     """
 
     def __init__(self, bert_config, causal_attention=False,
@@ -72,6 +73,16 @@ class MultipleChoiceModel(keras.Model):
                            training=training)["pooled_output"]
         scores = self.classifier(pooled, training=training)  # [b * n, 1]
         return {"logits": tf.reshape(scores, shape[:2])}
+
+    @property
+    def _default_save_signature(self):
+        """What `tf.saved_model.save(model, path)` exports (int32 inputs
+        [batch, num_choices, seq])."""
+        from bert_tf.modeling import save_signature
+        return save_signature.feature_dict_signature(self, {
+            name: tf.TensorSpec([None, None, None], tf.int32, name=name)
+            for name in (features_lib.INPUT_IDS, features_lib.INPUT_MASK,
+                         features_lib.SEGMENT_IDS)})
 
     def get_config(self):
         return {**super().get_config(),

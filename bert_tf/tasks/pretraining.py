@@ -292,6 +292,8 @@ class PretrainingDataConfig:
       do_lower_case: lower-case and strip accents (dynamic masking only).
       masked_lm_prob: fraction of tokens to mask (dynamic masking only).
       short_seq_prob: probability of a shorter sequence (dynamic masking).
+      do_whole_word_mask: mask a word's "##" pieces together (dynamic
+        masking only; records carry their masks).
       seed: shuffling (and dynamic masking) seed; None for a random one.
     """
     input_patterns: Sequence[str]
@@ -302,6 +304,7 @@ class PretrainingDataConfig:
     do_lower_case: bool = True
     masked_lm_prob: float = 0.15
     short_seq_prob: float = 0.1
+    do_whole_word_mask: bool = False
     seed: Optional[int] = None
 
     def __post_init__(self):
@@ -321,6 +324,11 @@ class PretrainingDataConfig:
             raise ValueError(
                 "--dynamic_masking reads raw text and needs --vocab_file "
                 "(and --do_lower_case to match the vocabulary)")
+        if self.do_whole_word_mask and not self.dynamic_masking:
+            raise ValueError(
+                "--do_whole_word_mask masks raw text: it needs "
+                "--dynamic_masking (records were masked when they were "
+                "made: create_pretraining_data.py --do_whole_word_mask)")
 
 
 class PretrainingTask(base.Task):
@@ -374,7 +382,8 @@ class PretrainingTask(base.Task):
                 data.max_predictions_per_seq, is_training,
                 input_context=input_context, seed=data.seed,
                 masked_lm_prob=data.masked_lm_prob,
-                short_seq_prob=data.short_seq_prob)
+                short_seq_prob=data.short_seq_prob,
+                do_whole_word_mask=data.do_whole_word_mask)
         return pretraining_dataset.pretraining_dataset(
             list(data.input_patterns), per_replica_batch_size,
             data.max_seq_length, data.max_predictions_per_seq, is_training,

@@ -70,8 +70,13 @@ class TaggingModel(keras.Model):
     Called on a tagging feature dict; returns, per window and word slot
     (`word_positions`): `logits` float32 [batch, seq, num_labels],
     `predicted_ids` int32 [batch, seq] (argmax, or the Viterbi path), and
-    with a CRF `log_likelihood` float32 [batch] of the feature's
-    `label_ids`.
+    with a CRF, when the features have `label_ids`, `log_likelihood`
+    float32 [batch] of them.
+
+    Keras-native: `.keras` files round-trip, and `tf.saved_model.save`
+    exports int32 `input_ids`, `input_mask`, `segment_ids`,
+    `word_positions`, `word_mask` [batch, seq] -> `logits`,
+    `predicted_ids`.
     """
 
     def __init__(self, bert_config, num_labels, use_crf=False,
@@ -118,10 +123,22 @@ class TaggingModel(keras.Model):
                                                  output_type=tf.int32)
             return outputs
         word_mask = features[features_lib.WORD_MASK]
-        outputs["log_likelihood"] = self.crf(
-            logits, features[features_lib.LABEL_IDS], word_mask)
+        if features_lib.LABEL_IDS in features:
+            outputs["log_likelihood"] = self.crf(
+                logits, features[features_lib.LABEL_IDS], word_mask)
         outputs["predicted_ids"] = self.crf.decode(logits, word_mask)
         return outputs
+
+    @property
+    def _default_save_signature(self):
+        """What `tf.saved_model.save(model, path)` exports (int32 inputs)."""
+        from bert_tf.modeling import save_signature
+        return save_signature.feature_dict_signature(
+            self, save_signature.int_feature_specs(
+                (features_lib.INPUT_IDS, features_lib.INPUT_MASK,
+                 features_lib.SEGMENT_IDS, features_lib.WORD_POSITIONS,
+                 features_lib.WORD_MASK)),
+            output_names=("logits", "predicted_ids"))
 
     def get_config(self):
         return {**super().get_config(),

@@ -9,9 +9,9 @@ Google's to the character; only the way they are executed differs:
   word alone, so the whole basic + WordPiece result is cached per word. Real
   text repeats its words (Zipf), so most words cost one dict lookup.
 * Character classes (control characters, whitespace, punctuation, combining
-  marks, CJK ideographs) are tables built once from `unicodedata` by sweeping
-  every code point, and applied with `str.translate` and compiled regular
-  expressions instead of Python loops over characters.
+  marks) are tables that learn each distinct character once, from
+  `unicodedata`, and are applied with `str.translate` instead of Python
+  loops over characters; CJK ideographs are a compiled regular expression.
 * Pure-ASCII text, the common case, never needs the Unicode tables.
 
 Character classes, as in Google's code (Python's `unicodedata` semantics):
@@ -72,29 +72,15 @@ class UnknownVocabularyEntryError(KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-def _char_class_pattern(code_points):
-    """A regex character class matching exactly `code_points` (sorted ints)."""
-    ranges = []
-    for cp in code_points:
-        if ranges and ranges[-1][1] == cp - 1:
-            ranges[-1][1] = cp
-        else:
-            ranges.append([cp, cp])
-    parts = []
-    for first, last in ranges:
-        if first == last:
-            parts.append("\\U%08x" % first)
-        else:
-            parts.append("\\U%08x-\\U%08x" % (first, last))
-    return "[" + "".join(parts) + "]"
-
-
 class _UnicodeTables:
-    """Google's character classes over all of Unicode, built once on demand.
+    """Google's character classes, learned character by character.
 
-    Built by asking `unicodedata` about every code point (about 0.2 s), so
-    the classes are exactly what Google's per-character checks decide on the
-    running Python, whatever its Unicode version.
+    Each distinct character is classified once, with `unicodedata`, the
+    first time a text holding it is cleaned, has its accents stripped or is
+    split at punctuation, so the classes are exactly what Google's
+    per-character checks decide on the running Python, whatever its Unicode
+    version. (Sweeping all 1.1 million code points up front costs about
+    0.3 s a process; real text holds a few hundred distinct characters.)
     """
 
     _instance = None
@@ -106,33 +92,70 @@ class _UnicodeTables:
         return cls._instance
 
     def __init__(self):
-        clean = {}           # code point -> None (drop) or " " (whitespace)
-        punctuation = []
-        combining_marks = {}  # category Mn -> None, for accent stripping
-        category = unicodedata.category
-        for cp in range(0x110000):
-            cat = category(chr(cp))
-            if cat == "Zs":
-                clean[cp] = " "
-            elif cat == "Cc" or cat == "Cf":
-                clean[cp] = None
-            elif cat == "Mn":
-                combining_marks[cp] = None
-            if cat[0] == "P":
-                punctuation.append(cp)
-        for cp in (ord("\t"), ord("\n"), ord("\r")):
-            clean[cp] = " "  # Category Cc, but Google treats them as spaces.
-        clean[0] = None
-        clean[0xFFFD] = None  # The replacement character.
-        for first, last in _ASCII_PUNCTUATION_RANGES:
-            punctuation.extend(range(first, last + 1))
-
-        self.clean_table = clean
-        self.strip_marks_table = combining_marks
-        self.punctuation_split_re = re.compile(
-            "(%s)" % _char_class_pattern(sorted(set(punctuation))))
+        self._known = set()
+        self._clean = {}          # code point -> None (drop) or " " (space)
+        self._strip_marks = {}    # category Mn -> None, for accent stripping
+        self._punctuation = set()  # characters, ASCII ranges included
+        self._learn(map(chr, range(128)))
         self.cjk_re = re.compile(
             "[%s]" % "".join("\\U%08x-\\U%08x" % r for r in _CJK_RANGES))
+
+    def _learn(self, characters):
+        """Classifies the characters not seen before."""
+        category = unicodedata.category
+        for character in characters:
+            self._known.add(character)
+            cp = ord(character)
+            cat = category(character)
+            if cp in (0, 0xFFFD):
+                self._clean[cp] = None  # NUL and the replacement character.
+            elif character in "\t\n\r":
+                # Category Cc, but Google treats them as spaces.
+                self._clean[cp] = " "
+            elif cat == "Zs":
+                self._clean[cp] = " "
+            elif cat == "Cc" or cat == "Cf":
+                self._clean[cp] = None
+            elif cat == "Mn":
+                self._strip_marks[cp] = None
+            if cat[0] == "P" or any(first <= cp <= last for first, last
+                                    in _ASCII_PUNCTUATION_RANGES):
+                self._punctuation.add(character)
+
+    def _learn_text(self, text):
+        new = set(text)
+        new.difference_update(self._known)
+        if new:
+            self._learn(new)
+
+    def clean(self, text):
+        """`text` with control characters dropped and whitespace made " "."""
+        self._learn_text(text)
+        return text.translate(self._clean)
+
+    def strip_marks(self, text):
+        """`text` without its combining marks (category Mn)."""
+        self._learn_text(text)
+        return text.translate(self._strip_marks)
+
+    def split_punctuation(self, word):
+        """`word` split into runs of non-punctuation and single punctuation
+        characters (empty runs left out)."""
+        self._learn_text(word)
+        punctuation = self._punctuation
+        if punctuation.isdisjoint(word):
+            return [word]
+        pieces = []
+        start = 0
+        for index, character in enumerate(word):
+            if character in punctuation:
+                if index > start:
+                    pieces.append(word[start:index])
+                pieces.append(character)
+                start = index + 1
+        if start < len(word):
+            pieces.append(word[start:])
+        return pieces
 
 
 def convert_to_unicode(text):
@@ -302,7 +325,7 @@ class BasicTokenizer:
                 text = _ASCII_CONTROL_RE.sub("", text)
             return text.split()
         tables = _UnicodeTables.get()
-        text = text.translate(tables.clean_table)
+        text = tables.clean(text)
         text = tables.cjk_re.sub(r" \g<0> ", text)
         return text.split()
 
@@ -321,11 +344,11 @@ class BasicTokenizer:
             if not word.isascii():
                 # Accent stripping: decompose, then drop the combining marks.
                 word = unicodedata.normalize("NFD", word)
-                word = word.translate(_UnicodeTables.get().strip_marks_table)
+                word = _UnicodeTables.get().strip_marks(word)
         if word.isascii():
             pieces = _ASCII_PUNCTUATION_SPLIT_RE.split(word)
         else:
-            pieces = _UnicodeTables.get().punctuation_split_re.split(word)
+            pieces = _UnicodeTables.get().split_punctuation(word)
         # Google joins the pieces with spaces and splits again: empty pieces
         # (between adjacent punctuation, or a word that was all accents)
         # disappear.
@@ -444,15 +467,25 @@ class FullTokenizer:
             pass  # Some words are new: split them, then look up again.
         if len(cache) + len(words) > _MAX_CACHED_WORDS:
             cache.clear()
-        basic_tokenize = self.basic_tokenizer._tokenize_word
-        tokenize_token = self.wordpiece_tokenizer.tokenize_token
         for word in words:
             if word not in cache:
-                cache[word] = tuple(
-                    piece
-                    for token in basic_tokenize(word)
-                    for piece in tokenize_token(token))
+                cache[word] = self.word_pieces(word)
         return [piece for word in words for piece in cache[word]]
+
+    def word_pieces(self, word):
+        """Word pieces of one word of `BasicTokenizer.split_words`, uncached.
+
+        `tokenize(text)` is the concatenation of `word_pieces` of the words
+        of `split_words(text)`.
+
+        Returns:
+          A tuple of word pieces.
+        """
+        pieces = []
+        tokenize_token = self.wordpiece_tokenizer.tokenize_token
+        for token in self.basic_tokenizer._tokenize_word(word):
+            pieces.extend(tokenize_token(token))
+        return tuple(pieces)
 
     def convert_tokens_to_ids(self, tokens):
         """Ids of `tokens`; an unknown token raises naming it and the vocab."""
