@@ -214,7 +214,8 @@ def run(flag_values):
             max_seq_length=flag_values.max_seq_length,
             drop_remainder_for_eval=run.on_tpu, seed=flag_values.seed),
         is_regression=is_regression, glue_task_name=task_name,
-        init_checkpoint=run.init_checkpoint)
+        init_checkpoint=run.init_checkpoint,
+        causal_attention=flag_values.causal_attention)
     trainer = finetune.make_trainer(run, task, flag_values, steps,
                                     flag_values.eval_batch_size)
 

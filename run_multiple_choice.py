@@ -138,7 +138,8 @@ def run(flag_values):
             seed=flag_values.seed,
             # TPUs need full evaluation batches (weight-0 padding).
             pad_to_full_batches=run.on_tpu),
-        init_checkpoint=run.init_checkpoint)
+        init_checkpoint=run.init_checkpoint,
+        causal_attention=flag_values.causal_attention)
     trainer = finetune.make_trainer(run, task, flag_values, steps,
                                     flag_values.eval_batch_size)
 

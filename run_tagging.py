@@ -244,7 +244,8 @@ def run(flag_values):
             seed=flag_values.seed,
             # TPUs need full evaluation batches (weight-0 padding).
             pad_to_full_batches=run.on_tpu),
-        use_crf=flag_values.use_crf, init_checkpoint=run.init_checkpoint)
+        use_crf=flag_values.use_crf, init_checkpoint=run.init_checkpoint,
+        causal_attention=flag_values.causal_attention)
     trainer = finetune.make_trainer(run, task, flag_values, steps,
                                     flag_values.eval_batch_size)
 

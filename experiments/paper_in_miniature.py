@@ -1,7 +1,9 @@
 r"""The BERT paper's ablations, in miniature, on one CPU machine.
 
-    python -m experiments.paper_in_miniature            # ~80 min, 2 CPU cores
-    python -m experiments.paper_in_miniature --quick    # ~2 min, the workflow
+    python -m experiments.paper_in_miniature            # ~90 min, 2 CPU cores
+    python -m experiments.paper_in_miniature --quick    # ~3 min, the workflow
+    python -m experiments.paper_in_miniature --runs='*/ltr*' \
+        --results_dir=experiments/results/ltr          # some rows only
 
 (run from the repository root). On the same corpus, vocabulary, pretraining
 records and budget as `demo.py` (gensim's Wikipedia sample, a learned
@@ -25,11 +27,15 @@ and each is fine-tuned with several seeds on
               replaced?" -- with `run_squad.py`, dev exact match and F1
               (against the positional prior: the best fixed span).
 
-Fine-tuning is always the normal, bidirectional `run_classifier.py` /
-`run_squad.py` from the pretrained checkpoint, whatever the pretraining: the
-LTR model is fine-tuned without its causal mask (under a causal mask the
-[CLS] classifier would see only [CLS]; the paper instead kept the left-only
-model and, for SQuAD, added a BiLSTM on top).
+Fine-tuning is the normal `run_classifier.py` / `run_squad.py` from the
+pretrained checkpoint. The LTR model is fine-tuned three ways from its one
+pretraining run: bidirectionally (its causal mask dropped); left to right
+(`--causal_attention`, as the paper did: "removing it introduced a
+pre-train/fine-tune mismatch"; the classifier then reads the last real
+token, the only one that has seen the whole input); and, on the span task
+only, left to right with a randomly initialized BiLSTM between the encoder
+and the span head (`run_squad.py --span_bilstm`, the paper's
+"LTR & No NSP + BiLSTM").
 
 Model size (table 6 of the paper): the MLM + NSP model is also pretrained
 with 4 and 6 layers on the same budget and fine-tuned on the sentiment task;
@@ -56,11 +62,13 @@ startup.quiet_start()
 
 import concurrent.futures
 import dataclasses
+import fnmatch
 import json
 import math
 import os
 import pathlib
 import sys
+import textwrap
 import time
 
 from absl import app
@@ -83,21 +91,68 @@ RESULTS_MD = "results.md"
 ABLATION_PNG = "ablation.png"
 MODEL_SIZE_PNG = "model_size.png"
 
-# The pretraining variants, in the paper's order: (name, label, the
-# run_pretraining.py --pretraining_objective, or None for no pretraining).
-VARIANTS = (
-    ("mlm_nsp", "BERT (MLM + NSP)", "mlm_nsp"),
-    ("mlm", "No NSP (MLM only)", "mlm"),
-    ("ltr", "LTR & No NSP (left-to-right LM)", "ltr"),
-    ("none", "No pretraining (random init)", None),
-)
-VARIANT_LABELS = {name: label for name, label, _ in VARIANTS}
-# The variant whose pretraining is repeated at every size of the size curve.
-SIZE_CURVE_VARIANT = "mlm_nsp"
-
 PRETRAIN = "pretrain"
 SENTIMENT = "sentiment"
 SPAN = "span"
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One row of the ablation: a pretrained model and how it is fine-tuned.
+
+    Attributes:
+      name: the row's name in run names (`<task>/<name>_L<layers>/...`).
+      label: the row's label in the tables and plots.
+      pretraining: the pretraining run it starts from (its
+        `--pretraining_objective`: "mlm_nsp", "mlm", "ltr"), or None for
+        no pretraining (random initialization).
+      causal_attention: fine-tune with `--causal_attention` (left to right
+        only, as the paper fine-tuned its LTR model).
+      span_bilstm: the span task gets `run_squad.py --span_bilstm` (the
+        paper's "+ BiLSTM").
+      tasks: the fine-tuning tasks of the row.
+    """
+    name: str
+    label: str
+    pretraining: object
+    causal_attention: bool = False
+    span_bilstm: bool = False
+    tasks: tuple = (SENTIMENT, SPAN)
+
+    def finetune_flags(self, task):
+        """The runner flags that make this row's fine-tuning of `task`."""
+        flags_ = []
+        if self.causal_attention:
+            flags_.append("--causal_attention=true")
+        if self.span_bilstm and task == SPAN:
+            flags_.append("--span_bilstm=true")
+        return flags_
+
+
+# The rows, in the paper's order (table 5). The LTR model is fine-tuned
+# three ways from the same pretraining run: bidirectionally (the causal
+# mask dropped), left to right (as the paper did), and left to right with
+# a randomly initialized BiLSTM under the span head (the paper's
+# "LTR & No NSP + BiLSTM", SQuAD only).
+VARIANTS = (
+    Variant("mlm_nsp", "BERT (MLM + NSP)", "mlm_nsp"),
+    Variant("mlm", "No NSP (MLM only)", "mlm"),
+    Variant("ltr", "LTR & No NSP (left-to-right LM), fine-tuned "
+                   "bidirectionally", "ltr"),
+    Variant("ltr_causal", "LTR & No NSP, fine-tuned left to right", "ltr",
+            causal_attention=True),
+    Variant("ltr_causal_bilstm", "LTR & No NSP + BiLSTM, fine-tuned left "
+                                 "to right", "ltr",
+            causal_attention=True, span_bilstm=True, tasks=(SPAN,)),
+    Variant("none", "No pretraining (random init)", None),
+)
+VARIANT_LABELS = {variant.name: variant.label for variant in VARIANTS}
+# The pretraining runs of the ablation, in the rows' order.
+PRETRAINING_OBJECTIVES = tuple(dict.fromkeys(
+    variant.pretraining for variant in VARIANTS
+    if variant.pretraining is not None))
+# The variant whose pretraining is repeated at every size of the size curve.
+SIZE_CURVE_VARIANT = "mlm_nsp"
 
 FLAGS = flags.FLAGS
 
@@ -126,6 +181,14 @@ def define_flags(flag_values=FLAGS):
         "Runs at a time. Each gets max(1, cores // jobs) TensorFlow threads "
         "(TF_NUM_INTRAOP_THREADS); with 1, TensorFlow picks.",
         lower_bound=1, flag_values=flag_values)
+    flags.DEFINE_list(
+        "runs", None,
+        "Only the training runs whose names match one of these shell-style "
+        "patterns (e.g. 'span/ltr_causal*'), and the pretraining runs they "
+        "need; the names are printed with each run and kept in "
+        "results.json. Default: every run. Use another --results_dir for a "
+        "selection, so that the full results are not replaced.",
+        flag_values=flag_values)
     flags.DEFINE_bool(
         "verbose", False,
         "With --jobs=1, show every line the runs print (by default "
@@ -389,36 +452,38 @@ def build_runs(paths, settings):
       A list of `Run`.
     """
     ablation_layers = settings.model.num_layers
-    pretraining = [(variant, ablation_layers) for variant, _, objective
-                   in VARIANTS if objective is not None]
+    pretraining = [(objective, ablation_layers)
+                   for objective in PRETRAINING_OBJECTIVES]
     pretraining += [(SIZE_CURVE_VARIANT, layers)
                     for layers in settings.layers[1:]]
     pretraining.sort(key=lambda item: (
         item != (SIZE_CURVE_VARIANT, ablation_layers), -item[1]))
-    objectives = {name: objective for name, _, objective in VARIANTS}
 
     runs = []
-    for variant, layers in pretraining:
-        output_dir = paths.pretrain_dir(variant, layers)
+    for objective, layers in pretraining:
+        output_dir = paths.pretrain_dir(objective, layers)
         runs.append(Run(
-            name=f"{PRETRAIN}/{variant}_L{layers}", task=PRETRAIN,
-            variant=variant, layers=layers, seed=None,
+            name=f"{PRETRAIN}/{objective}_L{layers}", task=PRETRAIN,
+            variant=objective, layers=layers, seed=None,
             parameters=parameters_of(paths, layers),
             command=demo.pretrain_command(
                 model_settings(settings, layers), paths.records,
                 paths.config(layers), output_dir)
-            + [f"--pretraining_objective={objectives[variant]}"],
+            + [f"--pretraining_objective={objective}"],
             output_dir=output_dir))
 
+    by_name = {variant.name: variant for variant in VARIANTS}
     finetuning = [(task, variant, ablation_layers)
-                  for task in (SENTIMENT, SPAN) for variant, _, _ in VARIANTS]
-    finetuning += [(SENTIMENT, SIZE_CURVE_VARIANT, layers)
+                  for task in (SENTIMENT, SPAN) for variant in VARIANTS
+                  if task in variant.tasks]
+    finetuning += [(SENTIMENT, by_name[SIZE_CURVE_VARIANT], layers)
                    for layers in settings.layers[1:]]
     for seed in settings.seeds:
         for task, variant, layers in finetuning:
-            pretrained = (None if objectives[variant] is None
-                          else paths.pretrain_dir(variant, layers))
-            output_dir = paths.finetune_dir(task, variant, layers, seed)
+            pretrained = (None if variant.pretraining is None
+                          else paths.pretrain_dir(variant.pretraining,
+                                                  layers))
+            output_dir = paths.finetune_dir(task, variant.name, layers, seed)
             config = paths.config(layers)
             if task == SENTIMENT:
                 command = demo.classifier_command(
@@ -428,13 +493,40 @@ def build_runs(paths, settings):
                 command = span_command(paths, settings, config, pretrained,
                                        output_dir, seed)
             runs.append(Run(
-                name=f"{task}/{variant}_L{layers}/seed{seed}", task=task,
-                variant=variant, layers=layers, seed=seed,
-                parameters=parameters_of(paths, layers), command=command,
+                name=f"{task}/{variant.name}_L{layers}/seed{seed}",
+                task=task, variant=variant.name, layers=layers, seed=seed,
+                parameters=parameters_of(paths, layers),
+                command=command + variant.finetune_flags(task),
                 output_dir=output_dir,
                 depends_on=(() if pretrained is None else
-                            (f"{PRETRAIN}/{variant}_L{layers}",))))
+                            (f"{PRETRAIN}/{variant.pretraining}_L{layers}",
+                             ))))
     return runs
+
+
+def select_runs(runs, patterns):
+    """The runs whose names match one of `patterns` (shell-style, as
+    `fnmatch`), with the runs they depend on, in `runs` order.
+
+    Raises:
+      ValueError: a pattern matches no run (the message names it).
+    """
+    by_name = {run.name: run for run in runs}
+    wanted = set()
+    for pattern in patterns:
+        matched = fnmatch.filter(by_name, pattern)
+        if not matched:
+            raise ValueError(
+                f"--runs: {pattern!r} matches no run (runs are named like "
+                f"{runs[0].name!r} and {runs[-1].name!r})")
+        wanted.update(matched)
+    pending = list(wanted)
+    while pending:
+        for name in by_name[pending.pop()].depends_on:
+            if name not in wanted:
+                wanted.add(name)
+                pending.append(name)
+    return [run for run in runs if run.name in wanted]
 
 
 # -- running ------------------------------------------------------------------
@@ -668,22 +760,24 @@ def ablation_rows(infos, layers):
     """One dict per variant: its pretraining result and fine-tuning
     summaries (sentiment accuracy; span exact match and F1)."""
     rows = []
-    for variant, label, objective in VARIANTS:
-        pretraining = pretraining_info(infos, variant, layers)
-        if objective is None:
+    for variant in VARIANTS:
+        pretraining = (None if variant.pretraining is None else
+                       pretraining_info(infos, variant.pretraining, layers))
+        if variant.pretraining is None:
             pretrained = "-"
         elif pretraining is None:
             pretrained = "(not run)"
         else:
             pretrained = pretraining_result(pretraining["metrics"])
         rows.append({
-            "variant": variant, "label": label, "pretraining": pretrained,
+            "variant": variant.name, "label": variant.label,
+            "pretraining": pretrained,
             SENTIMENT: summarize(metric_values(
-                infos, SENTIMENT, variant, layers, "eval_accuracy")),
+                infos, SENTIMENT, variant.name, layers, "eval_accuracy")),
             "span_exact_match": summarize(metric_values(
-                infos, SPAN, variant, layers, "exact_match")),
+                infos, SPAN, variant.name, layers, "exact_match")),
             "span_f1": summarize(metric_values(
-                infos, SPAN, variant, layers, "f1")),
+                infos, SPAN, variant.name, layers, "f1")),
         })
     return rows
 
@@ -774,9 +868,9 @@ def plot_ablation(ablation, infos, layers, majority, span_prior, path):
     matplotlib.use("Agg")
     from matplotlib import pyplot
 
-    labels = [row["label"].replace(" (", "\n(") for row in ablation]
+    labels = [textwrap.fill(row["label"], 20) for row in ablation]
     positions = list(range(len(ablation)))
-    figure, (left, right) = pyplot.subplots(1, 2, figsize=(12, 4.5))
+    figure, (left, right) = pyplot.subplots(1, 2, figsize=(15, 5))
 
     def bars(axis, key, metric, task, offset, width, name):
         means = [row[key].mean for row in ablation]
@@ -810,7 +904,7 @@ def plot_ablation(ablation, infos, layers, majority, span_prior, path):
     right.set_ylabel("dev score (0-100)")
     for axis in (left, right):
         axis.set_xticks(positions)
-        axis.set_xticklabels(labels, fontsize=8)
+        axis.set_xticklabels(labels, fontsize=7)
         axis.legend(fontsize=8)
         axis.grid(axis="y", alpha=0.3)
     figure.suptitle(f"Pretraining ablation in miniature ({layers}-layer BERT; "
@@ -954,6 +1048,11 @@ def main(argv):
     try:
         demo.run_steps(data_steps(paths, settings), work_dir, FLAGS.verbose)
         runs = build_runs(paths, settings)
+        if FLAGS.runs:
+            try:
+                runs = select_runs(runs, FLAGS.runs)
+            except ValueError as error:
+                raise SystemExit(f"paper_in_miniature: {error}") from None
         print(f"\n{len(runs)} training runs, {FLAGS.jobs} at a time; each "
               f"run's output is in {demo.display_path(work_dir / demo.LOG_DIR)}"
               f"/<run>.log", flush=True)

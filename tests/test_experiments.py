@@ -234,15 +234,56 @@ def test_every_variant_task_and_seed_is_planned(planned):
     seeds = miniature.DEFAULT.seeds
     by_name = {run.name: run for run in runs}
     assert len(by_name) == len(runs)
-    # 3 ablation pretrainings + 2 more sizes; 4 variants x 2 tasks x seeds
-    # plus the 2 extra sizes' sentiment runs x seeds.
+    # 3 ablation pretrainings + 2 more sizes; 5 rows x 2 tasks and the
+    # BiLSTM row's span task, x seeds, plus the 2 extra sizes' sentiment
+    # runs x seeds.
     assert sum(run.task == miniature.PRETRAIN for run in runs) == 5
-    assert len(runs) == 5 + len(seeds) * (4 * 2 + 2)
-    for variant in ("mlm_nsp", "mlm", "ltr", "none"):
+    assert len(runs) == 5 + len(seeds) * (5 * 2 + 1 + 2)
+    for variant in ("mlm_nsp", "mlm", "ltr", "ltr_causal", "none"):
         for task in (miniature.SENTIMENT, miniature.SPAN):
             for seed in seeds:
                 run = by_name[f"{task}/{variant}_L2/seed{seed}"]
                 assert _flag(run.command, "seed") == str(seed)
+    for seed in seeds:
+        assert f"span/ltr_causal_bilstm_L2/seed{seed}" in by_name
+        assert f"sentiment/ltr_causal_bilstm_L2/seed{seed}" not in by_name
+
+
+def test_the_ltr_model_is_fine_tuned_three_ways(planned):
+    """Bidirectionally, left to right, and left to right + BiLSTM (span),
+    all from the one LTR pretraining run."""
+    paths, runs = planned
+    by_name = {run.name: run for run in runs}
+    expected = {
+        "sentiment/ltr": (None, None),
+        "span/ltr": (None, None),
+        "sentiment/ltr_causal": ("true", None),
+        "span/ltr_causal": ("true", None),
+        "span/ltr_causal_bilstm": ("true", "true"),
+    }
+    for prefix, (causal, bilstm) in expected.items():
+        run = by_name[f"{prefix}_L2/seed1"]
+        assert _flag(run.command, "causal_attention") == causal, prefix
+        assert _flag(run.command, "span_bilstm") == bilstm, prefix
+        assert run.depends_on == ("pretrain/ltr_L2",)
+        assert (pathlib.Path(_flag(run.command, "init_checkpoint")).resolve()
+                == paths.pretrain_dir("ltr", 2).resolve())
+    for run in runs:
+        if not run.variant.startswith("ltr_causal"):
+            assert _flag(run.command, "causal_attention") is None, run.name
+            assert _flag(run.command, "span_bilstm") is None, run.name
+
+
+def test_runs_select_by_pattern_with_their_pretraining(planned):
+    _, runs = planned
+    selected = miniature.select_runs(runs, ["span/ltr_causal*/seed1"])
+    assert [run.name for run in selected] == [
+        "pretrain/ltr_L2", "span/ltr_causal_L2/seed1",
+        "span/ltr_causal_bilstm_L2/seed1"]
+    assert len(miniature.select_runs(runs, ["*"])) == len(runs)
+    with pytest.raises(ValueError, match="--runs: 'span/bert\\*' matches "
+                                         "no run"):
+        miniature.select_runs(runs, ["span/ltr*", "span/bert*"])
 
 
 def test_pretraining_runs_share_everything_but_objective_and_depth(planned):
@@ -278,10 +319,11 @@ def test_fine_tuning_starts_from_its_pretraining_or_from_nothing(planned):
         if run.variant == "none":
             assert init is None and run.depends_on == ()
         else:
-            expected = paths.pretrain_dir(run.variant, run.layers)
+            pretraining = run.variant.split("_causal")[0]
+            expected = paths.pretrain_dir(pretraining, run.layers)
             assert pathlib.Path(init).resolve() == expected.resolve()
             assert run.depends_on == (
-                f"pretrain/{run.variant}_L{run.layers}",)
+                f"pretrain/{pretraining}_L{run.layers}",)
         assert (pathlib.Path(_flag(run.command, "bert_config_file")).resolve()
                 == paths.config(run.layers).resolve())
         script = pathlib.Path(run.command[1]).name
@@ -372,6 +414,8 @@ SYNTHETIC = [
     _info("span", "mlm_nsp", 2, 1, exact_match=40.0, f1=50.0),
     _info("span", "mlm_nsp", 2, 2, exact_match=44.0, f1=56.0),
     _info("span", "ltr", 2, 1, exact_match=10.0, f1=20.0),
+    _info("sentiment", "ltr_causal", 2, 1, eval_accuracy=0.62),
+    _info("span", "ltr_causal_bilstm", 2, 1, exact_match=12.0, f1=30.0),
     _info("sentiment", "mlm_nsp", 4, 1, eval_accuracy=0.70),
     _info("sentiment", "mlm_nsp", 4, 2, eval_accuracy=0.74),
 ]
@@ -380,7 +424,8 @@ SYNTHETIC = [
 def test_ablation_rows_on_synthetic_results():
     rows = {row["variant"]: row
             for row in miniature.ablation_rows(SYNTHETIC, layers=2)}
-    assert list(rows) == ["mlm_nsp", "mlm", "ltr", "none"]
+    assert list(rows) == ["mlm_nsp", "mlm", "ltr", "ltr_causal",
+                          "ltr_causal_bilstm", "none"]
     bert = rows["mlm_nsp"]
     # Hand-computed: mean(0.60, 0.64, 0.68) = 0.64, std 0.04; the 4-layer
     # run is not part of the 2-layer ablation.
@@ -394,6 +439,10 @@ def test_ablation_rows_on_synthetic_results():
                                    "0.660")
     assert rows["ltr"]["pretraining"] == "next-token accuracy 0.150"
     assert rows["ltr"]["span_f1"].n == 1 and rows["ltr"]["sentiment"].n == 0
+    # The left-to-right fine-tunings share the LTR pretraining.
+    assert rows["ltr_causal"]["pretraining"] == "next-token accuracy 0.150"
+    assert rows["ltr_causal"]["sentiment"].mean == pytest.approx(0.62)
+    assert rows["ltr_causal_bilstm"]["span_f1"].mean == pytest.approx(30.0)
     none = rows["none"]
     assert none["pretraining"] == "-"
     assert none["sentiment"].mean == pytest.approx(0.56)
@@ -494,9 +543,10 @@ def test_quick_experiment_runs_end_to_end(tmp_path):
     finished = run_runner(*command, timeout=1200, expect_success=False)
     assert finished.returncode == 0, finished.stdout + finished.stderr
     results = json.loads((results_dir / "results.json").read_text())
-    assert results["runs_finished"] == results["runs_total"] == 13
+    assert results["runs_finished"] == results["runs_total"] == 16
     tasks = sorted({(run["task"], run["variant"]) for run in results["runs"]})
     assert ("span", "none") in tasks and ("pretrain", "ltr") in tasks
+    assert ("span", "ltr_causal_bilstm") in tasks
     for run in results["runs"]:
         assert run["seconds"] > 0 and run["metrics"]
     for name in ("results.md", "ablation.png", "model_size.png"):
@@ -505,4 +555,4 @@ def test_quick_experiment_runs_end_to_end(tmp_path):
     # A second invocation has nothing left to run.
     again = run_runner(*command, expect_success=False)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "13 of 13 runs are done already" in again.stdout
+    assert "16 of 16 runs are done already" in again.stdout

@@ -10,11 +10,14 @@ By concept, in dependency order:
 - `bert_model`: `BertModel`, the backbone (embeddings, encoder, pooler);
 - `heads`: the task heads (classifier, masked LM, next sentence, span,
   token classifier);
-- `crf`: a linear-chain CRF over tag sequences (tagging's `--use_crf`).
+- `crf`: a linear-chain CRF over tag sequences (tagging's `--use_crf`);
+- `bilstm`: a bidirectional LSTM between the encoder and a head
+  (`run_squad.py --span_bilstm`, the paper's "LTR & No NSP + BiLSTM").
 """
 
 from bert_tf.modeling.bert_model import BertModel
 from bert_tf.modeling.bert_model import Pooler
+from bert_tf.modeling.bilstm import BiLSTM
 from bert_tf.modeling.embeddings import BertEmbeddings
 from bert_tf.modeling.heads import ClassifierHead
 from bert_tf.modeling.heads import MaskedLMHead
@@ -35,6 +38,7 @@ from bert_tf.modeling.transformer import TransformerEncoder
 __all__ = [
     "BertEmbeddings",
     "BertModel",
+    "BiLSTM",
     "ClassifierHead",
     "LayerNorm",
     "MaskedLMHead",

@@ -18,10 +18,15 @@ from bert_tf.modeling.save_signature import int_feature_specs
 
 
 # -- layers: the pooler ------------------------------------------------------
-# BERT's pooler: a dense+tanh summary of the first ([CLS]) token.
+# BERT's pooler: a dense+tanh summary of the first ([CLS]) token -- or, in a
+# causal encoder, of the last real token, the only one that has seen them all.
 
 class Pooler(keras.layers.Layer):
-    """pooled = tanh(first_token W_p + b_p): Google's `pooler/dense`."""
+    """pooled = tanh(token W_p + b_p): Google's `pooler/dense`.
+
+    The token is the first ([CLS]) by default, as Google's; given
+    `positions`, each example's token at its position.
+    """
 
     def __init__(self, config, name="pooler", **kwargs):
         super().__init__(name=name, **kwargs)
@@ -34,10 +39,33 @@ class Pooler(keras.layers.Layer):
     def build(self, sequence_output_shape=None):
         self.dense.build((None, self.config.hidden_size))
 
-    def call(self, sequence_output):
-        """[batch, seq, hidden] -> [batch, hidden]."""
-        first_token = sequence_output[:, 0, :]  # [batch, hidden]
-        return self.dense(first_token)
+    def call(self, sequence_output, positions=None):
+        """[batch, seq, hidden] -> [batch, hidden].
+
+        Args:
+          sequence_output: [batch, seq, hidden].
+          positions: optional int tensor [batch], the position of the token
+            to pool in each example (default: 0, the [CLS] token).
+        """
+        if positions is None:
+            token = sequence_output[:, 0, :]  # [batch, hidden]
+        else:
+            token = tf.gather(sequence_output, positions, batch_dims=1)
+        return self.dense(token)
+
+
+def last_token_positions(input_mask):
+    """Each example's last real position: the largest i with mask[i] = 1.
+
+    Args:
+      input_mask: int or bool tensor [batch, seq], 1 for real tokens.
+
+    Returns:
+      int32 [batch] (0 for an example without a real token).
+    """
+    mask = tf.cast(input_mask, tf.int32)
+    seq_length = tf.shape(mask)[1]
+    return tf.reduce_max(mask * tf.range(seq_length)[tf.newaxis, :], axis=1)
 
 
 # -- model: BertModel --------------------------------------------------------
@@ -70,9 +98,13 @@ class BertModel(keras.Model):
 
     With `causal_attention=True` each position attends only to itself and
     the positions before it (the left-to-right LM of the BERT paper's
-    ablation, section 5.1). That changes the attention mask only: the
-    variables, and so the checkpoints, are the same, and a model pretrained
-    left to right is fine-tuned by a default (bidirectional) `BertModel`.
+    ablation, section 5.1), and the pooled output is the pooler applied to
+    each example's last real token (the last position where `input_mask`
+    is 1) instead of [CLS]: under a causal mask [CLS] sees only itself,
+    while the last token has seen the whole input -- GPT's choice for
+    classification. The variables, and so the checkpoints, are the same
+    either way: a model pretrained left to right can be fine-tuned with the
+    causal mask (as the paper did, section 5.1) or without it.
     """
 
     def __init__(self, config, name="bert", causal_attention=False,
@@ -83,8 +115,9 @@ class BertModel(keras.Model):
           config: a `BertConfig` (or a dict of Google's config keys).
           name: the checkpoint scope of every variable; Google's is "bert".
           causal_attention: position i attends only to positions <= i (on
-            top of the padding mask). False (Google's BERT): every position
-            attends to every real token.
+            top of the padding mask), and the pooler reads the last real
+            token. False (Google's BERT): every position attends to every
+            real token, and the pooler reads [CLS].
           **kwargs: Keras layer arguments such as `dtype` (a dtype policy,
             e.g. "mixed_float16") and `trainable`.
 
@@ -140,7 +173,8 @@ class BertModel(keras.Model):
           A dict of tensors in the compute dtype:
             "sequence_output": [batch_size, seq_length, hidden_size], the
               last layer's output;
-            "pooled_output": [batch_size, hidden_size];
+            "pooled_output": [batch_size, hidden_size], the pooler on
+              [CLS] (on the last real token with causal attention);
             "encoder_outputs": a list of num_hidden_layers tensors
               [batch_size, seq_length, hidden_size], one per layer;
             "embedding_output": [batch_size, seq_length, hidden_size].
@@ -174,7 +208,9 @@ class BertModel(keras.Model):
         encoder_outputs = self.encoder(
             embedding_output, attention_bias, training=training)
         sequence_output = encoder_outputs[-1]
-        pooled_output = self.pooler(sequence_output)
+        pooled_positions = (last_token_positions(input_mask)
+                            if self.causal_attention else None)
+        pooled_output = self.pooler(sequence_output, pooled_positions)
         return {
             "sequence_output": sequence_output,
             "pooled_output": pooled_output,

@@ -30,11 +30,13 @@ class _OutputWeightsHead(keras.layers.Layer):
     logits with `_logits`.
     """
 
-    def __init__(self, config, num_outputs, name, **kwargs):
+    def __init__(self, config, num_outputs, name, input_size=None, **kwargs):
         """Args:
           config: the encoder's `BertConfig`.
           num_outputs: the rows of `output_weights`, a positive int.
           name: the Keras layer name.
+          input_size: the columns of `output_weights`, the size of each
+            input vector (default: `config.hidden_size`, the encoder's).
           **kwargs: Keras layer arguments (`dtype`, `trainable`).
 
         Raises:
@@ -46,6 +48,8 @@ class _OutputWeightsHead(keras.layers.Layer):
                 f"config must be a BertConfig, got {type(config).__name__}")
         self.config = config
         self._num_outputs = num_outputs
+        self.input_size = (config.hidden_size if input_size is None
+                           else int(input_size))
 
     def _build_output_weights(self, scope, stddev):
         """Creates the two variables as `<scope>/output_weights` and
@@ -53,7 +57,7 @@ class _OutputWeightsHead(keras.layers.Layer):
         with checkpoint_scope(scope):
             self.output_weights = keras.Variable(
                 initializer=weight_initializer(stddev),
-                shape=(self._num_outputs, self.config.hidden_size),
+                shape=(self._num_outputs, self.input_size),
                 dtype=self.variable_dtype, name="output_weights")
             # float32 even under mixed precision: added to float32 logits.
             self.output_bias = keras.Variable(
@@ -304,17 +308,21 @@ SPAN_INITIALIZER_STDDEV = 0.02
 class SpanHead(_OutputWeightsHead):
     """Per token: [start, end] logits = sequence_output W^T + b.
 
-    Variables: `cls/squad/output_weights` [2, hidden_size] and
-    `cls/squad/output_bias` [2].
+    Variables: `cls/squad/output_weights` [2, input_size] and
+    `cls/squad/output_bias` [2]; input_size is the encoder's hidden_size
+    unless the head reads something else (e.g. a `BiLSTM`'s states).
     """
 
-    def __init__(self, config, name="squad", **kwargs):
+    def __init__(self, config, name="squad", input_size=None, **kwargs):
         """Args:
           config: the encoder's `BertConfig`.
           name: the scope under "cls/"; Google's is "squad".
+          input_size: the size of each position's input vector (default:
+            `config.hidden_size`, the encoder's output).
           **kwargs: Keras layer arguments (`dtype`, `trainable`).
         """
-        super().__init__(config, 2, name=name, **kwargs)
+        super().__init__(config, 2, name=name, input_size=input_size,
+                         **kwargs)
 
     def build(self, sequence_output_shape=None):
         self._build_output_weights(f"cls/{self.name}",
@@ -324,7 +332,7 @@ class SpanHead(_OutputWeightsHead):
         """Scores every token as the answer's start and end.
 
         Args:
-          sequence_output: [batch_size, seq_length, hidden_size].
+          sequence_output: [batch_size, seq_length, input_size].
 
         Returns:
           (start_logits, end_logits), float32 [batch_size, seq_length] each.
@@ -335,6 +343,9 @@ class SpanHead(_OutputWeightsHead):
                 f"hidden_size], got shape {sequence_output.shape}")
         logits = self._logits(sequence_output)  # [batch, seq, 2]
         return logits[:, :, 0], logits[:, :, 1]
+
+    def get_config(self):
+        return {**super().get_config(), "input_size": self.input_size}
 
 
 # -- token classifier head ----------------------------------------------------

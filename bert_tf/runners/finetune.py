@@ -40,7 +40,8 @@ def define_flags(flag_values=FLAGS, *, max_seq_length, train_batch_size=32,
     `--learning_rate`, ...), with `--do_eval` and `--eval_batch_size` only
     when `has_eval` (Google's run_squad.py has neither); and
     `--do_predict`, `--predict_batch_size`, `--num_train_epochs`,
-    `--warmup_proportion`.
+    `--warmup_proportion`; and `--causal_attention` (new, default off),
+    which the runner passes to its task.
 
     Args:
       flag_values: where to define them.
@@ -83,6 +84,17 @@ def define_flags(flag_values=FLAGS, *, max_seq_length, train_batch_size=32,
         "warmup_proportion", 0.1,
         "Proportion of training to perform linear learning rate warmup for. "
         "E.g., 0.1 = 10% of training.", flag_values=flag_values)
+    flags.DEFINE_bool(
+        "causal_attention", False,
+        "Fine-tune with a causal (left-to-right) attention mask: each "
+        "position attends only to itself and the positions before it, as "
+        "the BERT paper fine-tuned its left-to-right (LTR) model (section "
+        "5.1; run_pretraining.py --pretraining_objective=ltr pretrains one). "
+        "Classification and multiple choice then pool the last real token "
+        "instead of [CLS], which under a causal mask sees only itself. The "
+        "checkpoint's variables are the same either way; predicting from a "
+        "model fine-tuned with it needs it again. Default: bidirectional, "
+        "as Google's.", flag_values=flag_values)
     for name in ("vocab_file", "bert_config_file", "output_dir"):
         flags.mark_flag_as_required(name, flag_values=flag_values)
 

@@ -84,7 +84,8 @@ def run(flag_values, bert_config):
             # TPUs need full evaluation batches (weight-0 padding).
             pad_to_full_batches=run_setup.on_tpu),
         threshold=flag_values.threshold,
-        init_checkpoint=run_setup.init_checkpoint)
+        init_checkpoint=run_setup.init_checkpoint,
+        causal_attention=flag_values.causal_attention)
     trainer = finetune.make_trainer(run_setup, task, flag_values, steps,
                                     flag_values.eval_batch_size)
     return finetune.run_phases(

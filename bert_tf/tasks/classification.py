@@ -54,11 +54,14 @@ class ClassificationModel(keras.Model):
     [batch, seq] -> `logits`.
     """
 
-    def __init__(self, bert_config, num_labels,
+    def __init__(self, bert_config, num_labels, causal_attention=False,
                  name="bert_classification_model", **kwargs):
         """Args:
           bert_config: a `BertConfig`.
           num_labels: number of labels, or 1 for regression.
+          causal_attention: the encoder attends left to right only, and
+            the head classifies the pooled last real token instead of
+            [CLS] (see `BertModel`).
           name: Keras model name (not part of any variable's path).
           **kwargs: Keras model arguments.
         """
@@ -68,7 +71,9 @@ class ClassificationModel(keras.Model):
         from bert_tf.modeling import BertModel, ClassifierHead
         self.bert_config = bert_config
         self.num_labels = num_labels
-        self.bert = BertModel(bert_config)
+        self.causal_attention = bool(causal_attention)
+        self.bert = BertModel(bert_config,
+                              causal_attention=self.causal_attention)
         self.classifier = ClassifierHead(bert_config, num_labels)
         # Create every variable now: the optimizer and checkpoint restore
         # need them before the first step.
@@ -99,7 +104,8 @@ class ClassificationModel(keras.Model):
     def get_config(self):
         return {**super().get_config(),
                 "bert_config": self.bert_config.to_dict(),
-                "num_labels": self.num_labels}
+                "num_labels": self.num_labels,
+                "causal_attention": self.causal_attention}
 
     @classmethod
     def from_config(cls, config):
@@ -194,7 +200,7 @@ class ClassificationTask(base.Task):
 
     def __init__(self, bert_config, num_labels, data_config,
                  is_regression=False, glue_task_name=None,
-                 init_checkpoint=None):
+                 init_checkpoint=None, causal_attention=False):
         """Creates the task.
 
         Args:
@@ -207,6 +213,8 @@ class ClassificationTask(base.Task):
             F1 for MRPC and QQP, Matthews for CoLA; Pearson and Spearman for
             any regression task).
           init_checkpoint: see `base.Task.init_checkpoint`.
+          causal_attention: fine-tune the encoder left to right only,
+            classifying its last real token (see `ClassificationModel`).
 
         Raises:
           ValueError: `max_seq_length` exceeds the model's
@@ -227,9 +235,11 @@ class ClassificationTask(base.Task):
             if name != classifier_metrics.ACCURACY)
         self.glue_task_name = glue_task_name
         self.init_checkpoint = init_checkpoint
+        self.causal_attention = causal_attention
 
     def build_model(self):
-        return ClassificationModel(self.bert_config, self.num_labels)
+        return ClassificationModel(self.bert_config, self.num_labels,
+                                   causal_attention=self.causal_attention)
 
     def _records(self, mode):
         data = self.data_config

@@ -56,7 +56,7 @@ class MultiLabelTask(base.InMemoryArraysTask):
     name = "multi_label"
 
     def __init__(self, bert_config, label_list, data_config, threshold=0.5,
-                 init_checkpoint=None):
+                 init_checkpoint=None, causal_attention=False):
         """Args:
           bert_config: a `BertConfig`.
           label_list: the labels (column order of `label_ids`).
@@ -64,6 +64,8 @@ class MultiLabelTask(base.InMemoryArraysTask):
           threshold: a label is predicted when its probability is at least
             this.
           init_checkpoint: see `base.Task.init_checkpoint`.
+          causal_attention: fine-tune the encoder left to right only,
+            classifying its last real token (see `ClassificationModel`).
 
         Raises:
           ValueError: no label, a threshold outside (0, 1), or a sequence
@@ -79,10 +81,12 @@ class MultiLabelTask(base.InMemoryArraysTask):
         self.data_config = data_config
         self.threshold = threshold
         self.init_checkpoint = init_checkpoint
+        self.causal_attention = causal_attention
 
     def build_model(self):
         from bert_tf.tasks.classification import ClassificationModel
-        return ClassificationModel(self.bert_config, len(self.label_list))
+        return ClassificationModel(self.bert_config, len(self.label_list),
+                                   causal_attention=self.causal_attention)
 
     @property
     def metric_names(self):

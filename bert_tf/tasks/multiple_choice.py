@@ -40,12 +40,22 @@ class MultipleChoiceModel(keras.Model):
     `tf.saved_model.save` exports those int32 inputs -> `logits`.
     """
 
-    def __init__(self, bert_config, name="bert_multiple_choice_model",
-                 **kwargs):
+    def __init__(self, bert_config, causal_attention=False,
+                 name="bert_multiple_choice_model", **kwargs):
+        """Args:
+          bert_config: a `BertConfig`.
+          causal_attention: the encoder attends left to right only, and
+            each choice is scored from its pooled last real token instead
+            of [CLS] (see `BertModel`).
+          name: Keras model name (not part of any variable's path).
+          **kwargs: Keras model arguments.
+        """
         super().__init__(name=name, **kwargs)
         from bert_tf.modeling import BertModel, ClassifierHead
         self.bert_config = bert_config
-        self.bert = BertModel(bert_config)
+        self.causal_attention = bool(causal_attention)
+        self.bert = BertModel(bert_config,
+                              causal_attention=self.causal_attention)
         self.classifier = ClassifierHead(bert_config, 1)
         dummy = tf.zeros([1, 2, 2], tf.int32)
         self({features_lib.INPUT_IDS: dummy, features_lib.INPUT_MASK: dummy,
@@ -77,7 +87,8 @@ class MultipleChoiceModel(keras.Model):
 
     def get_config(self):
         return {**super().get_config(),
-                "bert_config": self.bert_config.to_dict()}
+                "bert_config": self.bert_config.to_dict(),
+                "causal_attention": self.causal_attention}
 
     @classmethod
     def from_config(cls, config):
@@ -107,19 +118,25 @@ class MultipleChoiceTask(base.InMemoryArraysTask):
 
     name = "multiple_choice"
 
-    def __init__(self, bert_config, data_config, init_checkpoint=None):
+    def __init__(self, bert_config, data_config, init_checkpoint=None,
+                 causal_attention=False):
         """Args:
           bert_config: a `BertConfig`.
           data_config: a `MultipleChoiceDataConfig`.
           init_checkpoint: see `base.Task.init_checkpoint`.
+          causal_attention: fine-tune the encoder left to right only,
+            scoring each choice's last real token (see
+            `MultipleChoiceModel`).
         """
         bert_config.check_max_seq_length(data_config.max_seq_length)
         self.bert_config = bert_config
         self.data_config = data_config
         self.init_checkpoint = init_checkpoint
+        self.causal_attention = causal_attention
 
     def build_model(self):
-        return MultipleChoiceModel(self.bert_config)
+        return MultipleChoiceModel(self.bert_config,
+                                   causal_attention=self.causal_attention)
 
     @property
     def metric_names(self):

@@ -46,11 +46,13 @@ END_LOGITS = "end_logits"
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class SquadModel(keras.Model):
-    """`BertModel` + `SpanHead`, called on a feature dict.
+    """`BertModel` (+ `BiLSTM`) + `SpanHead`, called on a feature dict.
 
     Returns `{"start_logits", "end_logits"}`, float32 [batch, seq_length].
     Variables: `bert/...`, `cls/squad/output_weights`,
-    `cls/squad/output_bias`.
+    `cls/squad/output_bias`; with a BiLSTM also `bilstm/fw/...` and
+    `bilstm/bw/...` (see `bert_tf.modeling.bilstm`), and the span head
+    reads its [batch, seq, 2 * units] states instead of the encoder's.
 
     Keras-native: `model.save("x.keras")` / `keras.models.load_model` round
     trip, and `tf.saved_model.save(model, path)` exports a serving_default
@@ -58,34 +60,51 @@ class SquadModel(keras.Model):
     [batch, seq] -> `start_logits`, `end_logits`.
     """
 
-    def __init__(self, bert_config, name="bert_squad_model", **kwargs):
+    def __init__(self, bert_config, causal_attention=False,
+                 bilstm_units=None, name="bert_squad_model", **kwargs):
         """Args:
           bert_config: a `BertConfig`.
+          causal_attention: the encoder attends left to right only (see
+            `BertModel`).
+          bilstm_units: None (Google's model), or the state size of each
+            direction of a randomly initialized `BiLSTM` between the
+            encoder and the span head.
           name: Keras model name (not part of any variable's path).
           **kwargs: Keras model arguments.
         """
         super().__init__(name=name, **kwargs)
         # Imported here, as in the other tasks: the loss and the input
         # pipeline can be used without the model code.
-        from bert_tf.modeling import BertModel, SpanHead
+        from bert_tf.modeling import BertModel, BiLSTM, SpanHead
         self.bert_config = bert_config
-        self.bert = BertModel(bert_config)
-        self.span_head = SpanHead(bert_config)
+        self.causal_attention = bool(causal_attention)
+        self.bilstm_units = (None if bilstm_units is None
+                             else int(bilstm_units))
+        self.bert = BertModel(bert_config,
+                              causal_attention=self.causal_attention)
+        self.bilstm = (None if self.bilstm_units is None
+                       else BiLSTM(self.bilstm_units))
+        self.span_head = SpanHead(
+            bert_config, input_size=(None if self.bilstm is None
+                                     else 2 * self.bilstm_units))
         # Create every variable now: the optimizer and checkpoint restore
         # need them before the first step.
         dummy_ids = tf.zeros([1, 2], tf.int32)
-        sequence_output = self.bert(
-            dummy_ids, input_mask=tf.ones_like(dummy_ids),
-            segment_ids=dummy_ids)["sequence_output"]
-        self.span_head(sequence_output)
+        self({features_lib.INPUT_IDS: dummy_ids,
+              features_lib.INPUT_MASK: tf.ones_like(dummy_ids),
+              features_lib.SEGMENT_IDS: dummy_ids})
         self.built = True
 
     def call(self, features, training=False):
+        input_mask = features[features_lib.INPUT_MASK]
         sequence_output = self.bert(
-            features[features_lib.INPUT_IDS],
-            input_mask=features[features_lib.INPUT_MASK],
+            features[features_lib.INPUT_IDS], input_mask=input_mask,
             segment_ids=features[features_lib.SEGMENT_IDS],
             training=training)["sequence_output"]
+        if self.bilstm is not None:
+            sequence_output = self.bilstm(sequence_output,
+                                          input_mask=input_mask,
+                                          training=training)
         start_logits, end_logits = self.span_head(sequence_output,
                                                   training=training)
         return {START_LOGITS: start_logits, END_LOGITS: end_logits}
@@ -101,7 +120,9 @@ class SquadModel(keras.Model):
 
     def get_config(self):
         return {**super().get_config(),
-                "bert_config": self.bert_config.to_dict()}
+                "bert_config": self.bert_config.to_dict(),
+                "causal_attention": self.causal_attention,
+                "bilstm_units": self.bilstm_units}
 
     @classmethod
     def from_config(cls, config):
@@ -246,7 +267,8 @@ class SquadTask(base.Task):
 
     def __init__(self, bert_config, data_config,
                  postprocess_config=SquadPostprocessConfig(),
-                 init_checkpoint=None):
+                 init_checkpoint=None, causal_attention=False,
+                 bilstm_units=None):
         """Creates the task.
 
         Args:
@@ -254,6 +276,10 @@ class SquadTask(base.Task):
           data_config: a `SquadDataConfig`.
           postprocess_config: a `SquadPostprocessConfig`.
           init_checkpoint: see `base.Task.init_checkpoint`.
+          causal_attention: fine-tune the encoder left to right only (see
+            `BertModel`).
+          bilstm_units: None, or the per-direction size of a BiLSTM
+            between the encoder and the span head (see `SquadModel`).
 
         Raises:
           ValueError: `max_seq_length` exceeds the model's
@@ -264,9 +290,13 @@ class SquadTask(base.Task):
         self.data_config = data_config
         self.postprocess_config = postprocess_config
         self.init_checkpoint = init_checkpoint
+        self.causal_attention = causal_attention
+        self.bilstm_units = bilstm_units
 
     def build_model(self):
-        return SquadModel(self.bert_config)
+        return SquadModel(self.bert_config,
+                          causal_attention=self.causal_attention,
+                          bilstm_units=self.bilstm_units)
 
     def _records(self, mode):
         data = self.data_config

@@ -79,14 +79,26 @@ class TaggingModel(keras.Model):
     """
 
     def __init__(self, bert_config, num_labels, use_crf=False,
-                 name="bert_tagging_model", **kwargs):
+                 causal_attention=False, name="bert_tagging_model",
+                 **kwargs):
+        """Args:
+          bert_config: a `BertConfig`.
+          num_labels: number of tags.
+          use_crf: a `LinearChainCRF` over each window's words.
+          causal_attention: the encoder attends left to right only (see
+            `BertModel`).
+          name: Keras model name (not part of any variable's path).
+          **kwargs: Keras model arguments.
+        """
         super().__init__(name=name, **kwargs)
         from bert_tf.modeling import BertModel, TokenClassifierHead
         from bert_tf.modeling.crf import LinearChainCRF
         self.bert_config = bert_config
         self.num_labels = num_labels
         self.use_crf = use_crf
-        self.bert = BertModel(bert_config)
+        self.causal_attention = bool(causal_attention)
+        self.bert = BertModel(bert_config,
+                              causal_attention=self.causal_attention)
         self.classifier = TokenClassifierHead(bert_config, num_labels)
         self.crf = LinearChainCRF(num_labels) if use_crf else None
         # Create every variable now (the optimizer and restore need them).
@@ -130,7 +142,8 @@ class TaggingModel(keras.Model):
     def get_config(self):
         return {**super().get_config(),
                 "bert_config": self.bert_config.to_dict(),
-                "num_labels": self.num_labels, "use_crf": self.use_crf}
+                "num_labels": self.num_labels, "use_crf": self.use_crf,
+                "causal_attention": self.causal_attention}
 
     @classmethod
     def from_config(cls, config):
@@ -192,13 +205,15 @@ class TaggingTask(base.InMemoryArraysTask):
     name = "tagging"
 
     def __init__(self, bert_config, label_list, data_config, use_crf=False,
-                 init_checkpoint=None):
+                 init_checkpoint=None, causal_attention=False):
         """Args:
           bert_config: a `BertConfig`.
           label_list: the labels; ids are indexes into it.
           data_config: a `TaggingDataConfig`.
           use_crf: a CRF over each window's words.
           init_checkpoint: see `base.Task.init_checkpoint`.
+          causal_attention: fine-tune the encoder left to right only (see
+            `BertModel`).
 
         Raises:
           ValueError: `max_seq_length` exceeds `max_position_embeddings`, or
@@ -212,11 +227,13 @@ class TaggingTask(base.InMemoryArraysTask):
         self.data_config = data_config
         self.use_crf = use_crf
         self.init_checkpoint = init_checkpoint
+        self.causal_attention = causal_attention
         self.chunk_scheme = is_chunk_scheme(self.label_list)
 
     def build_model(self):
         return TaggingModel(self.bert_config, len(self.label_list),
-                            self.use_crf)
+                            self.use_crf,
+                            causal_attention=self.causal_attention)
 
     def _set(self, mode):
         data = self.data_config
