@@ -130,6 +130,13 @@ def define_flags(flag_values=FLAGS):
         "tagging: whether the model has a CRF (Viterbi decoding in the "
         "graph). Default: whether --init_checkpoint holds crf/transitions; "
         "set, it must agree.", flag_values=flag_values)
+    flags.DEFINE_bool(
+        "causal_attention", False,
+        "The model was fine-tuned with --causal_attention (a left-to-right "
+        "encoder; classifiers pool the last real token). Its weights do not "
+        "say so: pass the fine-tuning run's value. (A run_squad.py "
+        "--span_bilstm model is recognized by its bilstm/ variables.)",
+        flag_values=flag_values)
     # Multiple choice.
     flags.DEFINE_enum(
         "input_format", "swag", ("swag", "jsonl"),
@@ -223,7 +230,8 @@ def run(flag_values):
                   vocab_file=flag_values.vocab_file,
                   do_lower_case=flag_values.do_lower_case,
                   init_checkpoint=flag_values.init_checkpoint,
-                  max_seq_length=max_seq_length)
+                  max_seq_length=max_seq_length,
+                  causal_attention=flag_values.causal_attention)
     doc_stride = flag_values.doc_stride
     if doc_stride is None:
         doc_stride = DEFAULT_DOC_STRIDE.get(task_name)

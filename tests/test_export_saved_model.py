@@ -759,3 +759,32 @@ def test_bad_input_is_reported_without_traceback(workspace, tmp_path,
     assert message in error
     assert not os.path.exists(tmp_path / "out")
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("causal_attention", [False, True])
+def test_export_rebuilds_causal_and_bilstm_squad_models(workspace,
+                                                        causal_attention):
+    """A --span_bilstm checkpoint is exported with its BiLSTM (units read
+    from its variables) and --causal_attention reaches the encoder: the
+    export's model gives the fine-tuned model's logits."""
+    from bert_tf.export import builders
+    from tests.modeling_harness import random_batch
+    config = BertConfig.from_json_file(
+        workspace / "uncased" / "bert_config.json")
+    trained = SquadModel(config, causal_attention=True, bilstm_units=6)
+    prefix = _checkpoint(trained, workspace / "squad_ltr_bilstm" / "model.ckpt",
+                         seed=5, head_scale=1.0)
+    export = builders.squad_export(
+        config, str(workspace / "uncased" / "vocab.txt"), True, str(prefix),
+        max_seq_length=32, doc_stride=16, max_query_length=8, n_best_size=3,
+        max_answer_length=5, causal_attention=causal_attention)
+    assert export.model.bilstm_units == 6
+    input_ids, input_mask, segment_ids = random_batch(config, 2, 12, seed=6)
+    features = {"input_ids": input_ids, "input_mask": input_mask,
+                "segment_ids": segment_ids}
+    expected = trained(features)
+    got = export.model(features)
+    same = all(np.allclose(expected[key], got[key], atol=1e-5)
+               for key in ("start_logits", "end_logits"))
+    # Only the fine-tuning run's --causal_attention gives its logits.
+    assert same == causal_attention

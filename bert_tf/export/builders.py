@@ -26,7 +26,8 @@ def _load(model, init_checkpoint):
 
 def classifier_export(bert_config, vocab_file, do_lower_case,
                       init_checkpoint, max_seq_length, label_list,
-                      is_regression=False, has_text_b=False):
+                      is_regression=False, has_text_b=False,
+                      causal_attention=False):
     """A `ClassifierExport` of a fine-tuned run_classifier.py checkpoint.
 
     Args:
@@ -39,6 +40,8 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
       label_list: label strings in label-id order (None for regression).
       is_regression: a one-output regression model (STS-B).
       has_text_b: the task classifies text pairs.
+      causal_attention: the model was fine-tuned with `--causal_attention`
+        (left-to-right encoder; the checkpoint's weights do not say so).
 
     Raises:
       ValueError: bad lengths or labels.
@@ -51,18 +54,27 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
     if not is_regression and num_labels < 2:
         raise ValueError(
             f"classification needs at least 2 labels, got {label_list}")
-    model = _load(ClassificationModel(bert_config, num_labels),
+    model = _load(ClassificationModel(bert_config, num_labels,
+                                      causal_attention=causal_attention),
                   init_checkpoint)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
     return serving.ClassifierExport(model, tokenizer, max_seq_length,
                                     label_list, is_regression, has_text_b)
 
 
+# A variable of run_squad.py --span_bilstm's BiLSTM, [units, 4 * units].
+BILSTM_RECURRENT_KERNEL = "bilstm/fw/lstm_cell/recurrent_kernel"
+
+
 def squad_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
                  max_seq_length, doc_stride, max_query_length, n_best_size,
                  max_answer_length, version_2_with_negative=False,
-                 null_score_diff_threshold=0.0):
+                 null_score_diff_threshold=0.0, causal_attention=False):
     """A `SquadExport` of a fine-tuned run_squad.py checkpoint.
+
+    A checkpoint of `run_squad.py --span_bilstm` (it holds
+    `bilstm/fw/lstm_cell/...`) gets its BiLSTM, with the units its
+    variables have.
 
     Args: as `classifier_export`, and run_squad.py's flags.
 
@@ -73,7 +85,11 @@ def squad_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
     from bert_tf.tasks.squad import SquadModel
     _check_length(max_seq_length, bert_config)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
-    model = SquadModel(bert_config)
+    recurrent_kernel = checkpoints.checkpoint_shapes(init_checkpoint).get(
+        BILSTM_RECURRENT_KERNEL)
+    model = SquadModel(
+        bert_config, causal_attention=causal_attention,
+        bilstm_units=None if recurrent_kernel is None else recurrent_kernel[0])
     export = serving.SquadExport(
         model, tokenizer, max_seq_length, doc_stride, max_query_length,
         n_best_size, max_answer_length, version_2_with_negative,
@@ -83,11 +99,11 @@ def squad_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
 
 
 def embedding_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
-                     max_seq_length):
+                     max_seq_length, causal_attention=False):
     """An `EmbeddingExport` of any checkpoint's encoder (`bert/...`)."""
     from bert_tf.modeling import BertModel
     _check_length(max_seq_length, bert_config)
-    model = BertModel(bert_config)
+    model = BertModel(bert_config, causal_attention=causal_attention)
     model.build()
     _load(model, init_checkpoint)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
@@ -99,7 +115,8 @@ CRF_TRANSITIONS = "crf/transitions"
 
 
 def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
-                   max_seq_length, doc_stride, label_list, use_crf=None):
+                   max_seq_length, doc_stride, label_list, use_crf=None,
+                   causal_attention=False):
     """A `TaggingExport` of a fine-tuned run_tagging.py checkpoint.
 
     Args: as `classifier_export`, and
@@ -126,7 +143,8 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
             f"{init_checkpoint} {'has' if has_crf else 'has no'} "
             f"{CRF_TRANSITIONS}")
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
-    model = TaggingModel(bert_config, len(label_list), use_crf=has_crf)
+    model = TaggingModel(bert_config, len(label_list), use_crf=has_crf,
+                         causal_attention=causal_attention)
     export = serving.TaggingExport(model, tokenizer, max_seq_length,
                                    doc_stride, label_list)
     _load(model, init_checkpoint)
@@ -135,7 +153,7 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
 
 def multiple_choice_export(bert_config, vocab_file, do_lower_case,
                            init_checkpoint, max_seq_length,
-                           has_question=False):
+                           has_question=False, causal_attention=False):
     """A `MultipleChoiceExport` of a fine-tuned run_multiple_choice.py
     checkpoint (encoder and a one-output `output_weights`/`output_bias`).
 
@@ -145,7 +163,9 @@ def multiple_choice_export(bert_config, vocab_file, do_lower_case,
     """
     from bert_tf.tasks.multiple_choice import MultipleChoiceModel
     _check_length(max_seq_length, bert_config)
-    model = _load(MultipleChoiceModel(bert_config), init_checkpoint)
+    model = _load(MultipleChoiceModel(bert_config,
+                                      causal_attention=causal_attention),
+                  init_checkpoint)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
     return serving.MultipleChoiceExport(model, tokenizer, max_seq_length,
                                         has_question)
