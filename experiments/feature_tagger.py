@@ -115,7 +115,7 @@ def sentence_word_vectors(tagging_set, extractor, tokenizer):
     windows = []
     for row in range(tagging_set.num_windows):
         length = int(arrays[features_lib.INPUT_MASK][row].sum())
-        windows.append(extraction.InputFeatures(
+        windows.append(extraction.ExtractionFeatures(
             unique_id=row, tokens=tokenizer.convert_ids_to_tokens(
                 arrays[features_lib.INPUT_IDS][row][:length].tolist()),
             input_ids=arrays[features_lib.INPUT_IDS][row],

@@ -75,7 +75,7 @@ from absl import app
 from absl import flags
 
 # The steps and command helpers demo.py runs too.
-from bert_tf.runners import workflow as demo
+from bert_tf.runners import workflow
 from bert_tf import file_io
 from experiments import replaced_span_task
 
@@ -204,7 +204,7 @@ class ExperimentSettings:
     """The sizes of one experiment; see DEFAULT and QUICK.
 
     Attributes:
-      model: `demo.Settings` of the corpus, vocabulary and records, of the
+      model: `workflow.Settings` of the corpus, vocabulary and records, of the
         ablation's model, and of pretraining and sentiment fine-tuning
         (steps, batch, learning rates) for every variant and size.
       layers: the size curve's encoder depths; the first is the ablation's
@@ -213,7 +213,7 @@ class ExperimentSettings:
       span_*: the replaced-span task's size, its replaced runs' lengths
         and `run_squad.py` flags.
     """
-    model: demo.Settings
+    model: workflow.Settings
     layers: tuple
     seeds: tuple
     span_num_train: int
@@ -251,7 +251,7 @@ class ExperimentSettings:
 # pretrained model were well above it. Sequences of 48 tokens hold all but
 # the longest snippets (doc_stride covers those). The README gives the times.
 DEFAULT = ExperimentSettings(
-    model=demo.DEFAULT,
+    model=workflow.DEFAULT,
     layers=(2, 4, 6),
     seeds=(1, 2, 3),
     span_num_train=8000, span_num_dev=1000, span_min_words=3,
@@ -262,7 +262,7 @@ DEFAULT = ExperimentSettings(
 # A few minutes: every kind of run once, on tiny data.
 QUICK = ExperimentSettings(
     model=dataclasses.replace(
-        demo.QUICK, num_train_steps=30, save_checkpoints_steps=30,
+        workflow.QUICK, num_train_steps=30, save_checkpoints_steps=30,
         max_eval_steps=5, num_train_epochs=0.05),
     layers=(2, 4),
     seeds=(1,),
@@ -335,7 +335,7 @@ class Paths:
 
 
 def model_settings(settings, layers):
-    """`demo.Settings` of the model with `layers` encoder layers."""
+    """`workflow.Settings` of the model with `layers` encoder layers."""
     return dataclasses.replace(settings.model, num_layers=layers)
 
 
@@ -344,22 +344,22 @@ def data_steps(paths, settings):
     data, then the replaced-span task and the models' configs.
 
     Returns:
-      A list of `demo.Step`.
+      A list of `workflow.Step`.
     """
     wanted = ("corpus", "vocab", "pretrain_data", "sst2_data")
-    steps = [step for step in demo.build_steps(
-        paths.work_dir, demo.Options(settings=settings.model))
+    steps = [step for step in workflow.build_steps(
+        paths.work_dir, workflow.Options(settings=settings.model))
         if step.name in wanted]
     span_files = [paths.span_data / replaced_span_task.TRAIN_FILE,
                   paths.span_data / replaced_span_task.DEV_FILE]
-    steps.append(demo.Step(
+    steps.append(workflow.Step(
         name="span_data",
         title="Span data: replaced-span detection in SQuAD v1.1 format",
         command=[sys.executable, "-m", "experiments.replaced_span_task",
-                 f"--output_dir={demo.display_path(paths.span_data)}",
+                 f"--output_dir={workflow.display_path(paths.span_data)}",
                  f"--num_train={settings.span_num_train}",
                  f"--num_dev={settings.span_num_dev}",
-                 f"--donor_file={demo.display_path(paths.corpus)}",
+                 f"--donor_file={workflow.display_path(paths.corpus)}",
                  f"--min_span_words={settings.span_min_words}",
                  f"--max_span_words={settings.span_max_words}",
                  f"--seed={settings.model.random_seed}"],
@@ -368,15 +368,15 @@ def data_steps(paths, settings):
             f"{len(_questions(path)):,} {path.stem}" for path in span_files)))
 
     def write_configs():
-        vocab_size = demo.count_lines(paths.vocab)
+        vocab_size = workflow.count_lines(paths.vocab)
         for layers in settings.layers:
-            config = demo.bert_config(model_settings(settings, layers),
+            config = workflow.bert_config(model_settings(settings, layers),
                                       vocab_size)
             with file_io.atomic_write(paths.config(layers)) as writer:
                 json.dump(config, writer, indent=2, sort_keys=True)
                 writer.write("\n")
 
-    steps.append(demo.Step(
+    steps.append(workflow.Step(
         name="bert_configs",
         title=f"Models: {', '.join(str(n) for n in settings.layers)} layers, "
               f"hidden {settings.model.hidden_size}, "
@@ -384,7 +384,7 @@ def data_steps(paths, settings):
         outputs=[paths.config(layers) for layers in settings.layers],
         action=write_configs,
         describe="write " + ", ".join(
-            demo.display_path(paths.config(layers))
+            workflow.display_path(paths.config(layers))
             for layers in settings.layers),
         result=lambda: ", ".join(
             f"{layers} layers: {parameters_of(paths, layers) / 1e6:.2f}M"
@@ -402,27 +402,27 @@ def _questions(squad_file):
 def parameters_of(paths, layers):
     """Encoder parameters (with pooler) of the `layers`-layer model."""
     with open(paths.config(layers), encoding="utf-8") as reader:
-        return demo.count_parameters(json.load(reader))
+        return workflow.count_parameters(json.load(reader))
 
 
 def span_command(paths, settings, config_file, init_checkpoint, output_dir,
                  seed):
     """The `run_squad.py` command that fine-tunes on the replaced-span task
     and scores the dev set (exact match, F1)."""
-    command = [sys.executable, demo.display_path(demo.REPO_ROOT /
+    command = [sys.executable, workflow.display_path(workflow.REPO_ROOT /
                                                  "run_squad.py"),
-               f"--vocab_file={demo.display_path(paths.vocab)}",
-               f"--bert_config_file={demo.display_path(config_file)}"]
+               f"--vocab_file={workflow.display_path(paths.vocab)}",
+               f"--bert_config_file={workflow.display_path(config_file)}"]
     if init_checkpoint is not None:
         command.append(f"--init_checkpoint="
-                       f"{demo.display_path(init_checkpoint)}")
+                       f"{workflow.display_path(init_checkpoint)}")
     return command + [
         "--do_train=True",
         f"--train_file="
-        f"{demo.display_path(paths.span_data / replaced_span_task.TRAIN_FILE)}",
+        f"{workflow.display_path(paths.span_data / replaced_span_task.TRAIN_FILE)}",
         "--do_predict=True",
         f"--predict_file="
-        f"{demo.display_path(paths.span_data / replaced_span_task.DEV_FILE)}",
+        f"{workflow.display_path(paths.span_data / replaced_span_task.DEV_FILE)}",
         "--do_lower_case=True",
         f"--max_seq_length={settings.span_max_seq_length}",
         f"--doc_stride={settings.span_doc_stride}",
@@ -436,7 +436,7 @@ def span_command(paths, settings, config_file, init_checkpoint, output_dir,
         "--keep_checkpoint_max=1",
         "--log_steps=20",
         f"--seed={seed}",
-        f"--output_dir={demo.display_path(output_dir)}"]
+        f"--output_dir={workflow.display_path(output_dir)}"]
 
 
 def build_runs(paths, settings):
@@ -466,7 +466,7 @@ def build_runs(paths, settings):
             name=f"{PRETRAIN}/{objective}_L{layers}", task=PRETRAIN,
             variant=objective, layers=layers, seed=None,
             parameters=parameters_of(paths, layers),
-            command=demo.pretrain_command(
+            command=workflow.pretrain_command(
                 model_settings(settings, layers), paths.records,
                 paths.config(layers), output_dir)
             + [f"--pretraining_objective={objective}"],
@@ -486,7 +486,7 @@ def build_runs(paths, settings):
             output_dir = paths.finetune_dir(task, variant.name, layers, seed)
             config = paths.config(layers)
             if task == SENTIMENT:
-                command = demo.classifier_command(
+                command = workflow.classifier_command(
                     model_settings(settings, layers), paths.sentiment_data,
                     paths.vocab, True, config, pretrained, output_dir, seed)
             else:
@@ -537,7 +537,7 @@ class RunFailed(RuntimeError):
 
 def read_metrics(output_dir):
     """The run's eval_results.txt (Google's `key = value`) as floats."""
-    values = demo.read_key_values(pathlib.Path(output_dir) /
+    values = workflow.read_key_values(pathlib.Path(output_dir) /
                                   "eval_results.txt")
     return {key: float(value) for key, value in values.items()}
 
@@ -562,15 +562,15 @@ def execute(run, work_dir, jobs, verbose=False):
       RunFailed: the command failed or wrote no eval_results.txt; the
         message names the log file.
     """
-    log_file = demo.log_file_of(work_dir, run.name)
+    log_file = workflow.log_file_of(work_dir, run.name)
     resumed = run.output_dir.is_dir() and any(
         run.output_dir.glob("model.ckpt-*.index"))
     started = time.time()
-    returncode = demo.run_command(run.command, log_file, verbose,
+    returncode = workflow.run_command(run.command, log_file, verbose,
                                   echo=jobs == 1,
                                   extra_env=thread_environment(jobs))
     seconds = time.time() - started
-    log = demo.display_path(log_file)
+    log = workflow.display_path(log_file)
     if returncode != 0:
         raise RunFailed(f"{run.name} failed with exit code {returncode}; "
                         f"its output is in {log}")
@@ -582,11 +582,11 @@ def execute(run, work_dir, jobs, verbose=False):
     info = {"name": run.name, "task": run.task, "variant": run.variant,
             "layers": run.layers, "seed": run.seed,
             "parameters": run.parameters,
-            "command": demo.display_command(run.command),
+            "command": workflow.display_command(run.command),
             "seconds": round(seconds, 1), "resumed": resumed,
             "jobs": jobs, "metrics": metrics}
     if run.task == PRETRAIN:
-        last = demo.last_training_loss(log_file)
+        last = workflow.last_training_loss(log_file)
         if last:
             info["last_training_step"], info["last_training_loss"] = last
     with file_io.atomic_write(run.info_file) as writer:
@@ -650,7 +650,7 @@ def run_all(runs, work_dir, jobs, verbose=False, describe=None):
                 pending.remove(run)
                 number += 1
                 print(f"[{number}/{total}] {run.name}\n"
-                      f"$ {demo.display_command(run.command)}", flush=True)
+                      f"$ {workflow.display_command(run.command)}", flush=True)
                 future = pool.submit(execute, run, work_dir, jobs, verbose)
                 running[future] = (number, run, time.time())
             if not running:
@@ -659,7 +659,7 @@ def run_all(runs, work_dir, jobs, verbose=False, describe=None):
                 running, return_when=concurrent.futures.FIRST_COMPLETED)
             for future in done:
                 run_number, run, started = running.pop(future)
-                elapsed = demo.format_seconds(time.time() - started)
+                elapsed = workflow.format_seconds(time.time() - started)
                 try:
                     info = future.result()
                 except RunFailed as error:
@@ -977,7 +977,7 @@ def write_results(results_dir, runs, paths, settings, command, jobs):
     results_dir.mkdir(parents=True, exist_ok=True)
     infos = load_run_infos(runs)
     ablation_layers = settings.model.num_layers
-    majority, _ = demo.majority_class_accuracy(paths.sentiment_data /
+    majority, _ = workflow.majority_class_accuracy(paths.sentiment_data /
                                                "dev.tsv")
     parameters = {layers: parameters_of(paths, layers)
                   for layers in settings.layers}
@@ -992,11 +992,11 @@ def write_results(results_dir, runs, paths, settings, command, jobs):
     wall_seconds = sum(record["wall_seconds"] for record in invocations)
     header = (f"Command: `{command}`\n\n"
               f"{len(infos)} of {len(runs)} runs finished in "
-              f"{demo.format_seconds(wall_seconds)} of wall time "
+              f"{workflow.format_seconds(wall_seconds)} of wall time "
               f"({len(invocations)} invocation"
               f"{'' if len(invocations) == 1 else 's'}, --jobs={jobs}, "
               f"{os.cpu_count()} CPU cores; the runs' own times add up to "
-              f"{demo.format_seconds(run_seconds)}).\n\n")
+              f"{workflow.format_seconds(run_seconds)}).\n\n")
     with file_io.atomic_write(results_dir / RESULTS_MD) as writer:
         writer.write(header + tables)
     summary = {
@@ -1033,20 +1033,20 @@ def main(argv):
     results_dir = pathlib.Path(
         FLAGS.results_dir or (work_dir / "results" if FLAGS.quick
                               else EXPERIMENTS_DIR / "results")).resolve()
-    command = demo.display_command(
+    command = workflow.display_command(
         [sys.executable, "-m", "experiments.paper_in_miniature",
          *sys.argv[1:]])
     work_dir.mkdir(parents=True, exist_ok=True)
-    demo.check_settings(work_dir, settings, SETTINGS_FILE)
+    workflow.check_settings(work_dir, settings, SETTINGS_FILE)
     paths = Paths(work_dir)
     started = time.time()
     print(f"The paper in miniature{' (--quick)' if FLAGS.quick else ''}: "
-          f"outputs under {demo.display_path(work_dir)}, results in "
-          f"{demo.display_path(results_dir)}", flush=True)
+          f"outputs under {workflow.display_path(work_dir)}, results in "
+          f"{workflow.display_path(results_dir)}", flush=True)
     to_run = 0
-    demo.forward_signals_to_children()
+    workflow.forward_signals_to_children()
     try:
-        demo.run_steps(data_steps(paths, settings), work_dir, FLAGS.verbose)
+        workflow.run_steps(data_steps(paths, settings), work_dir, FLAGS.verbose)
         runs = build_runs(paths, settings)
         if FLAGS.runs:
             try:
@@ -1054,11 +1054,11 @@ def main(argv):
             except ValueError as error:
                 raise SystemExit(f"paper_in_miniature: {error}") from None
         print(f"\n{len(runs)} training runs, {FLAGS.jobs} at a time; each "
-              f"run's output is in {demo.display_path(work_dir / demo.LOG_DIR)}"
+              f"run's output is in {workflow.display_path(work_dir / workflow.LOG_DIR)}"
               f"/<run>.log", flush=True)
         to_run = sum(not run.done() for run in runs)
         failed = run_all(runs, work_dir, FLAGS.jobs, FLAGS.verbose)
-    except demo.Interrupted as interrupted:
+    except workflow.Interrupted as interrupted:
         print(f"paper_in_miniature: {interrupted}", file=sys.stderr,
               flush=True)
         sys.exit(128 + interrupted.signal_number)
@@ -1069,8 +1069,8 @@ def main(argv):
     tables = write_results(results_dir, runs, paths, settings, command,
                            FLAGS.jobs)
     print(f"\n{tables}\nwall time: "
-          f"{demo.format_seconds(time.time() - started)}; results in "
-          f"{demo.display_path(results_dir)}", flush=True)
+          f"{workflow.format_seconds(time.time() - started)}; results in "
+          f"{workflow.display_path(results_dir)}", flush=True)
     if failed:
         raise SystemExit(f"{len(failed)} runs failed or did not run: "
                          f"{', '.join(sorted(failed))}")

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 # The steps and command helpers demo.py runs too.
-from bert_tf.runners import workflow as demo
+from bert_tf.runners import workflow
 from experiments import chinese_tagging
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -40,7 +40,7 @@ def test_baselines_differ_from_the_pretrained_runs_only_in_init(tmp_path):
         assert pretrained.depends_on == ("pretrain",)
         assert baseline.depends_on == ()
         assert _flag(pretrained.command, "init_checkpoint") == (
-            demo.display_path(paths.pretrain_dir))
+            workflow.display_path(paths.pretrain_dir))
         assert _flag(baseline.command, "init_checkpoint") is None
         # Same data, model, steps and seed; only the output differs.
         same = [part for part in pretrained.command
