@@ -6,8 +6,13 @@ then fails. A model of this project instead names its integer inputs, with
 shape [batch_size, seq_length] (both dimensions free), through the hook
 `tf.saved_model.save` reads when no `signatures` are given,
 `_default_save_signature`.
+
+`TaskModel` is the base of the task models (an encoder and a head): it
+gives each that signature and Keras's `get_config`/`from_config`, so that
+`model.save("x.keras")` / `keras.models.load_model` round-trip.
 """
 
+import keras
 import tensorflow as tf
 
 
@@ -38,3 +43,47 @@ def feature_dict_signature(model, specs, output_names=None):
         return outputs
 
     return serving_default
+
+
+# The inputs of every fine-tuning model: Google's feature names.
+ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
+
+
+class TaskModel(keras.Model):
+    """Base of the task models: Keras-native config and save signature.
+
+    A subclass keeps its `BertConfig` as `self.bert_config`, takes it as its
+    constructor's first argument, and says
+      - `task_config()`: its other constructor arguments, JSON-serializable;
+      - `saved_input_specs()`: the inputs `tf.saved_model.save` traces
+        (default: `ENCODER_INPUTS`, int32 [batch, seq]);
+      - `saved_output_names`: the outputs the signature keeps (None: all).
+    """
+
+    saved_output_names = None
+
+    def task_config(self):
+        """The constructor's arguments besides the `BertConfig`."""
+        return {}
+
+    def saved_input_specs(self):
+        """{feature name: tf.TensorSpec} of the save signature."""
+        return int_feature_specs(ENCODER_INPUTS)
+
+    @property
+    def _default_save_signature(self):
+        """What `tf.saved_model.save(model, path)` exports."""
+        return feature_dict_signature(self, self.saved_input_specs(),
+                                      self.saved_output_names)
+
+    def get_config(self):
+        return {**super().get_config(),
+                "bert_config": self.bert_config.to_dict(),
+                **self.task_config()}
+
+    @classmethod
+    def from_config(cls, config):
+        from bert_tf.config import BertConfig
+        config = dict(config)
+        bert_config = BertConfig.from_dict(config.pop("bert_config"))
+        return cls(bert_config, **config)

@@ -34,6 +34,8 @@ import tensorflow as tf
 from bert_tf import file_io
 from bert_tf.data import classifier_features as features_lib
 from bert_tf.data import classifier_metrics
+from bert_tf.modeling import BertModel, ClassifierHead
+from bert_tf.modeling import save_signature
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
 
@@ -42,7 +44,7 @@ LOGITS = "logits"
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class ClassificationModel(keras.Model):
+class ClassificationModel(save_signature.TaskModel):
     """`BertModel` + `ClassifierHead`; called on a feature dict.
 
     Returns `{"logits": float32 [batch, num_labels]}`. Variables:
@@ -66,9 +68,6 @@ class ClassificationModel(keras.Model):
           **kwargs: Keras model arguments.
         """
         super().__init__(name=name, **kwargs)
-        # Imported here, as in the pretraining task: the losses and metrics
-        # can be used without building a model.
-        from bert_tf.modeling import BertModel, ClassifierHead
         self.bert_config = bert_config
         self.num_labels = num_labels
         self.causal_attention = bool(causal_attention)
@@ -92,27 +91,9 @@ class ClassificationModel(keras.Model):
         return {"logits": self.classifier(encoder_outputs["pooled_output"],
                                           training=training)}
 
-    @property
-    def _default_save_signature(self):
-        """What `tf.saved_model.save(model, path)` exports (int32 inputs)."""
-        from bert_tf.modeling import save_signature
-        return save_signature.feature_dict_signature(
-            self, save_signature.int_feature_specs(
-                (features_lib.INPUT_IDS, features_lib.INPUT_MASK,
-                 features_lib.SEGMENT_IDS)))
-
-    def get_config(self):
-        return {**super().get_config(),
-                "bert_config": self.bert_config.to_dict(),
-                "num_labels": self.num_labels,
+    def task_config(self):
+        return {"num_labels": self.num_labels,
                 "causal_attention": self.causal_attention}
-
-    @classmethod
-    def from_config(cls, config):
-        from bert_tf.config import BertConfig
-        config = dict(config)
-        bert_config = BertConfig.from_dict(config.pop("bert_config"))
-        return cls(bert_config, **config)
 
 
 # -- losses (usable on their own) ---------------------------------------------

@@ -24,6 +24,8 @@ import tensorflow as tf
 from bert_tf import file_io
 from bert_tf.data import classifier_features as features_lib
 from bert_tf.data import in_memory
+from bert_tf.modeling import BertModel, ClassifierHead
+from bert_tf.modeling import save_signature
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
 
@@ -31,7 +33,7 @@ TEST_RESULTS_FILE = "test_results.tsv"
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class MultipleChoiceModel(keras.Model):
+class MultipleChoiceModel(save_signature.TaskModel):
     """`BertModel` + a one-output `ClassifierHead` applied to each choice.
 
     Called on features with `input_ids`, `input_mask`, `segment_ids` of
@@ -51,7 +53,6 @@ class MultipleChoiceModel(keras.Model):
           **kwargs: Keras model arguments.
         """
         super().__init__(name=name, **kwargs)
-        from bert_tf.modeling import BertModel, ClassifierHead
         self.bert_config = bert_config
         self.causal_attention = bool(causal_attention)
         self.bert = BertModel(bert_config,
@@ -75,27 +76,13 @@ class MultipleChoiceModel(keras.Model):
         scores = self.classifier(pooled, training=training)  # [b * n, 1]
         return {"logits": tf.reshape(scores, shape[:2])}
 
-    @property
-    def _default_save_signature(self):
-        """What `tf.saved_model.save(model, path)` exports (int32 inputs
-        [batch, num_choices, seq])."""
-        from bert_tf.modeling import save_signature
-        return save_signature.feature_dict_signature(self, {
-            name: tf.TensorSpec([None, None, None], tf.int32, name=name)
-            for name in (features_lib.INPUT_IDS, features_lib.INPUT_MASK,
-                         features_lib.SEGMENT_IDS)})
+    def task_config(self):
+        return {"causal_attention": self.causal_attention}
 
-    def get_config(self):
-        return {**super().get_config(),
-                "bert_config": self.bert_config.to_dict(),
-                "causal_attention": self.causal_attention}
-
-    @classmethod
-    def from_config(cls, config):
-        from bert_tf.config import BertConfig
-        config = dict(config)
-        bert_config = BertConfig.from_dict(config.pop("bert_config"))
-        return cls(bert_config, **config)
+    def saved_input_specs(self):
+        """int32 [batch, num_choices, seq] inputs."""
+        return {name: tf.TensorSpec([None, None, None], tf.int32, name=name)
+                for name in save_signature.ENCODER_INPUTS}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,6 +35,8 @@ import keras
 import tensorflow as tf
 
 from bert_tf.data import pretraining_records as records
+from bert_tf.modeling import BertModel, MaskedLMHead, NextSentenceHead
+from bert_tf.modeling import save_signature
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
 
@@ -163,7 +165,7 @@ def left_to_right_example_losses(logits, target_ids):
 # -- the model -----------------------------------------------------------------
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertPretrainingModel(keras.Model):
+class BertPretrainingModel(save_signature.TaskModel):
     """`BertModel` + masked-LM head + next-sentence head.
 
     Called on a feature dict (the pretraining records' names). Returns, by
@@ -182,9 +184,6 @@ class BertPretrainingModel(keras.Model):
                  name="bert_pretraining_model", **kwargs):
         super().__init__(name=name, **kwargs)
         check_objective(objective)
-        # Imported here so that the task's losses can be used and tested
-        # without the modeling package.
-        from bert_tf.modeling import BertModel, MaskedLMHead, NextSentenceHead
         self.bert_config = bert_config
         self.objective = objective
         self.bert = BertModel(bert_config,
@@ -203,16 +202,14 @@ class BertPretrainingModel(keras.Model):
         self.next_sentence(encoder_outputs["pooled_output"])
         self.built = True
 
-    @property
-    def _default_save_signature(self):
-        """What `tf.saved_model.save(model, path)` exports.
+    def task_config(self):
+        return {"objective": self.objective}
 
-        int32 `input_ids`, `input_mask`, `segment_ids` [batch, seq] and
+    def saved_input_specs(self):
+        """int32 `input_ids`, `input_mask`, `segment_ids` [batch, seq] and
         `masked_lm_positions` [batch, predictions] (with the `ltr`
         objective also `masked_lm_ids` and float32 `masked_lm_weights`,
-        which restore the original tokens) -> this objective's logits.
-        """
-        from bert_tf.modeling import save_signature
+        which restore the original tokens) -> this objective's logits."""
         specs = save_signature.int_feature_specs(
             (records.INPUT_IDS, records.INPUT_MASK, records.SEGMENT_IDS,
              records.MASKED_LM_POSITIONS))
@@ -221,19 +218,7 @@ class BertPretrainingModel(keras.Model):
                 (records.MASKED_LM_IDS,)))
             specs.update(save_signature.int_feature_specs(
                 (records.MASKED_LM_WEIGHTS,), tf.float32))
-        return save_signature.feature_dict_signature(self, specs)
-
-    def get_config(self):
-        return {**super().get_config(),
-                "bert_config": self.bert_config.to_dict(),
-                "objective": self.objective}
-
-    @classmethod
-    def from_config(cls, config):
-        from bert_tf.config import BertConfig
-        config = dict(config)
-        bert_config = BertConfig.from_dict(config.pop("bert_config"))
-        return cls(bert_config, **config)
+        return specs
 
     def call(self, features, training=False):
         if self.objective == LTR:

@@ -34,6 +34,8 @@ from bert_tf.data import squad_evaluate
 from bert_tf.data import squad_examples
 from bert_tf.data import squad_features as features_lib
 from bert_tf.data import squad_postprocess
+from bert_tf.modeling import BertModel, BiLSTM, SpanHead
+from bert_tf.modeling import save_signature
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
 
@@ -45,7 +47,7 @@ END_LOGITS = "end_logits"
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class SquadModel(keras.Model):
+class SquadModel(save_signature.TaskModel):
     """`BertModel` (+ `BiLSTM`) + `SpanHead`, called on a feature dict.
 
     Returns `{"start_logits", "end_logits"}`, float32 [batch, seq_length].
@@ -73,9 +75,6 @@ class SquadModel(keras.Model):
           **kwargs: Keras model arguments.
         """
         super().__init__(name=name, **kwargs)
-        # Imported here, as in the other tasks: the loss and the input
-        # pipeline can be used without the model code.
-        from bert_tf.modeling import BertModel, BiLSTM, SpanHead
         self.bert_config = bert_config
         self.causal_attention = bool(causal_attention)
         self.bilstm_units = (None if bilstm_units is None
@@ -109,27 +108,9 @@ class SquadModel(keras.Model):
                                                   training=training)
         return {START_LOGITS: start_logits, END_LOGITS: end_logits}
 
-    @property
-    def _default_save_signature(self):
-        """What `tf.saved_model.save(model, path)` exports (int32 inputs)."""
-        from bert_tf.modeling import save_signature
-        return save_signature.feature_dict_signature(
-            self, save_signature.int_feature_specs(
-                (features_lib.INPUT_IDS, features_lib.INPUT_MASK,
-                 features_lib.SEGMENT_IDS)))
-
-    def get_config(self):
-        return {**super().get_config(),
-                "bert_config": self.bert_config.to_dict(),
-                "causal_attention": self.causal_attention,
+    def task_config(self):
+        return {"causal_attention": self.causal_attention,
                 "bilstm_units": self.bilstm_units}
-
-    @classmethod
-    def from_config(cls, config):
-        from bert_tf.config import BertConfig
-        config = dict(config)
-        bert_config = BertConfig.from_dict(config.pop("bert_config"))
-        return cls(bert_config, **config)
 
 
 def position_cross_entropy(logits, positions):

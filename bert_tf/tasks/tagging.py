@@ -42,6 +42,8 @@ from bert_tf import file_io
 from bert_tf.data import tagging_examples
 from bert_tf.data import tagging_features as features_lib
 from bert_tf.data import tagging_metrics
+from bert_tf.modeling import BertModel, TokenClassifierHead
+from bert_tf.modeling import save_signature
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
 
@@ -63,7 +65,7 @@ def chunk_tags(tags, chunk_scheme):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class TaggingModel(keras.Model):
+class TaggingModel(save_signature.TaskModel):
     """`BertModel` + `TokenClassifierHead` (+ `LinearChainCRF`).
 
     Called on a tagging feature dict; returns, per window and word slot
@@ -91,7 +93,6 @@ class TaggingModel(keras.Model):
           **kwargs: Keras model arguments.
         """
         super().__init__(name=name, **kwargs)
-        from bert_tf.modeling import BertModel, TokenClassifierHead
         from bert_tf.modeling.crf import LinearChainCRF
         self.bert_config = bert_config
         self.num_labels = num_labels
@@ -128,29 +129,18 @@ class TaggingModel(keras.Model):
         outputs["predicted_ids"] = self.crf.decode(logits, word_mask)
         return outputs
 
-    @property
-    def _default_save_signature(self):
-        """What `tf.saved_model.save(model, path)` exports (int32 inputs)."""
-        from bert_tf.modeling import save_signature
-        return save_signature.feature_dict_signature(
-            self, save_signature.int_feature_specs(
-                (features_lib.INPUT_IDS, features_lib.INPUT_MASK,
-                 features_lib.SEGMENT_IDS, features_lib.WORD_POSITIONS,
-                 features_lib.WORD_MASK)),
-            output_names=("logits", "predicted_ids"))
+    saved_output_names = ("logits", "predicted_ids")
 
-    def get_config(self):
-        return {**super().get_config(),
-                "bert_config": self.bert_config.to_dict(),
-                "num_labels": self.num_labels, "use_crf": self.use_crf,
+    def task_config(self):
+        return {"num_labels": self.num_labels, "use_crf": self.use_crf,
                 "causal_attention": self.causal_attention}
 
-    @classmethod
-    def from_config(cls, config):
-        from bert_tf.config import BertConfig
-        config = dict(config)
-        bert_config = BertConfig.from_dict(config.pop("bert_config"))
-        return cls(bert_config, **config)
+    def saved_input_specs(self):
+        """int32 [batch, seq]: the encoder's inputs and the words' first
+        pieces."""
+        return save_signature.int_feature_specs(
+            save_signature.ENCODER_INPUTS
+            + (features_lib.WORD_POSITIONS, features_lib.WORD_MASK))
 
 
 @dataclasses.dataclass
