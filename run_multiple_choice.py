@@ -88,6 +88,7 @@ def run(flag_values):
       [n, num_choices]), for the phases that ran.
     """
     from bert_tf.data import multiple_choice
+    from bert_tf.tasks import base
     from bert_tf.tasks import multiple_choice as task_lib
 
     _validate_flags(flag_values)
@@ -131,7 +132,7 @@ def run(flag_values):
         logging.info("  Num steps = %d", steps.num_train_steps)
 
     task = task_lib.MultipleChoiceTask(
-        bert_config, task_lib.MultipleChoiceDataConfig(
+        bert_config, base.ArraysDataConfig(
             train_arrays=arrays.get("train"), eval_arrays=arrays.get("eval"),
             predict_arrays=arrays.get("predict"),
             max_seq_length=flag_values.max_seq_length,

@@ -16,6 +16,7 @@ import pytest
 from bert_tf import checkpoints
 from bert_tf.modeling import BiLSTM
 from bert_tf.modeling.bert_model import last_token_positions
+from bert_tf.tasks.base import ArraysDataConfig
 from bert_tf.tasks.classification import ClassificationModel
 from bert_tf.tasks.multiple_choice import MultipleChoiceModel
 from bert_tf.tasks.squad import SquadModel
@@ -225,10 +226,10 @@ def test_tasks_build_causal_models():
             config, 2, classification.ClassificationDataConfig(
                 max_seq_length=16), causal_attention=True),
         multi_label.MultiLabelTask(
-            config, ["a", "b"], multi_label.MultiLabelDataConfig(
+            config, ["a", "b"], ArraysDataConfig(
                 max_seq_length=16), causal_attention=True),
         multiple_choice.MultipleChoiceTask(
-            config, multiple_choice.MultipleChoiceDataConfig(
+            config, ArraysDataConfig(
                 max_seq_length=16), causal_attention=True),
         squad.SquadTask(config, squad.SquadDataConfig(max_seq_length=16),
                         causal_attention=True, bilstm_units=4),

@@ -21,6 +21,7 @@ from bert_tf.tasks import base
 from bert_tf.tasks import multi_label
 from bert_tf.tasks import multiple_choice
 from bert_tf.tasks import tagging
+from bert_tf.tasks.base import ArraysDataConfig
 
 BATCH_SIZE = 4
 NUM_ROWS = 7  # two batches: 4 rows and a partial one of 3 (padded with 1)
@@ -97,7 +98,7 @@ def test_multiple_choice_padding_counts_for_nothing(tiny_config, tmp_path):
               "segment_ids": np.zeros(shape, np.int32),
               "label_ids": rng.integers(0, 3, NUM_ROWS).astype(np.int32)}
     task = multiple_choice.MultipleChoiceTask(
-        tiny_config, multiple_choice.MultipleChoiceDataConfig(
+        tiny_config, ArraysDataConfig(
             eval_arrays=arrays, max_seq_length=8))
     results, trainer = _evaluate_both_ways(task, tmp_path)
     logits = _all_rows(trainer, arrays)["logits"].numpy().astype(np.float64)
@@ -119,7 +120,7 @@ def test_multi_label_padding_counts_for_nothing(tiny_config, tmp_path):
               "label_ids": (rng.random((NUM_ROWS, 3)) < 0.5).astype(
                   np.int32)}
     task = multi_label.MultiLabelTask(
-        tiny_config, ["a", "b", "c"], multi_label.MultiLabelDataConfig(
+        tiny_config, ["a", "b", "c"], ArraysDataConfig(
             eval_arrays=arrays, max_seq_length=8), threshold=0.5)
     results, trainer = _evaluate_both_ways(task, tmp_path)
     logits = _all_rows(trainer, arrays)["logits"].numpy()

@@ -8,6 +8,7 @@ from bert_tf.data import glue_processors
 from bert_tf.data import multi_label as multi_label_lib
 from bert_tf.tasks import base
 from bert_tf.tasks import multi_label as task_lib
+from bert_tf.tasks.base import ArraysDataConfig
 from bert_tf.text import tokenization
 
 
@@ -84,7 +85,7 @@ def test_task_loss_and_metrics(tiny_config):
               "label_ids": (rng.random((5, 3)) < 0.5).astype(np.int32)}
     task = task_lib.MultiLabelTask(
         tiny_config, ["a", "b", "c"],
-        task_lib.MultiLabelDataConfig(eval_arrays=arrays, max_seq_length=8),
+        ArraysDataConfig(eval_arrays=arrays, max_seq_length=8),
         threshold=0.4)
     model = task.build_model()
     assert {"output_weights", "output_bias"} <= set(
@@ -110,4 +111,4 @@ def test_task_loss_and_metrics(tiny_config):
         labels, predicted) * 5
     with pytest.raises(ValueError, match="--threshold=1.0 must be in"):
         task_lib.MultiLabelTask(tiny_config, ["a"],
-                                task_lib.MultiLabelDataConfig(), 1.0)
+                                ArraysDataConfig(), 1.0)

@@ -8,6 +8,7 @@ import pytest
 from bert_tf.data import multiple_choice as mc
 from bert_tf.tasks import base
 from bert_tf.tasks import multiple_choice as task_lib
+from bert_tf.tasks.base import ArraysDataConfig
 from bert_tf.text import tokenization
 
 SWAG_CSV = (
@@ -88,7 +89,7 @@ def test_model_scores_each_choice_with_the_shared_head(tiny_config,
     np.testing.assert_array_equal(arrays["segment_ids"][0, 1],
                                   [0, 0, 0, 0, 1, 1])
     task = task_lib.MultipleChoiceTask(
-        tiny_config, task_lib.MultipleChoiceDataConfig(
+        tiny_config, ArraysDataConfig(
             eval_arrays=arrays, predict_arrays=arrays, max_seq_length=6))
     model = task.build_model()
     assert {w.path: tuple(w.shape) for w in model.classifier.weights} == {

@@ -44,6 +44,7 @@ def run(flag_values, bert_config):
     """
     from bert_tf.data import multi_label as data_lib
     from bert_tf.runners import finetune
+    from bert_tf.tasks import base
     from bert_tf.tasks import multi_label as task_lib
 
     if flag_values.task_name.lower() != "generic":
@@ -76,7 +77,7 @@ def run(flag_values, bert_config):
                  len(label_list), ", ".join(label_list))
 
     task = task_lib.MultiLabelTask(
-        bert_config, label_list, task_lib.MultiLabelDataConfig(
+        bert_config, label_list, base.ArraysDataConfig(
             train_arrays=arrays.get("train"), eval_arrays=arrays.get("eval"),
             predict_arrays=arrays.get("predict"),
             max_seq_length=flag_values.max_seq_length,

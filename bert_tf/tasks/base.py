@@ -102,8 +102,11 @@ variable's `.path` is its name in Google's checkpoints.
 """
 
 import abc
+import dataclasses
+from typing import Dict, Optional
 
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
 from bert_tf import checkpoints
@@ -372,10 +375,31 @@ class Task(abc.ABC):
                 ", ".join(report.missing))
 
 
+@dataclasses.dataclass(frozen=True)
+class ArraysDataConfig:
+    """In-memory feature arrays of each set (multiple choice, multi-label).
+
+    Attributes:
+      train_arrays, eval_arrays, predict_arrays: dicts of numpy arrays, one
+        row per example (the task's `examples_to_arrays`), or None.
+      max_seq_length: sequence length of the arrays.
+      seed: training shuffle seed.
+      pad_to_full_batches: evaluation batches all full (TPUs), see
+        `InMemoryArraysTask`.
+    """
+    train_arrays: Optional[Dict[str, np.ndarray]] = None
+    eval_arrays: Optional[Dict[str, np.ndarray]] = None
+    predict_arrays: Optional[Dict[str, np.ndarray]] = None
+    max_seq_length: int = 128
+    seed: Optional[int] = None
+    pad_to_full_batches: bool = False
+
+
 class InMemoryArraysTask(Task):
     """A task whose sets are feature arrays held in memory.
 
-    The subclass's `data_config` has `train_arrays`, `eval_arrays` and
+    The subclass's `data_config` (an `ArraysDataConfig`, or one with the
+    same fields) has `train_arrays`, `eval_arrays` and
     `predict_arrays` (dicts of numpy arrays, one row per example, or None),
     `seed` (the training shuffle's) and `pad_to_full_batches` (evaluation
     batches all full, as TPUs need: the evaluation set is padded with

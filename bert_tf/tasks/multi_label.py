@@ -31,25 +31,6 @@ from bert_tf.tasks import base
 TEST_RESULTS_FILE = "test_results.tsv"
 
 
-@dataclasses.dataclass(frozen=True)
-class MultiLabelDataConfig:
-    """In-memory feature arrays of each set (`multi_label.examples_to_arrays`).
-
-    Attributes:
-      train_arrays, eval_arrays, predict_arrays: dicts of arrays, or None.
-      max_seq_length: sequence length of the arrays.
-      seed: training shuffle seed.
-      pad_to_full_batches: evaluation batches all full (TPUs), see
-        `base.InMemoryArraysTask`.
-    """
-    train_arrays: Optional[Dict[str, np.ndarray]] = None
-    eval_arrays: Optional[Dict[str, np.ndarray]] = None
-    predict_arrays: Optional[Dict[str, np.ndarray]] = None
-    max_seq_length: int = 128
-    seed: Optional[int] = None
-    pad_to_full_batches: bool = False
-
-
 class MultiLabelTask(base.InMemoryArraysTask):
     """Sigmoid outputs per label; see the module docstring."""
 
@@ -60,7 +41,7 @@ class MultiLabelTask(base.InMemoryArraysTask):
         """Args:
           bert_config: a `BertConfig`.
           label_list: the labels (column order of `label_ids`).
-          data_config: a `MultiLabelDataConfig`.
+          data_config: a `base.ArraysDataConfig`.
           threshold: a label is predicted when its probability is at least
             this.
           init_checkpoint: see `base.Task.init_checkpoint`.

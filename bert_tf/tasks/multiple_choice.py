@@ -85,21 +85,6 @@ class MultipleChoiceModel(save_signature.TaskModel):
                 for name in save_signature.ENCODER_INPUTS}
 
 
-@dataclasses.dataclass(frozen=True)
-class MultipleChoiceDataConfig:
-    """In-memory arrays of each set (`multiple_choice.examples_to_arrays`).
-
-    `pad_to_full_batches`: evaluation batches all full (TPUs), see
-    `base.InMemoryArraysTask`.
-    """
-    train_arrays: Optional[Dict[str, np.ndarray]] = None
-    eval_arrays: Optional[Dict[str, np.ndarray]] = None
-    predict_arrays: Optional[Dict[str, np.ndarray]] = None
-    max_seq_length: int = 128
-    seed: Optional[int] = None
-    pad_to_full_batches: bool = False
-
-
 class MultipleChoiceTask(base.InMemoryArraysTask):
     """A softmax over each example's choices; see the module docstring."""
 
@@ -109,7 +94,7 @@ class MultipleChoiceTask(base.InMemoryArraysTask):
                  causal_attention=False):
         """Args:
           bert_config: a `BertConfig`.
-          data_config: a `MultipleChoiceDataConfig`.
+          data_config: a `base.ArraysDataConfig`.
           init_checkpoint: see `base.Task.init_checkpoint`.
           causal_attention: fine-tune the encoder left to right only,
             scoring each choice's last real token (see
