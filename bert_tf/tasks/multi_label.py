@@ -15,9 +15,7 @@ Prediction writes `test_results.tsv`: a line per example with each label's
 probability, tab-separated, in label-list order (as the classifier's).
 """
 
-import dataclasses
 import os
-from typing import Dict, Optional
 
 import numpy as np
 import tensorflow as tf

@@ -13,9 +13,7 @@ prediction writes `test_results.tsv`, each example's N choice
 probabilities on a line (as the classifier's file).
 """
 
-import dataclasses
 import os
-from typing import Dict, Optional
 
 import keras
 import numpy as np
