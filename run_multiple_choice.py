@@ -52,17 +52,12 @@ def define_flags(flag_values=FLAGS):
         eval_batch_size=8, learning_rate=2e-5,
         do_predict_help="Whether to score the predict file's choices "
                         "(writes test_results.tsv).")
-    flags.DEFINE_string(
-        "data_dir", None,
+    finetune.define_data_file_flags(
+        flag_values,
         "Directory with the train/dev/test files: SWAG's train.csv, val.csv, "
         "test.csv, or train.jsonl, dev.jsonl, test.jsonl.",
-        flag_values=flag_values)
-    flags.DEFINE_string("train_file", None, "Training file (overrides "
-                        "--data_dir's).", flag_values=flag_values)
-    flags.DEFINE_string("eval_file", None, "Evaluation file (overrides "
-                        "--data_dir's).", flag_values=flag_values)
-    flags.DEFINE_string("predict_file", None, "File to predict (overrides "
-                        "--data_dir's).", flag_values=flag_values)
+        {"train": "train.csv or train.jsonl", "eval": "val.csv or dev.jsonl",
+         "predict": "test.csv or test.jsonl"})
     flags.DEFINE_enum(
         "input_format", "swag", ("swag", "jsonl"),
         "swag: SWAG's CSV (sent1, sent2, ending0.., label). jsonl: one JSON "

@@ -59,21 +59,12 @@ def define_flags(flag_values=FLAGS):
         eval_batch_size=8, learning_rate=5e-5,
         do_predict_help="Whether to tag the predict file (writes "
                         "test_predictions.txt).")
-    flags.DEFINE_string(
-        "data_dir", None,
+    finetune.define_data_file_flags(
+        flag_values,
         "Directory with train.txt, dev.txt and test.txt (CoNLL-2003's "
-        "names); --train_file/--eval_file/--predict_file override each.",
-        flag_values=flag_values)
-    flags.DEFINE_string("train_file", None,
-                        "Training file (default <data_dir>/train.txt).",
-                        flag_values=flag_values)
-    flags.DEFINE_string("eval_file", None,
-                        "Evaluation file (default <data_dir>/dev.txt).",
-                        flag_values=flag_values)
-    flags.DEFINE_string("predict_file", None,
-                        "File to tag (default <data_dir>/test.txt); it may "
-                        "have labels (then test_results.txt is written).",
-                        flag_values=flag_values)
+        "names); --train_file/--eval_file/--predict_file override each. A "
+        "predict file may have labels (then test_results.txt is written).",
+        {"train": "train.txt", "eval": "dev.txt", "predict": "test.txt"})
     flags.DEFINE_enum(
         "input_format", "conll", INPUT_FORMATS,
         "conll: a word per line with columns, blank lines between sentences, "

@@ -251,6 +251,27 @@ def make_trainer(run, task, flag_values, steps, eval_batch_size):
                                optimizer_factory=optimizer_factory)
 
 
+def define_data_file_flags(flag_values, data_dir_help, file_names):
+    """Defines `--data_dir` and `--train_file`/`--eval_file`/`--predict_file`
+    (each overriding `--data_dir`'s file; see `phase_input_file`).
+
+    Args:
+      flag_values: the `FlagValues` to define them in.
+      data_dir_help: what `--data_dir` holds.
+      file_names: {"train"|"eval"|"predict": the file's name(s) inside
+        `--data_dir`, as the help should say them}.
+    """
+    flags.DEFINE_string("data_dir", None, data_dir_help,
+                        flag_values=flag_values)
+    described = {"train": "Training file", "eval": "Evaluation file",
+                 "predict": "File to predict"}
+    for phase, description in described.items():
+        flags.DEFINE_string(
+            f"{phase}_file", None,
+            f"{description} (default: <data_dir>/{file_names[phase]}).",
+            flag_values=flag_values)
+
+
 def phase_input_file(flag_values, phase, default_name):
     """The input file of a phase: `--<phase>_file`, else `--data_dir`'s.
 
