@@ -565,12 +565,12 @@ def test_rest_row_format_of_tagging_and_multiple_choice(exports):
         assert all(spec.dtype == tf.string for spec in specs.values())
 
 
+@pytest.mark.parametrize("name", ["tagging", "tagging_crf"])
 def test_tagging_serving_ids_converts_to_tflite(workspace, exports,
-                                                tagging_runs):
-    """The softmax tagger: the TFLite interpreter on the windows
-    run_tagging.py's own conversion makes gives the labels of its
-    test_predictions.txt. (A CRF's Viterbi decoding, a `tf.scan` over a
-    dynamic batch, does not convert to built-in ops.)"""
+                                                tagging_runs, name):
+    """The softmax and the CRF tagger: the TFLite interpreter on the
+    windows run_tagging.py's own conversion makes gives the labels of its
+    test_predictions.txt (the CRF's Viterbi decoding included)."""
     from bert_tf.data import tagging_features
     from bert_tf.data.tagging_examples import TaggedSentence
     tokenizer = tokenization.FullTokenizer(
@@ -581,7 +581,7 @@ def test_tagging_serving_ids_converts_to_tflite(workspace, exports,
         tagging_features.convert_sentences(sentences, TAGGING_LABELS, 16, 5,
                                            tokenizer), 16)
     converter = tf.lite.TFLiteConverter.from_saved_model(
-        str(exports["tagging"]), signature_keys=["serving_ids"])
+        str(exports[name]), signature_keys=["serving_ids"])
     interpreter = tf.lite.Interpreter(model_content=converter.convert())
     outputs = interpreter.get_signature_runner("serving_ids")(**{
         name: arrays[name] for name in (
@@ -589,7 +589,7 @@ def test_tagging_serving_ids_converts_to_tflite(workspace, exports,
             "word_mask")})
     assert tagging_features.assemble_sentence_predictions(
         sentences, arrays, outputs["predicted_ids"], TAGGING_LABELS) == (
-        tagging_runs["tagging"])
+        tagging_runs[name])
 
 
 def test_saved_model_cli_show_and_run(exports):

@@ -75,6 +75,12 @@ def log_likelihood(unary_scores, tags, mask, transitions):
 def viterbi_decode(unary_scores, mask, transitions):
     """The highest-scoring tag sequence of each row.
 
+    Two `tf.while_loop`s over time (forward: the best score of each tag
+    and its backpointer; backward: follow the pointers). The pointers and
+    tags are kept in fixed-size tensors written by one-hot adds rather than
+    in TensorArrays, so that the graph has TensorFlow Lite built-in ops only
+    (the tagging export's `serving_ids` converts).
+
     Args:
       unary_scores: float32 [batch, time, num_tags].
       mask: [batch, time], 1 on each row's prefix of real positions.
@@ -85,36 +91,40 @@ def viterbi_decode(unary_scores, mask, transitions):
       row's end, its last tag repeated).
     """
     mask = tf.cast(mask, tf.bool)
+    batch_size = tf.shape(unary_scores)[0]
+    num_steps = tf.shape(unary_scores)[1]
     num_tags = tf.shape(unary_scores)[2]
-    identity = tf.range(num_tags)
-    unary_time_major = tf.transpose(unary_scores, [1, 0, 2])  # [t, b, k]
-    mask_time_major = tf.transpose(mask)  # [t, b]
+    steps = tf.range(num_steps)
+    # Past a row's end, each tag points to itself.
+    identity = tf.broadcast_to(tf.range(num_tags), [batch_size, num_tags])
 
-    def forward(carry, inputs):
-        delta, _ = carry
-        unary, real = inputs
+    def forward(t, delta, pointers):
         candidates = delta[:, :, None] + transitions[None]  # [b, from, to]
         best_previous = tf.argmax(candidates, axis=1, output_type=tf.int32)
-        new_delta = tf.reduce_max(candidates, axis=1) + unary
-        # Past a row's end: scores carry over, each tag points to itself.
-        pointers = tf.where(real[:, None], best_previous,
-                            tf.broadcast_to(identity, tf.shape(best_previous)))
-        return tf.where(real[:, None], new_delta, delta), pointers
+        new_delta = tf.reduce_max(candidates, axis=1) + unary_scores[:, t]
+        real = mask[:, t][:, None]  # [b, 1]
+        step_pointers = tf.where(real, best_previous, identity)  # [b, k]
+        at_t = tf.cast(tf.equal(steps, t), tf.int32)[:, None, None]
+        return (t + 1, tf.where(real, new_delta, delta),
+                pointers + at_t * step_pointers[None])  # [time, b, k]
 
-    initial = (unary_time_major[0],
-               tf.zeros_like(unary_time_major[0], tf.int32))
-    deltas, pointers = tf.scan(
-        forward, (unary_time_major[1:], mask_time_major[1:]),
-        initializer=initial)
-    final_delta = deltas[-1] if unary_scores.shape[1] != 1 else initial[0]
+    _, final_delta, pointers = tf.while_loop(
+        lambda t, delta, pointers: t < num_steps, forward,
+        (tf.constant(1), unary_scores[:, 0],
+         tf.zeros([num_steps, batch_size, num_tags], tf.int32)))
     last_tags = tf.argmax(final_delta, axis=1, output_type=tf.int32)  # [b]
 
-    def backward(tag, step_pointers):
-        return tf.gather(step_pointers, tag, axis=1, batch_dims=1)
+    def backward(t, tag, tags):
+        at_t = tf.cast(tf.equal(steps, t), tf.int32)[:, None]
+        step_pointers = tf.gather(pointers, t)  # [b, k]
+        previous = tf.gather(step_pointers, tag[:, None], axis=1,
+                             batch_dims=1)[:, 0]  # [b]
+        return t - 1, previous, tags + at_t * tag[None]  # [time, b]
 
-    earlier = tf.scan(backward, pointers, initializer=last_tags,
-                      reverse=True)  # [t - 1, b]: the tag at t - 1.
-    tags = tf.concat([earlier, last_tags[None]], axis=0)
+    _, _, tags = tf.while_loop(
+        lambda t, tag, tags: t >= 0, backward,
+        (num_steps - 1, last_tags,
+         tf.zeros([num_steps, batch_size], tf.int32)))
     return tf.transpose(tags)
 
 
