@@ -1,6 +1,6 @@
 """bert_tf: Google's BERT rebuilt on TensorFlow 2 and Keras 3."""
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 setup(
     name="bert_tf",
@@ -11,6 +11,14 @@ setup(
     ),
     python_requires=">=3.11,<3.12",
     packages=find_packages(include=["bert_tf", "bert_tf.*"]),
+    # Python's random.Random replayed in C: create_pretraining_data.py's
+    # masking shuffles (bert_tf/data/exact_random.py). Optional: without a
+    # C compiler the install goes on, and Python's own generator is used
+    # (the same records, slower).
+    ext_modules=[
+        Extension("bert_tf.data._exact_random",
+                  ["bert_tf/data/_exact_random.c"], optional=True),
+    ],
     py_modules=[
         "create_pretraining_data",
         "create_pretraining_data_beam",

@@ -35,7 +35,9 @@ Usage:
   python benchmarks/create_pretraining_data.py --corpus_mb=1.07 \
       --repeat_to_mb=10 --skip_google --skip_peer
 
-Each run's throughput (input MB a second) and each bert_tf run's speed-up
+Each bert_tf command runs --repeats times (default 3; the median wall time
+is reported), Google's and Model Garden's once. Each run's throughput
+(input MB a second) and each bert_tf run's speed-up
 over `--num_workers=1` are printed last. The load average at the start is
 printed first: on a shared machine the wall times depend on it, the CPU
 times much less.
@@ -270,6 +272,11 @@ def main():
                         help="leave out Google's script (minutes a MB)")
     parser.add_argument("--skip_peer", action="store_true",
                         help="leave out Model Garden's port")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs of each bert_tf command; the one with "
+                             "the median wall time is reported (a second "
+                             "or so each: one run is at the mercy of the "
+                             "machine's other work)")
     args = parser.parse_args()
     google = None if args.skip_google else google_script(args.google_bert_dir)
 
@@ -319,11 +326,16 @@ def main():
         print(f"{'':28s}{'wall s':>9s}{'cpu s':>9s}{'peak MB':>9s}"
               f"{'records':>9s}")
         for name, command in runs:
-            results[name] = run_measured(
-                command, os.path.join(workdir, "log.txt"))
+            repeats = args.repeats if name.startswith("bert_tf") else 1
+            measured = sorted(
+                run_measured(command, os.path.join(workdir, "log.txt"))
+                for _ in range(max(1, repeats)))
+            results[name] = measured[len(measured) // 2]
             wall, cpu, peak, records = results[name]
-            print(f"{name:28s}{wall:9.1f}{cpu:9.1f}{peak:9.0f}{records:9d}",
-                  flush=True)
+            print(f"{name:28s}{wall:9.2f}{cpu:9.2f}{peak:9.0f}{records:9d}"
+                  + (f"   (median of {len(measured)}: "
+                     + ", ".join(f"{m[0]:.2f}" for m in measured) + " s)"
+                     if len(measured) > 1 else ""), flush=True)
         if "Google's original" in results:
             print("records identical to Google's (parsed): "
                   + ("yes" if same_records(f"{workdir}/google.tfrecord",

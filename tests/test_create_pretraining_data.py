@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from bert_tf import file_io
+from bert_tf.data import exact_random
 from bert_tf.data import pretraining_corpus
 from bert_tf.data import pretraining_instances
 from bert_tf.data import pretraining_records
@@ -126,8 +127,15 @@ def _instances(store, corpus, vocab, order=None):
 # Google's golden output.
 # --------------------------------------------------------------------------
 
+@pytest.mark.parametrize("draws", ["c_extension", "python"])
 def test_reproduces_googles_records(tmp_path, golden_dir, uncased_vocab_file,
-                                    tf):
+                                    tf, draws, monkeypatch):
+    # Both ways of making Google's RNG draws (exact_random).
+    if draws == "python":
+        monkeypatch.setattr(exact_random, "_exact_random", None)
+    elif not exact_random.c_extension_available():
+        pytest.skip("the C extension bert_tf.data._exact_random is not "
+                    "built (pip install -e . with a C compiler)")
     output = tmp_path / "out.tfrecord"
     written = pretraining_instances.create_pretraining_data(
         input_files=[str(golden_dir / "create_pretraining_data" /

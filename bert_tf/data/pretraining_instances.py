@@ -48,6 +48,7 @@ from absl import logging
 import numpy as np
 
 from bert_tf import progress as progress_lib
+from bert_tf.data import exact_random
 from bert_tf.data import pretraining_corpus
 from bert_tf.data import pretraining_records
 from bert_tf.data import tfrecord_files
@@ -129,79 +130,6 @@ class InstanceStore:
         return len(self.mask_offsets) - 1
 
 
-def _stock_shuffle_steps(max_length):
-    """(i, i + 1, bit length of i + 1) for i = max_length - 1 down to 1."""
-    return [(i, i + 1, (i + 1).bit_length())
-            for i in range(max_length - 1, 0, -1)]
-
-
-def _inline_shuffle(rng, steps):
-    """`rng.shuffle` of CPython's `random.Random`, with `_randbelow` inlined.
-
-    The masking shuffle is most of the cost of making instances, and half of
-    it is the call to `_randbelow` per element. This is the same loop (for i
-    from len - 1 down to 1, j = _randbelow(i + 1) by rejection sampling on
-    `getrandbits(bit_length(i + 1))`, swap) without that call: the same
-    `getrandbits` calls, the same permutation. Lists longer than `steps`
-    allows go to `rng.shuffle`.
-    """
-    getrandbits = rng.getrandbits
-    max_length = len(steps) + 1
-
-    def shuffle(items):
-        length = len(items)
-        if length > max_length:
-            rng.shuffle(items)
-            return
-        for i, bound, bits in steps[max_length - length:]:
-            j = getrandbits(bits)
-            while j >= bound:
-                j = getrandbits(bits)
-            items[i], items[j] = items[j], items[i]
-
-    return shuffle
-
-
-_inline_shuffle_is_exact = None
-
-
-def _check_inline_shuffle():
-    """Whether `_inline_shuffle` equals this Python's `Random.shuffle`."""
-    global _inline_shuffle_is_exact
-    if _inline_shuffle_is_exact is None:
-        reference, candidate = random.Random(2024), random.Random(2024)
-        shuffle = _inline_shuffle(candidate, _stock_shuffle_steps(80))
-        exact = True
-        for length in list(range(80)) + [200]:
-            expected, actual = list(range(length)), list(range(length))
-            reference.shuffle(expected)
-            shuffle(actual)
-            exact = exact and expected == actual
-        exact = exact and reference.getstate() == candidate.getstate()
-        _inline_shuffle_is_exact = exact
-    return _inline_shuffle_is_exact
-
-
-def exact_fast_shuffle(rng, max_length):
-    """A function that does exactly `rng.shuffle(items)`, faster if it can.
-
-    The faster loop is used only for a plain `random.Random` (not a
-    subclass that could draw differently), and only if it was checked, on
-    this Python, to give the same permutation and the same generator state
-    as `Random.shuffle`.
-
-    Args:
-      rng: the `random.Random`.
-      max_length: the longest list the fast loop is prepared for.
-
-    Returns:
-      shuffle(items), in place.
-    """
-    if type(rng) is not random.Random or not _check_inline_shuffle():
-        return rng.shuffle
-    return _inline_shuffle(rng, _stock_shuffle_steps(max(2, max_length)))
-
-
 def validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
                        masked_lm_prob, max_predictions_per_seq):
     """Raises PretrainingDataError naming a flag out of range."""
@@ -255,48 +183,52 @@ def create_training_instances(corpus, vocab, rng, max_seq_length,
             "then come from that same document, as in Google's script. "
             "Separate documents with empty lines.",
             ", ".join(map(str, corpus.input_files)))
-    # Google shuffles its list of documents; shuffling their indices is the
-    # same call on a list of the same length: the same permutation.
-    document_order = list(range(num_documents))
-    rng.shuffle(document_order)
-    document_starts = corpus.document_starts
-    first_sentence = [document_starts[d] for d in document_order]
-    num_sentences = [document_starts[d + 1] - document_starts[d]
-                     for d in document_order]
-    store = InstanceStore(corpus.num_tokens, max_seq_length)
-    # One pass over the documents per --dupe_factor.
-    progress = progress_lib.Progress("create_pretraining_data: instances",
-                                     total=dupe_factor, unit="pass")
-    progress.start(f"{num_documents} documents, --dupe_factor="
-                   f"{dupe_factor}")
-    for done in range(1, dupe_factor + 1):
-        _append_all_instances(
-            store, corpus, vocab, rng, first_sentence, num_sentences,
-            max_seq_length, short_seq_prob, masked_lm_prob,
-            max_predictions_per_seq, do_whole_word_mask)
-        progress.update(done, note=f"{len(store)} instances")
-    progress.close(note=f"{len(store)} instances")
-    order = array("i" if len(store) < 2 ** 31 else "q", range(len(store)))
-    rng.shuffle(order)
+    with exact_random.replayed(rng, max_seq_length) as draws:
+        # Google shuffles its list of documents; shuffling their indices is
+        # the same call on a list of the same length: the same permutation.
+        document_order = list(range(num_documents))
+        draws.shuffle(document_order)
+        document_starts = corpus.document_starts
+        first_sentence = [document_starts[d] for d in document_order]
+        num_sentences = [document_starts[d + 1] - document_starts[d]
+                         for d in document_order]
+        store = InstanceStore(corpus.num_tokens, max_seq_length)
+        # One pass over the documents per --dupe_factor.
+        progress = progress_lib.Progress(
+            "create_pretraining_data: instances", total=dupe_factor,
+            unit="pass")
+        progress.start(f"{num_documents} documents, --dupe_factor="
+                       f"{dupe_factor}")
+        for done in range(1, dupe_factor + 1):
+            _append_all_instances(
+                store, corpus, vocab, draws, first_sentence, num_sentences,
+                max_seq_length, short_seq_prob, masked_lm_prob,
+                max_predictions_per_seq, do_whole_word_mask)
+            progress.update(done, note=f"{len(store)} instances")
+        progress.close(note=f"{len(store)} instances")
+        order = array("i" if len(store) < 2 ** 31 else "q",
+                      range(len(store)))
+        draws.shuffle(order)
     return store, order
 
 
-def _append_all_instances(store, corpus, vocab, rng, first_sentence,
+def _append_all_instances(store, corpus, vocab, draws, first_sentence,
                           num_sentences, max_seq_length, short_seq_prob,
                           masked_lm_prob, max_predictions_per_seq,
                           do_whole_word_mask):
     """One pass of Google's `create_instances_from_document` over all docs.
 
+    `draws` (`exact_random.replayed`) makes the draws of Google's RNG.
     Sentences of a document are consecutive in the corpus token array, so a
     chunk, its A and its B are (start, length) pairs into that array.
     """
     # Bound methods and locals: this loop runs once per sentence, and its
     # cost is mostly the RNG calls Google's algorithm makes.
-    uniform = rng.random
-    # `rng.randint(a, b)` is exactly `a + rng._randbelow(b - a + 1)` (that
-    # is how `randrange` computes it), minus two layers of argument checks.
-    randbelow = rng._randbelow
-    shuffle = exact_fast_shuffle(rng, max_seq_length)
+    uniform = draws.random
+    # Google's `rng.randint(a, b)` is exactly `a + randbelow(b - a + 1)`
+    # (that is how `randrange` computes it), minus its argument checks.
+    randbelow = draws.randbelow
+    shuffle = draws.shuffle
     sentence_starts = corpus.sentence_starts
     tokens = corpus.token_ids
     num_documents = len(first_sentence)
