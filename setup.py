@@ -11,13 +11,13 @@ setup(
     ),
     python_requires=">=3.11,<3.12",
     packages=find_packages(include=["bert_tf", "bert_tf.*"]),
-    # Python's random.Random replayed in C: create_pretraining_data.py's
-    # masking shuffles (bert_tf/data/exact_random.py). Optional: without a
-    # C compiler the install goes on, and Python's own generator is used
-    # (the same records, slower).
+    # create_pretraining_data.py's RNG draws and instance loop in C
+    # (bert_tf/data/exact_random.py, pretraining_instances.py). Optional:
+    # without a C compiler the install goes on and the same loop runs in
+    # Python (the same records, several times slower).
     ext_modules=[
-        Extension("bert_tf.data._exact_random",
-                  ["bert_tf/data/_exact_random.c"], optional=True),
+        Extension("bert_tf.data._pretraining_native",
+                  ["bert_tf/data/_pretraining_native.c"], optional=True),
     ],
     py_modules=[
         "create_pretraining_data",

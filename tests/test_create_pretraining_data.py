@@ -132,9 +132,9 @@ def test_reproduces_googles_records(tmp_path, golden_dir, uncased_vocab_file,
                                     tf, draws, monkeypatch):
     # Both ways of making Google's RNG draws (exact_random).
     if draws == "python":
-        monkeypatch.setattr(exact_random, "_exact_random", None)
+        monkeypatch.setattr(exact_random, "_native", None)
     elif not exact_random.c_extension_available():
-        pytest.skip("the C extension bert_tf.data._exact_random is not "
+        pytest.skip("the C extension bert_tf.data._pretraining_native is not "
                     "built (pip install -e . with a C compiler)")
     output = tmp_path / "out.tfrecord"
     written = pretraining_instances.create_pretraining_data(
@@ -171,6 +171,87 @@ def test_output_identical_for_every_num_workers(tmp_path, golden_dir,
         outputs[workers] = [open(p, "rb").read() for p in paths]
     assert outputs[1] == outputs[2] == outputs[3]
     assert outputs[1][0] and outputs[1][1]
+
+
+def _store_arrays(corpus, vocab, use_c_loop, monkeypatch, seed, **flags):
+    with monkeypatch.context() as patch:
+        if not use_c_loop:
+            patch.setattr(exact_random, "_native", None)
+        store, order = pretraining_instances.create_training_instances(
+            corpus, vocab, random.Random(seed), **flags)
+    return (store.fields.tolist(), store.positions.tolist(),
+            store.replacements.tolist(), store.mask_offsets.tolist(),
+            order.tolist())
+
+
+@pytest.mark.parametrize("flags", [
+    dict(max_seq_length=128, dupe_factor=2, short_seq_prob=0.1,
+         masked_lm_prob=0.15, max_predictions_per_seq=20),
+    dict(max_seq_length=24, dupe_factor=3, short_seq_prob=0.6,
+         masked_lm_prob=0.4, max_predictions_per_seq=5,
+         do_whole_word_mask=True),
+    dict(max_seq_length=7, dupe_factor=2, short_seq_prob=1.0,
+         masked_lm_prob=0.9, max_predictions_per_seq=9,
+         do_whole_word_mask=True),
+    dict(max_seq_length=300, dupe_factor=1, short_seq_prob=0.0,
+         masked_lm_prob=0.15, max_predictions_per_seq=80,
+         do_whole_word_mask=True),
+])
+def test_c_instance_loop_equals_the_python_loop(golden_dir,
+                                                uncased_vocab_file, flags,
+                                                monkeypatch):
+    # The Python loop is the one the hand-worked tests below check draw by
+    # draw; the C loop (bert_tf/data/_pretraining_native.c) must make the
+    # same instances. The golden test above checks both against Google's.
+    if not exact_random.c_extension_available():
+        pytest.skip("the C extension bert_tf.data._pretraining_native is not "
+                    "built (pip install -e . with a C compiler)")
+    tokenizer = _tokenizer(uncased_vocab_file, True)
+    corpus = pretraining_corpus.tokenize_corpus(
+        [str(golden_dir / "create_pretraining_data" / "corpus.txt")],
+        tokenizer)
+    vocab = pretraining_instances.PretrainingVocab(tokenizer.vocab)
+    for seed in (1, 99):
+        in_c = _store_arrays(corpus, vocab, True, monkeypatch, seed, **flags)
+        in_python = _store_arrays(corpus, vocab, False, monkeypatch, seed,
+                                  **flags)
+        assert len(in_c[0]) > 0
+        assert in_c == in_python
+
+
+def test_c_instance_loop_equals_the_python_loop_on_chinese_words(
+        tmp_path, monkeypatch):
+    if not exact_random.c_extension_available():
+        pytest.skip("the C extension bert_tf.data._pretraining_native is not "
+                    "built (pip install -e . with a C compiler)")
+    # Words of one to four characters, pre-segmented with spaces, and some
+    # English words with "##" pieces between them.
+    rng = random.Random(4)
+    characters = [chr(0x4E00 + k) for k in range(40)]
+    lines = []
+    for _ in range(12):
+        for _ in range(rng.randint(1, 9)):
+            lines.append(" ".join(
+                "".join(rng.choice(characters)
+                        for _ in range(rng.randint(1, 4)))
+                if rng.random() < 0.8 else rng.choice(["playing", "unhappy"])
+                for _ in range(rng.randint(2, 14))))
+        lines.append("")
+    (tmp_path / "corpus.txt").write_text("\n".join(lines), encoding="utf-8")
+    (tmp_path / "vocab.txt").write_text("\n".join(
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "play", "##ing",
+         "un", "##happy"] + characters) + "\n", encoding="utf-8")
+    tokenizer = _tokenizer(tmp_path / "vocab.txt", True)
+    corpus = pretraining_corpus.tokenize_corpus(
+        [str(tmp_path / "corpus.txt")], tokenizer, word_segmentation="spaces")
+    assert any(corpus.joins_previous)
+    vocab = pretraining_instances.PretrainingVocab(tokenizer.vocab)
+    flags = dict(max_seq_length=20, dupe_factor=4, short_seq_prob=0.3,
+                 masked_lm_prob=0.3, max_predictions_per_seq=6,
+                 do_whole_word_mask=True)
+    in_c = _store_arrays(corpus, vocab, True, monkeypatch, 3, **flags)
+    in_python = _store_arrays(corpus, vocab, False, monkeypatch, 3, **flags)
+    assert in_c == in_python
 
 
 # --------------------------------------------------------------------------

@@ -16,11 +16,11 @@ PATHS = ["c", "python"]
 
 def _draws_path(path, monkeypatch):
     if path == "c":
-        if exact_random._exact_random is None:
-            pytest.skip("the C extension bert_tf.data._exact_random is not "
+        if exact_random._native is None:
+            pytest.skip("the C extension bert_tf.data._pretraining_native is not "
                         "built (pip install -e . with a C compiler)")
         return True
-    monkeypatch.setattr(exact_random, "_exact_random", None)
+    monkeypatch.setattr(exact_random, "_native", None)
     return False
 
 
@@ -113,14 +113,14 @@ def test_a_subclass_draws_with_its_own_methods():
 
 
 def test_c_twin_rejects_a_bad_state():
-    if exact_random._exact_random is None:
+    if exact_random._native is None:
         pytest.skip("the C extension is not built")
     with pytest.raises(ValueError, match="625"):
-        exact_random._exact_random.Twin((1, 2, 3))
+        exact_random._native.Twin((1, 2, 3))
     state = random.Random(1).getstate()[1]
     with pytest.raises(ValueError, match="position"):
-        exact_random._exact_random.Twin(state[:-1] + (625,))
-    twin = exact_random._exact_random.Twin(state)
+        exact_random._native.Twin(state[:-1] + (625,))
+    twin = exact_random._native.Twin(state)
     with pytest.raises(TypeError, match="list or a writable"):
         twin.shuffle((1, 2, 3))
     with pytest.raises(ValueError, match="positive"):

@@ -6,13 +6,14 @@ masking shuffle (one rejection-sampled draw per candidate position, about
 125 an instance). `replayed(rng)` gives the draws of `rng` through the
 fastest exact path available:
 
-- the C extension `_exact_random` (built by `pip install`, optional): a
-  Mersenne Twister holding `rng`'s state that makes the same draws word for
-  word, shuffles included, without a Python step per element; it is checked
-  against this Python's `random.Random` before first use, and `rng` takes
-  the stream back where it left off;
+- a `Twin` of the C extension `_pretraining_native` (built by
+  `pip install`, optional): a Mersenne Twister holding `rng`'s state that
+  makes the same draws word for word, shuffles included, without a Python
+  step per element (and that the extension's instance loop draws from);
+  it is checked against this Python's `random.Random` before first use,
+  and `rng` takes the stream back where it left off;
 - else `rng` itself, with its shuffle's per-element call to `_randbelow`
-  inlined (`exact_fast_shuffle`), which is also checked.
+  inlined (`_inline_shuffle`), which is also checked.
 
 Both give the same numbers as `rng.random()`, `rng._randbelow(n)` and
 `rng.shuffle(items)` would, in the same order: the output never depends on
@@ -26,9 +27,9 @@ from array import array
 from absl import logging
 
 try:
-    from bert_tf.data import _exact_random
+    from bert_tf.data import _pretraining_native as _native
 except ImportError:  # Built without a C compiler: Python's generator.
-    _exact_random = None
+    _native = None
 
 
 def _stock_shuffle_steps(max_length):
@@ -107,7 +108,7 @@ def _is_exact(kind):
         candidate = random.Random(20240601)
         expected = _mixed_draws(_PythonReference(reference))
         if kind == "c":
-            twin = _exact_random.Twin(candidate.getstate()[1])
+            twin = _native.Twin(candidate.getstate()[1])
             actual = _mixed_draws(twin)
             same_state = twin.getstate() == reference.getstate()[1]
         else:
@@ -131,9 +132,17 @@ class _PythonReference:
         self.shuffle = rng.shuffle
 
 
+def native_instance_loop(draws):
+    """The extension's `append_instances` (one pass of Google's instance
+    loop, in C) if `draws` is its `Twin`, else None."""
+    if _native is not None and isinstance(draws, _native.Twin):
+        return _native.append_instances
+    return None
+
+
 def c_extension_available():
     """Whether the C replay is built and exact on this Python."""
-    return _exact_random is not None and _is_exact("c")
+    return _native is not None and _is_exact("c")
 
 
 @contextlib.contextmanager
@@ -161,7 +170,7 @@ def replayed(rng, max_shuffle_length=128, use_c_extension=True):
         return
     if use_c_extension and c_extension_available():
         version, _, gauss_next = rng.getstate()
-        twin = _exact_random.Twin(rng.getstate()[1])
+        twin = _native.Twin(rng.getstate()[1])
         try:
             yield twin
         finally:

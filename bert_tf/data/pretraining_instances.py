@@ -14,6 +14,11 @@ calls, in the same order, on one `random.Random(random_seed)`:
    truncated at random ends, then masked.
 3. `rng.shuffle(instances)`.
 
+Where the C extension is built (`pip install` with a C compiler), step 2
+runs in C (`_pretraining_native.c`: `_append_all_instances` line for line,
+drawing from a replica of the same generator, `exact_random`) and the
+shuffles too; without it, in Python. The records are the same either way.
+
 Masking (Google's `create_masked_lm_predictions`): every position but
 [CLS]/[SEP] is a candidate (with whole-word masking a "##" piece joins the
 previous candidate's group, and so does, with a Chinese word segmentation,
@@ -129,6 +134,22 @@ class InstanceStore:
     def __len__(self):
         return len(self.mask_offsets) - 1
 
+    def append_packed(self, fields, positions, replacements):
+        """Appends instances given as bytes: int64 `fields` (6 an
+        instance), int32 masked `positions` and `replacements`."""
+        fields = np.frombuffer(fields, dtype=np.int64)
+        self.fields.frombytes(
+            fields.astype(f"i{self.fields.itemsize}").tobytes())
+        self.positions.frombytes(np.frombuffer(
+            positions, dtype=np.int32).astype(
+                np.uint16 if self.positions.typecode == "H"
+                else np.int32).tobytes())
+        self.replacements.frombytes(replacements)
+        counts = fields[_FIELDS_PER_INSTANCE - 1::_FIELDS_PER_INSTANCE]
+        self.mask_offsets.frombytes(
+            (self.mask_offsets[-1] + np.cumsum(counts)).astype(
+                np.int64).tobytes())
+
 
 def validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
                        masked_lm_prob, max_predictions_per_seq):
@@ -199,17 +220,41 @@ def create_training_instances(corpus, vocab, rng, max_seq_length,
             unit="pass")
         progress.start(f"{num_documents} documents, --dupe_factor="
                        f"{dupe_factor}")
+        native_loop = exact_random.native_instance_loop(draws)
+        if native_loop is not None:
+            # The same pass in C (bert_tf/data/_pretraining_native.c).
+            native_arguments = (
+                draws, corpus.sentence_starts, corpus.token_ids,
+                array("q", first_sentence), array("q", num_sentences),
+                array("i", vocab.word_ids), vocab.is_continuation,
+                corpus.joins_previous, array("q", _num_to_predict_table(
+                    max_seq_length, masked_lm_prob,
+                    max_predictions_per_seq)),
+                max_seq_length, short_seq_prob, vocab.mask_id,
+                do_whole_word_mask)
         for done in range(1, dupe_factor + 1):
-            _append_all_instances(
-                store, corpus, vocab, draws, first_sentence, num_sentences,
-                max_seq_length, short_seq_prob, masked_lm_prob,
-                max_predictions_per_seq, do_whole_word_mask)
+            if native_loop is not None:
+                store.append_packed(*native_loop(*native_arguments))
+            else:
+                _append_all_instances(
+                    store, corpus, vocab, draws, first_sentence,
+                    num_sentences, max_seq_length, short_seq_prob,
+                    masked_lm_prob, max_predictions_per_seq,
+                    do_whole_word_mask)
             progress.update(done, note=f"{len(store)} instances")
         progress.close(note=f"{len(store)} instances")
         order = array("i" if len(store) < 2 ** 31 else "q",
                       range(len(store)))
         draws.shuffle(order)
     return store, order
+
+
+def _num_to_predict_table(max_seq_length, masked_lm_prob,
+                          max_predictions_per_seq):
+    """Google's num_to_predict for every sequence length up to the max."""
+    return [min(max_predictions_per_seq,
+                max(1, int(round(length * masked_lm_prob))))
+            for length in range(max_seq_length + 1)]
 
 
 def _append_all_instances(store, corpus, vocab, draws, first_sentence,
@@ -236,11 +281,8 @@ def _append_all_instances(store, corpus, vocab, draws, first_sentence,
     num_words = len(vocab.word_ids)
     word_ids = vocab.word_ids
     mask_id = vocab.mask_id
-    # Google's num_to_predict for every possible sequence length.
-    num_to_predict_for_length = [
-        min(max_predictions_per_seq,
-            max(1, int(round(length * masked_lm_prob))))
-        for length in range(max_seq_length + 1)]
+    num_to_predict_for_length = _num_to_predict_table(
+        max_seq_length, masked_lm_prob, max_predictions_per_seq)
     fields_extend = store.fields.extend
     positions_extend = store.positions.extend
     replacements_extend = store.replacements.extend
