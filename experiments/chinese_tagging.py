@@ -197,9 +197,8 @@ QUICK = ChineseSettings(
 
 
 @dataclasses.dataclass(frozen=True)
-class Paths:
+class Paths(workflow.WorkPaths):
     """Where the inputs and outputs of an experiment live."""
-    work_dir: pathlib.Path
 
     @property
     def tagging_data(self):
@@ -210,20 +209,8 @@ class Paths:
         return self.tagging_data / "pos_tags.txt"
 
     @property
-    def corpus(self):
-        return self.work_dir / "corpus.txt"
-
-    @property
-    def vocab(self):
-        return self.work_dir / "vocab.txt"
-
-    @property
     def config(self):
         return self.work_dir / "bert_config.json"
-
-    @property
-    def records(self):
-        return self.work_dir / "pretraining_data.tfrecord"
 
     @property
     def pretrain_dir(self):

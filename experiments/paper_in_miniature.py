@@ -300,21 +300,8 @@ class Run:
 
 
 @dataclasses.dataclass(frozen=True)
-class Paths:
+class Paths(workflow.WorkPaths):
     """Where the inputs and outputs of an experiment live."""
-    work_dir: pathlib.Path
-
-    @property
-    def corpus(self):
-        return self.work_dir / "corpus.txt"
-
-    @property
-    def vocab(self):
-        return self.work_dir / "vocab.txt"
-
-    @property
-    def records(self):
-        return self.work_dir / "pretraining_data.tfrecord"
 
     @property
     def sentiment_data(self):

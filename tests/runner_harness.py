@@ -6,10 +6,11 @@ Two entry points, one per kind of check:
   user starts it (`python run_squad.py --flag=...` or `python -m
   bert_tf.convert ...`), for what only a real process shows: exit status,
   the one-line error on stderr (`assert_error_line`), output files, signals.
-- `parse_runner_flags` / `run_in_process`: the runner's absl flags parsed
-  into a fresh `flags.FlagValues` and its `run` called in this process, for
-  flag checks and runs that need no process of their own (no 5-8 s of
-  `import tensorflow` per run).
+- `parse_runner_flags` / `run_in_process` / `error_line_in_process`: the
+  runner's absl flags parsed into a fresh `flags.FlagValues` and its `run`
+  (or `main`, for its one-line error) called in this process, for flag
+  checks, error messages and runs that need no process of their own (no
+  5-8 s of `import tensorflow` per run).
 """
 
 import json
@@ -133,6 +134,18 @@ def run_in_process(runner, *flags_, workspace=None):
                                          workspace=workspace))
 
 
+def error_line_in_process(runner, *flags_, workspace=None):
+    """The `<program>: error: <message>` line with which the runner's
+    `main` ends on this command line, run in this process (no 5-8 s of
+    `import tensorflow`); `run_runner` and `assert_error_line` check the
+    same ending in a process of its own."""
+    flag_values = parse_runner_flags(runner, *flags_, workspace=workspace)
+    program = runner.__name__.rsplit(".", 1)[-1] + ".py"
+    with pytest.raises(SystemExit) as exited:
+        runner.main([program], flag_values)
+    return str(exited.value.code)
+
+
 def read_eval_results(output_dir):
     """`eval_results.txt`'s `key = value` lines as a dict of floats."""
     results = {}
@@ -161,3 +174,13 @@ def run_test_file_as_script(test_file, mode, tmp_path):
             [str(REPO_ROOT), tests_dir, os.environ.get("PYTHONPATH", "")])})
     assert process.returncode == 0, process.stderr[-5000:]
     return json.loads(out.read_text())
+
+
+def installed_corpus(corpus):
+    """Path of a `task_corpora` corpus' file in its pip package; skips the
+    test (saying what to install) where the package is absent."""
+    from bert_tf.data import task_corpora
+    try:
+        return task_corpora.package_file(corpus)
+    except FileNotFoundError as error:
+        pytest.skip(str(error))

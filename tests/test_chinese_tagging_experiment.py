@@ -11,6 +11,7 @@ import pytest
 # The steps and command helpers demo.py runs too.
 from bert_tf.runners import workflow
 from experiments import chinese_tagging
+from runner_harness import installed_corpus
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -118,11 +119,7 @@ def test_result_rows_take_dev_from_eval_and_test_from_test_results(
 @pytest.mark.slow
 @pytest.mark.real_data
 def test_quick_experiment_end_to_end(tmp_path):
-    from bert_tf.data import task_corpora
-    try:
-        task_corpora.package_file("peoples_daily")
-    except FileNotFoundError as error:
-        pytest.skip(str(error))
+    installed_corpus("peoples_daily")
     work_dir = tmp_path / "work"
     results_dir = tmp_path / "results"
     process = subprocess.run(

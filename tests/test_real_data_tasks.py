@@ -13,7 +13,7 @@ import os
 import pytest
 
 from bert_tf.data import task_corpora
-from runner_harness import REPO_ROOT, read_eval_results
+from runner_harness import REPO_ROOT, installed_corpus, read_eval_results
 
 import subprocess
 import sys
@@ -39,10 +39,8 @@ def _run(command):
 
 
 def _corpus(corpus, tmp_path):
-    try:
-        task_corpora.write_corpus(corpus, tmp_path / corpus)
-    except FileNotFoundError as error:
-        pytest.skip(str(error))
+    installed_corpus(corpus)
+    task_corpora.write_corpus(corpus, tmp_path / corpus)
     return tmp_path / corpus
 
 

@@ -13,7 +13,9 @@ import random
 
 import pytest
 
-from runner_harness import read_eval_results, run_runner
+from runner_harness import (error_line_in_process, read_eval_results,
+                            run_runner)
+import run_tagging as run_tagging_program
 
 FILLER = [f"w{i}" for i in range(30)]
 PERSONS = ["alice", "bob", "carol"]
@@ -180,12 +182,12 @@ def test_unseen_label_is_named_with_file_and_line(workspace, tmp_path):
 
 
 def test_predict_without_label_list_says_how(workspace, tmp_path):
-    process = run_tagging(workspace, "--do_predict",
-                          f"--data_dir={workspace / 'data'}",
-                          f"--output_dir={tmp_path}", "--max_seq_length=16",
-                          expect_success=False)
-    assert process.returncode == 1
-    assert "label_list.txt not found" in process.stderr.splitlines()[-1]
+    error = error_line_in_process(
+        run_tagging_program, "--do_predict",
+        f"--data_dir={workspace / 'data'}", f"--output_dir={tmp_path}",
+        "--max_seq_length=16", workspace=workspace)
+    assert error.startswith("run_tagging.py: error: ")
+    assert "label_list.txt not found" in error
 
 
 def test_label_list_file_scores_a_label_training_never_saw(workspace,
@@ -240,14 +242,12 @@ def test_bad_label_list_file_is_named(workspace, tmp_path, content, do_train,
     data = workspace / "data"
     labels = tmp_path / "labels.txt"
     labels.write_text(content)
-    process = run_tagging(
-        workspace, f"--do_train={str(do_train).lower()}", "--do_predict",
-        f"--data_dir={data}", f"--output_dir={tmp_path}/o",
+    error = error_line_in_process(
+        run_tagging_program, f"--do_train={str(do_train).lower()}",
+        "--do_predict", f"--data_dir={data}", f"--output_dir={tmp_path}/o",
         f"--label_list_file={labels}", "--max_seq_length=16",
-        expect_success=False)
-    assert process.returncode == 1
+        workspace=workspace)
     line = next(number for number, text in enumerate(
         (data / "train.txt").read_text().splitlines(), start=1)
         if text.endswith(" B-LOC"))
-    assert process.stderr.strip().splitlines()[-1] == message.format(
-        data=data, labels=labels, line=line)
+    assert error == message.format(data=data, labels=labels, line=line)

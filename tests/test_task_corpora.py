@@ -7,13 +7,7 @@ import pytest
 from bert_tf.data import multiple_choice
 from bert_tf.data import tagging_examples
 from bert_tf.data import task_corpora
-
-
-def _installed(corpus):
-    try:
-        task_corpora.package_file(corpus)
-    except FileNotFoundError as error:
-        pytest.skip(str(error))
+from runner_harness import installed_corpus
 
 
 @pytest.mark.real_data
@@ -24,7 +18,7 @@ def _installed(corpus):
     ("conll2003_sample", "conll", 226, 9),
 ])
 def test_tagging_corpora(tmp_path, corpus, input_format, sentences, labels):
-    _installed(corpus)
+    installed_corpus(corpus)
     paths = task_corpora.write_corpus(corpus, tmp_path)
     files = {split: tagging_examples.read_tagging_file(path, input_format)
              for split, path in paths.items()}
@@ -40,7 +34,7 @@ def test_tagging_corpora(tmp_path, corpus, input_format, sentences, labels):
     ("openbookqa", 500, 4), ("commonsenseqa", 1215, 5), ("siqa", 1954, 3),
     ("piqa", 1500, 2)])
 def test_multiple_choice_corpora(tmp_path, corpus, total, choices):
-    _installed(corpus)
+    installed_corpus(corpus)
     paths = task_corpora.write_corpus(corpus, tmp_path)
     examples = {split: multiple_choice.read_jsonl(path)
                 for split, path in paths.items()}
@@ -55,7 +49,7 @@ def test_split_rule():
 
 
 def test_peoples_daily_pretraining_corpus_is_the_train_split_text(tmp_path):
-    _installed("peoples_daily")
+    installed_corpus("peoples_daily")
     paths = task_corpora.write_corpus("peoples_daily", tmp_path,
                                       max_documents=20)
     corpus = tmp_path / "corpus.txt"
@@ -86,7 +80,7 @@ def test_peoples_daily_pretraining_corpus_is_the_train_split_text(tmp_path):
 
 
 def test_peoples_daily_tag_set_has_tags_the_train_split_lacks(tmp_path):
-    _installed("peoples_daily")
+    installed_corpus("peoples_daily")
     paths = task_corpora.write_corpus("peoples_daily", tmp_path)
     tags = task_corpora.write_peoples_daily_tag_set(tmp_path / "tags.txt")
     assert tagging_examples.read_label_list(tmp_path / "tags.txt") == tags

@@ -60,7 +60,12 @@ def _string_spec(name):
 
 
 class _TextExport(tf.Module):
-    """What every export has: the model, the tokenizer, the packing."""
+    """What every export has: the model, the tokenizer, the packing, and
+    the two signatures (`serving_default` from `text_signature`,
+    `serving_ids` from `serve_ids` with `ID_INPUTS` of rank `ID_RANK`)."""
+
+    ID_INPUTS = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)
+    ID_RANK = 2
 
     def __init__(self, model, tokenizer, max_seq_length, name=None):
         """Args:
@@ -89,9 +94,21 @@ class _TextExport(tf.Module):
             self._tokenizer.tokenize(text_a), ids_b, self.max_seq_length,
             self._cls_id, self._sep_id)
 
+    def text_signature(self):
+        """(function, input specs) of `serving_default`."""
+        raise NotImplementedError
+
     def signatures(self):
         """{signature name: concrete function} for `tf.saved_model.save`."""
-        raise NotImplementedError
+        serve_text, text_specs = self.text_signature()
+        return {
+            SERVING_DEFAULT: tf.function(
+                serve_text,
+                input_signature=text_specs).get_concrete_function(),
+            SERVING_IDS: tf.function(
+                self.serve_ids, input_signature=_ids_specs(
+                    self.ID_INPUTS, self.ID_RANK)).get_concrete_function(),
+        }
 
 
 class ClassifierExport(_TextExport):
@@ -135,22 +152,12 @@ class ClassifierExport(_TextExport):
     def serve_text(self, text_a, text_b=None):
         return self._outputs(self._pack(text_a, text_b))
 
-    def signatures(self):
+    def text_signature(self):
         if self.has_text_b:
-            serve_text = tf.function(
-                self.serve_text,
-                input_signature=[_string_spec("text_a"),
-                                 _string_spec("text_b")])
-        else:
-            serve_text = tf.function(
-                lambda text_a: self.serve_text(text_a),
-                input_signature=[_string_spec("text_a")])
-        return {
-            SERVING_DEFAULT: serve_text.get_concrete_function(),
-            SERVING_IDS: tf.function(
-                self.serve_ids,
-                input_signature=_ids_specs()).get_concrete_function(),
-        }
+            return self.serve_text, [_string_spec("text_a"),
+                                     _string_spec("text_b")]
+        return (lambda text_a: self.serve_text(text_a),
+                [_string_spec("text_a")])
 
 
 class EmbeddingExport(_TextExport):
@@ -183,16 +190,8 @@ class EmbeddingExport(_TextExport):
         return self.serve_ids(features[INPUT_IDS], features[INPUT_MASK],
                               features[SEGMENT_IDS])
 
-    def signatures(self):
-        return {
-            SERVING_DEFAULT: tf.function(
-                self.serve_text,
-                input_signature=[_string_spec("text")]
-            ).get_concrete_function(),
-            SERVING_IDS: tf.function(
-                self.serve_ids,
-                input_signature=_ids_specs()).get_concrete_function(),
-        }
+    def text_signature(self):
+        return self.serve_text, [_string_spec("text")]
 
 
 class SquadExport(_TextExport):
@@ -239,22 +238,17 @@ class SquadExport(_TextExport):
             self._answer_one, (question, context),
             fn_output_signature=self._answerer.output_signature())
 
-    def signatures(self):
-        return {
-            SERVING_DEFAULT: tf.function(
-                self.serve_text,
-                input_signature=[_string_spec("question"),
+    def text_signature(self):
+        return self.serve_text, [_string_spec("question"),
                                  _string_spec("context")]
-            ).get_concrete_function(),
-            SERVING_IDS: tf.function(
-                self.serve_ids,
-                input_signature=_ids_specs()).get_concrete_function(),
-        }
 
 
 class TaggingExport(_TextExport):
     """Token tagging (softmax or CRF), as run_tagging.py; see
     `tagging_windows`."""
+
+    ID_INPUTS = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS, WORD_POSITIONS,
+                 WORD_MASK)
 
     def __init__(self, model, tokenizer, max_seq_length, doc_stride,
                  label_list):
@@ -300,22 +294,15 @@ class TaggingExport(_TextExport):
                 "words": words.to_tensor(""),
                 "num_words": tf.cast(words.row_lengths(), tf.int32)}
 
-    def signatures(self):
-        return {
-            SERVING_DEFAULT: tf.function(
-                self.serve_text,
-                input_signature=[_string_spec("text")]
-            ).get_concrete_function(),
-            SERVING_IDS: tf.function(
-                self.serve_ids, input_signature=_ids_specs(
-                    (INPUT_IDS, INPUT_MASK, SEGMENT_IDS, WORD_POSITIONS,
-                     WORD_MASK))).get_concrete_function(),
-        }
+    def text_signature(self):
+        return self.serve_text, [_string_spec("text")]
 
 
 class MultipleChoiceExport(_TextExport):
     """Multiple choice, as run_multiple_choice.py: each choice packed as
     `[CLS] context [SEP] choice [SEP]`, a softmax over the choices."""
+
+    ID_RANK = 3  # [batch, num_choices, seq]
 
     def __init__(self, model, tokenizer, max_seq_length, has_question=False):
         """Args:
@@ -357,24 +344,14 @@ class MultipleChoiceExport(_TextExport):
         return self.serve_ids(grouped[INPUT_IDS], grouped[INPUT_MASK],
                               grouped[SEGMENT_IDS])
 
-    def signatures(self):
+    def text_signature(self):
         choices = tf.TensorSpec([None, None], tf.string, name="choices")
         if self.has_question:
-            serve_text = tf.function(
-                lambda context, question, choices: self.serve_text(
-                    context, choices, question),
-                input_signature=[_string_spec("context"),
-                                 _string_spec("question"), choices])
-        else:
-            serve_text = tf.function(
-                lambda context, choices: self.serve_text(context, choices),
-                input_signature=[_string_spec("context"), choices])
-        return {
-            SERVING_DEFAULT: serve_text.get_concrete_function(),
-            SERVING_IDS: tf.function(
-                self.serve_ids,
-                input_signature=_ids_specs(rank=3)).get_concrete_function(),
-        }
+            return (lambda context, question, choices: self.serve_text(
+                context, choices, question),
+                [_string_spec("context"), _string_spec("question"), choices])
+        return (lambda context, choices: self.serve_text(context, choices),
+                [_string_spec("context"), choices])
 
 
 def save_export(module, export_dir, overwrite=False):

@@ -332,6 +332,25 @@ def classifier_command(settings, data_dir, vocab, do_lower_case, config_file,
         f"--output_dir={display_path(output_dir)}"]
 
 
+@dataclasses.dataclass(frozen=True)
+class WorkPaths:
+    """Where the job's text, vocabulary and pretraining records live under
+    `work_dir`; the experiments' own `Paths` add their outputs."""
+    work_dir: pathlib.Path
+
+    @property
+    def corpus(self):
+        return self.work_dir / "corpus.txt"
+
+    @property
+    def vocab(self):
+        return self.work_dir / "vocab.txt"
+
+    @property
+    def records(self):
+        return self.work_dir / "pretraining_data.tfrecord"
+
+
 def build_steps(work_dir, options):
     """The job's steps, in order.
 
@@ -346,10 +365,11 @@ def build_steps(work_dir, options):
     settings = options.settings
     python = sys.executable
     lower = str(options.do_lower_case)
-    corpus = work_dir / "corpus.txt"
-    vocab = options.vocab_file or work_dir / "vocab.txt"
+    paths = WorkPaths(work_dir)
+    corpus = paths.corpus
+    vocab = options.vocab_file or paths.vocab
     config_file = work_dir / "bert_config.json"
-    records = work_dir / "pretraining_data.tfrecord"
+    records = paths.records
     pretrain_dir = work_dir / "pretraining"
     sst2_dir = work_dir / "rotten_tomatoes"
     classifier_dir = work_dir / "classifier"
