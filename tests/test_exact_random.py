@@ -17,8 +17,8 @@ PATHS = ["c", "python"]
 def _draws_path(path, monkeypatch):
     if path == "c":
         if exact_random._native is None:
-            pytest.skip("the C extension bert_tf.data._pretraining_native is not "
-                        "built (pip install -e . with a C compiler)")
+            pytest.skip("the C extension bert_tf.data._pretraining_native is "
+                        "not built (pip install -e . with a C compiler)")
         return True
     monkeypatch.setattr(exact_random, "_native", None)
     return False

@@ -212,6 +212,10 @@ def _start(args, log_path):
                         stderr=subprocess.STDOUT), log
 
 
+# The default run has the same kill-and-resume at the user's level, and
+# compares the weights too: tests/test_fault_injection.py's
+# test_killed_and_resumed_run_equals_the_uninterrupted_run.
+@pytest.mark.slow
 def test_killed_run_resumes_and_finishes_at_the_same_step(data_dir, tmp_path):
     output_dir = tmp_path / "out"
     num_steps = 600

@@ -115,6 +115,27 @@ below(TwinObject *self, uint64_t n)
     return r;
 }
 
+/* A float in [0, 1), as `Random.random()`. */
+static inline double
+uniform(TwinObject *self)
+{
+    uint32_t a = next_word(self) >> 5;
+    uint32_t b = next_word(self) >> 6;
+    return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0);
+}
+
+/* `Random.shuffle` of `count` int64s in place. */
+static void
+shuffle_int64(TwinObject *self, int64_t *values, int64_t count)
+{
+    for (int64_t i = count - 1; i > 0; i--) {
+        int64_t j = (int64_t)below(self, (uint64_t)i + 1);
+        int64_t value = values[i];
+        values[i] = values[j];
+        values[j] = value;
+    }
+}
+
 static int
 set_state(TwinObject *self, PyObject *state)
 {
@@ -182,9 +203,7 @@ Twin_getstate(TwinObject *self, PyObject *Py_UNUSED(ignored))
 static PyObject *
 Twin_random(TwinObject *self, PyObject *Py_UNUSED(ignored))
 {
-    uint32_t a = next_word(self) >> 5;
-    uint32_t b = next_word(self) >> 6;
-    return PyFloat_FromDouble((a * 67108864.0 + b) * (1.0 / 9007199254740992.0));
+    return PyFloat_FromDouble(uniform(self));
 }
 
 static PyObject *
@@ -366,26 +385,19 @@ typedef struct {
     int do_whole_word_mask;
 } Corpus;
 
-static inline double
-uniform(TwinObject *rng)
-{
-    uint32_t a = next_word(rng) >> 5;
-    uint32_t b = next_word(rng) >> 6;
-    return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0);
-}
-
 /* `_whole_word_positions`: groups of candidates ("##" pieces and joined
  * CJK characters join the group before them), shuffled, taken whole. */
 static int
-whole_word_positions(TwinObject *rng, const Corpus *c, const int64_t *cands,
-                     int64_t num_candidates, int64_t a_start,
+whole_word_positions(TwinObject *rng, const Corpus *c,
+                     const int64_t *candidates, int64_t num_candidates,
+                     int64_t a_start,
                      int64_t b_start, int64_t b_offset,
                      int64_t num_to_predict, int64_t *group_starts,
                      int64_t *group_order, int64_t *positions)
 {
     int64_t num_groups = 0;
     for (int64_t k = 0; k < num_candidates; k++) {
-        int64_t position = cands[k];
+        int64_t position = candidates[k];
         int64_t index = position < b_offset ? a_start + position - 1
                                             : b_start + position - b_offset;
         int32_t token = c->tokens[index];
@@ -405,12 +417,7 @@ whole_word_positions(TwinObject *rng, const Corpus *c, const int64_t *cands,
     for (int64_t g = 0; g < num_groups; g++) {
         group_order[g] = g;
     }
-    for (int64_t i = num_groups - 1; i > 0; i--) {
-        int64_t j = (int64_t)below(rng, (uint64_t)i + 1);
-        int64_t swap = group_order[i];
-        group_order[i] = group_order[j];
-        group_order[j] = swap;
-    }
+    shuffle_int64(rng, group_order, num_groups);
     int64_t count = 0;
     for (int64_t g = 0; g < num_groups; g++) {
         if (count >= num_to_predict) {
@@ -422,7 +429,7 @@ whole_word_positions(TwinObject *rng, const Corpus *c, const int64_t *cands,
             continue;
         }
         for (int64_t k = 0; k < size; k++) {
-            positions[count++] = cands[first + k];
+            positions[count++] = candidates[first + k];
         }
     }
     return (int)count;
@@ -436,17 +443,17 @@ all_instances(TwinObject *rng, const Corpus *c, Growing *fields_out,
     const int64_t *sentence_starts = c->sentence_starts;
     int64_t max_num_tokens = c->max_seq_length - 3;
     Py_ssize_t scratch = (Py_ssize_t)c->max_seq_length + 1;
-    int64_t *cands = PyMem_Malloc(4 * scratch * sizeof(int64_t));
-    if (cands == NULL) {
+    int64_t *candidates = PyMem_Malloc(4 * scratch * sizeof(int64_t));
+    if (candidates == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    int64_t *group_starts = cands + scratch;
+    int64_t *group_starts = candidates + scratch;
     int64_t *group_order = group_starts + scratch;
     int64_t *positions = group_order + scratch;
     int32_t *masked = PyMem_Malloc(2 * scratch * sizeof(int32_t));
     if (masked == NULL) {
-        PyMem_Free(cands);
+        PyMem_Free(candidates);
         PyErr_NoMemory();
         return -1;
     }
@@ -467,11 +474,13 @@ all_instances(TwinObject *rng, const Corpus *c, Growing *fields_out,
         int64_t i = 0;
         while (i < count) {
             int64_t chunk_end = sentence_starts[first + i + 1];
-            if (i == count - 1 || chunk_end - chunk_start >= target_seq_length) {
+            if (i == count - 1
+                    || chunk_end - chunk_start >= target_seq_length) {
                 int64_t chunk_size = i - chunk_first + 1;
                 int64_t a_end = 1;
                 if (chunk_size >= 2) {
-                    a_end = 1 + (int64_t)below(rng, (uint64_t)(chunk_size - 1));
+                    a_end = 1 + (int64_t)below(
+                        rng, (uint64_t)(chunk_size - 1));
                 }
                 int64_t a_start = chunk_start;
                 int64_t a_length =
@@ -528,15 +537,15 @@ all_instances(TwinObject *rng, const Corpus *c, Growing *fields_out,
                     c->num_to_predict[a_length + b_length + 3];
                 int64_t num_candidates = 0;
                 for (int64_t p = 1; p <= a_length; p++) {
-                    cands[num_candidates++] = p;
+                    candidates[num_candidates++] = p;
                 }
                 for (int64_t p = b_offset; p < b_offset + b_length; p++) {
-                    cands[num_candidates++] = p;
+                    candidates[num_candidates++] = p;
                 }
                 int64_t num_positions;
                 if (c->do_whole_word_mask) {
                     int got = whole_word_positions(
-                        rng, c, cands, num_candidates, a_start, b_start,
+                        rng, c, candidates, num_candidates, a_start, b_start,
                         b_offset, num_to_predict, group_starts, group_order,
                         positions);
                     if (got < 0) {
@@ -544,15 +553,11 @@ all_instances(TwinObject *rng, const Corpus *c, Growing *fields_out,
                     }
                     num_positions = got;
                 } else {
-                    for (int64_t k = num_candidates - 1; k > 0; k--) {
-                        int64_t j = (int64_t)below(rng, (uint64_t)k + 1);
-                        int64_t swap = cands[k];
-                        cands[k] = cands[j];
-                        cands[j] = swap;
-                    }
+                    shuffle_int64(rng, candidates, num_candidates);
                     num_positions = num_candidates < num_to_predict
                                     ? num_candidates : num_to_predict;
-                    memcpy(positions, cands, num_positions * sizeof(int64_t));
+                    memcpy(positions, candidates,
+                           num_positions * sizeof(int64_t));
                 }
                 for (int64_t k = 0; k < num_positions; k++) {
                     masked[k] = (int32_t)positions[k];
@@ -583,7 +588,7 @@ all_instances(TwinObject *rng, const Corpus *c, Growing *fields_out,
     }
     status = 0;
 done:
-    PyMem_Free(cands);
+    PyMem_Free(candidates);
     PyMem_Free(masked);
     return status;
 }
@@ -677,10 +682,11 @@ static PyMethodDef module_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef exact_random_module = {
+static struct PyModuleDef pretraining_native_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_pretraining_native",
-    .m_doc = PyDoc_STR("create_pretraining_data's RNG and instance loop in C."),
+    .m_doc = PyDoc_STR(
+        "create_pretraining_data's RNG and instance loop in C."),
     .m_size = -1,
     .m_methods = module_methods,
 };
@@ -691,7 +697,7 @@ PyInit__pretraining_native(void)
     if (PyType_Ready(&TwinType) < 0) {
         return NULL;
     }
-    PyObject *module = PyModule_Create(&exact_random_module);
+    PyObject *module = PyModule_Create(&pretraining_native_module);
     if (module == NULL) {
         return NULL;
     }
