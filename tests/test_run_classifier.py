@@ -20,9 +20,11 @@ import random
 import numpy as np
 import pytest
 
+from runner_harness import error_line_in_process
 from runner_harness import read_eval_results
 from runner_harness import run_runner
 from runner_harness import runner_environment
+import run_classifier as run_classifier_program
 
 
 FILLER = [f"w{i}" for i in range(40)]
@@ -203,9 +205,9 @@ def test_regression_eval_and_predict_without_training(workspace, sst_run):
              f"--data_dir={workspace / 'stsb'}", f"--output_dir={output_dir}",
              "--max_seq_length=24", "--eval_batch_size=8", "--seed=3"]
     # No weights anywhere: refused, rather than results of a random model.
-    process = run_classifier(workspace, *flags, expect_success=False)
-    assert process.returncode == 1
-    assert process.stderr.strip().splitlines()[-1] == (
+    error = error_line_in_process(run_classifier_program, *flags,
+                                  workspace=workspace)
+    assert error == (
         f"run_classifier.py: error: --do_eval/--do_predict without "
         f"--do_train needs trained weights, but --output_dir={output_dir} "
         f"holds no checkpoint (model.ckpt-*) and --init_checkpoint is not "
@@ -240,24 +242,24 @@ def test_bad_dev_label_fails_before_training(workspace, tmp_path):
     write_tsv(data_dir / "dev.tsv", ["sentence", "label"],
               [("fine w3", "1"), ("awful w4", "negative")])
     output_dir = tmp_path / "output"
-    process = run_classifier(
-        workspace, "--task_name=sst-2", "--do_train=true", "--do_eval=true",
-        f"--data_dir={data_dir}", f"--output_dir={output_dir}",
-        "--max_seq_length=24", "--train_batch_size=1", expect_success=False)
-    assert process.returncode == 1
-    assert (f"run_classifier.py: error: {data_dir / 'dev.tsv'}, line 3: "
-            f"unknown label 'negative'") in process.stderr
+    error = error_line_in_process(
+        run_classifier_program, "--task_name=sst-2", "--do_train=true",
+        "--do_eval=true", f"--data_dir={data_dir}",
+        f"--output_dir={output_dir}", "--max_seq_length=24",
+        "--train_batch_size=1", workspace=workspace)
+    assert error.startswith(
+        f"run_classifier.py: error: {data_dir / 'dev.tsv'}, line 3: "
+        f"unknown label 'negative'")
     assert not output_dir.exists()  # nothing converted, nothing trained
 
 
 def test_missing_test_file_is_named(workspace, tmp_path):
-    process = run_classifier(
-        workspace, "--task_name=cola", "--do_predict=true",
+    error = error_line_in_process(
+        run_classifier_program, "--task_name=cola", "--do_predict=true",
         f"--data_dir={tmp_path}", f"--output_dir={tmp_path / 'out'}",
-        "--max_seq_length=24", expect_success=False)
-    assert process.returncode == 1
-    assert (f"task cola: test file not found: {tmp_path / 'test.tsv'}"
-            in process.stderr)
+        "--max_seq_length=24", workspace=workspace)
+    assert error.startswith("run_classifier.py: error: ")
+    assert f"task cola: test file not found: {tmp_path / 'test.tsv'}" in error
 
 
 @pytest.mark.real_data

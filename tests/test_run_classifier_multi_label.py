@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 from sklearn import metrics as sk_metrics
 
-from runner_harness import read_eval_results, run_runner
+from runner_harness import (error_line_in_process, read_eval_results,
+                            run_runner)
+import run_classifier
 
 FILLER = [f"w{i}" for i in range(30)]
 SPORTS = ["ball", "goal"]
@@ -103,11 +105,11 @@ def test_learns_and_predicts(workspace, label_flags, columns):
 
 
 def test_multi_label_needs_the_generic_task(workspace, tmp_path):
-    process = run_runner("run_classifier.py", workspace, "--do_train",
-                         "--task_name=sst-2", "--multi_label=true",
-                         f"--data_dir={workspace / 'data'}",
-                         f"--output_dir={tmp_path}", "--max_seq_length=16",
-                         expect_success=False)
-    assert process.stderr.strip().splitlines()[-1] == (
+    error = error_line_in_process(
+        run_classifier, "--do_train", "--task_name=sst-2",
+        "--multi_label=true", f"--data_dir={workspace / 'data'}",
+        f"--output_dir={tmp_path}", "--max_seq_length=16",
+        workspace=workspace)
+    assert error == (
         "run_classifier.py: error: --multi_label needs --task_name=generic "
         "(your own files), not sst-2")

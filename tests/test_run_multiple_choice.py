@@ -11,7 +11,9 @@ import random
 import numpy as np
 import pytest
 
-from runner_harness import read_eval_results, run_runner
+from runner_harness import (error_line_in_process, read_eval_results,
+                            run_runner)
+import run_multiple_choice
 
 FILLER = [f"w{i}" for i in range(30)]
 GOOD = ["yes", "right"]
@@ -93,11 +95,10 @@ def test_different_number_of_choices_is_named(workspace, tmp_path):
     (tmp_path / "dev.jsonl").write_text(
         json.dumps({"question": "q", "choices": ["a", "b"], "answer": 0})
         + "\n")
-    process = run_runner("run_multiple_choice.py", workspace, "--do_train",
-                         "--do_eval", f"--data_dir={tmp_path}",
-                         f"--output_dir={tmp_path / 'out'}", *FLAGS,
-                         expect_success=False)
-    assert process.returncode == 1
-    assert process.stderr.strip().splitlines()[-1] == (
+    error = error_line_in_process(
+        run_multiple_choice, "--do_train", "--do_eval",
+        f"--data_dir={tmp_path}", f"--output_dir={tmp_path / 'out'}", *FLAGS,
+        workspace=workspace)
+    assert error == (
         f"run_multiple_choice.py: error: {tmp_path / 'dev.jsonl'}:1: 2 "
         "choices, but the dataset has 3 (set by its first example)")
