@@ -38,9 +38,10 @@ flags.DEFINE_string(
 flags.DEFINE_integer(
     "num_workers", None,
     "Processes that tokenize the input and build the records. Default: "
-    "chosen from the input's size, one per 8 MB of text up to one per core "
-    "(small inputs run in one process, which is faster for them). The "
-    "output is the same for every value.", lower_bound=1)
+    "chosen from the input's size and the free cores, one per 2 MB of text "
+    "up to one per core not busy with other work (by the load average); "
+    "small inputs, and busy machines, run in one process, which is faster "
+    "for them. The output is the same for every value.", lower_bound=1)
 
 FLAGS = flags.FLAGS
 

@@ -5,7 +5,8 @@ same flags: Google's original `create_pretraining_data.py` (unmodified,
 under `tf.compat.v1` through `run_google_original.py`; give a checkout of
 github.com/google-research/bert with --google_bert_dir or the
 GOOGLE_BERT_DIR environment variable, or --skip_google), bert_tf at its
-default `--num_workers` (chosen from the input size), with
+default `--num_workers` (chosen from the input size and the free
+cores; the worker counts it chose are printed), with
 `--num_workers=1` and with one worker per core, and Model Garden's port
 (`official/nlp/data/create_pretraining_data.py`, whose masking draws differ
 from Google's; --skip_peer leaves it out). It prints wall time, CPU time
@@ -186,7 +187,8 @@ def build_corpus(path, megabytes):
 
 
 def run_measured(command, log_path):
-    """Runs `command`; returns (wall s, cpu s, peak RSS MB, records)."""
+    """Runs `command`; returns (wall s, cpu s, peak RSS MB, records, worker
+    processes bert_tf used or None)."""
     start = time.perf_counter()
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, stdout=log,
@@ -202,8 +204,9 @@ def run_measured(command, log_path):
         sys.exit(f"{' '.join(command)} failed:\n{output[-3000:]}")
     match = re.findall(r"Wrote (\d+) total instances", output)
     records = int(match[-1]) if match else -1
+    workers = re.findall(r"Using (\d+) worker process", output)
     return (wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
-            records)
+            records, int(workers[-1]) if workers else None)
 
 
 def repeat_corpus(path, megabytes):
@@ -331,11 +334,13 @@ def main():
                 run_measured(command, os.path.join(workdir, "log.txt"))
                 for _ in range(max(1, repeats)))
             results[name] = measured[len(measured) // 2]
-            wall, cpu, peak, records = results[name]
+            wall, cpu, peak, records, workers = results[name]
             print(f"{name:28s}{wall:9.2f}{cpu:9.2f}{peak:9.0f}{records:9d}"
                   + (f"   (median of {len(measured)}: "
                      + ", ".join(f"{m[0]:.2f}" for m in measured) + " s)"
-                     if len(measured) > 1 else ""), flush=True)
+                     if len(measured) > 1 else "")
+                  + (f" workers: {sorted({m[4] for m in measured})}"
+                     if "default" in name else ""), flush=True)
         if "Google's original" in results:
             print("records identical to Google's (parsed): "
                   + ("yes" if same_records(f"{workdir}/google.tfrecord",
@@ -345,7 +350,7 @@ def main():
         if one_worker is not None:
             # Scaling with cores: input megabytes a second of each run, and
             # each bert_tf run's speed-up over one worker.
-            for name, (wall, _, _, _) in results.items():
+            for name, (wall, _, _, _, _) in results.items():
                 line = f"{name}: {size / 1e6 / wall:.2f} MB/s"
                 if name.startswith("bert_tf") and name != (
                         "bert_tf --num_workers=1"):
@@ -356,7 +361,7 @@ def main():
             if reference not in results:
                 continue
             peer = results[reference]
-            for name, (wall, cpu, peak, _) in results.items():
+            for name, (wall, cpu, peak, _, _) in results.items():
                 if name.startswith("bert_tf"):
                     print(f"{reference} / {name}: {peer[0] / wall:.1f}x "
                           f"wall, {peer[1] / cpu:.1f}x cpu, "

@@ -1,8 +1,10 @@
-"""create_pretraining_data's default worker count follows the input size.
+"""create_pretraining_data's default worker count follows the input size
+and the free cores.
 
 Small inputs run in one process (workers would only add start-up cost, so
-the default is never slower than --num_workers=1); one worker per 8 MB of
-input, at most one per core. Reference: the sizes, computed by hand.
+the default is never slower than --num_workers=1); one worker per 2 MB of
+input, at most one per core that the load average leaves free. Reference:
+the sizes and loads, computed by hand.
 """
 
 from bert_tf.data import pretraining_corpus
@@ -16,21 +18,33 @@ def _sized_file(path, size):
     return str(path)
 
 
+def _workers(files, cores, load_average=0.0):
+    return pretraining_corpus.auto_num_workers(files, cores=cores,
+                                               load_average=load_average)
+
+
 def test_small_input_runs_in_one_process(tmp_path):
     small = _sized_file(tmp_path / "a.txt", 1 * MB)
-    assert pretraining_corpus.auto_num_workers([small], cores=16) == 1
+    assert _workers([small], cores=16) == 1
 
 
-def test_one_worker_per_8_mb_up_to_the_cores(tmp_path):
+def test_one_worker_per_2_mb_up_to_the_cores(tmp_path):
+    files = [_sized_file(tmp_path / f"{i}.txt", 3 * MB) for i in range(3)]
+    assert _workers(files, cores=16) == 4  # 9 MB
+    assert _workers(files, cores=2) == 2
+    assert _workers(files[:1], cores=16) == 1
+
+
+def test_busy_cores_are_not_counted(tmp_path):
     files = [_sized_file(tmp_path / f"{i}.txt", 10 * MB) for i in range(3)]
-    assert pretraining_corpus.auto_num_workers(files, cores=16) == 3  # 30 MB
-    assert pretraining_corpus.auto_num_workers(files, cores=2) == 2
-    assert pretraining_corpus.auto_num_workers(files[:1], cores=16) == 1
+    assert _workers(files, cores=16, load_average=0.9) == 15
+    assert _workers(files, cores=16, load_average=12.5) == 4
+    assert _workers(files, cores=2, load_average=1.2) == 1
+    assert _workers(files, cores=2, load_average=11.0) == 1
 
 
 def test_unsized_input_counts_as_large(tmp_path):
-    assert pretraining_corpus.auto_num_workers(
-        ["gs://bucket/shard.txt"], cores=4) == 4
+    assert _workers(["gs://bucket/shard.txt"], cores=4) == 4
 
 
 def test_blocks_of_any_size_give_the_same_corpus(tmp_path, monkeypatch,
