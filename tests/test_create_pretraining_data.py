@@ -173,10 +173,14 @@ def test_output_identical_for_every_num_workers(tmp_path, golden_dir,
     assert outputs[1][0] and outputs[1][1]
 
 
-def _store_arrays(corpus, vocab, use_c_loop, monkeypatch, seed, **flags):
+def _store_arrays(corpus, vocab, use_c_loop, monkeypatch, seed,
+                  documents_per_call=None, **flags):
     with monkeypatch.context() as patch:
         if not use_c_loop:
             patch.setattr(exact_random, "_native", None)
+        if documents_per_call:
+            patch.setattr(pretraining_instances, "_DOCUMENTS_PER_NATIVE_CALL",
+                          documents_per_call)
         store, order = pretraining_instances.create_training_instances(
             corpus, vocab, random.Random(seed), **flags)
     return (store.fields.tolist(), store.positions.tolist(),
@@ -211,12 +215,17 @@ def test_c_instance_loop_equals_the_python_loop(golden_dir,
         [str(golden_dir / "create_pretraining_data" / "corpus.txt")],
         tokenizer)
     vocab = pretraining_instances.PretrainingVocab(tokenizer.vocab)
+    assert corpus.num_documents > 3
     for seed in (1, 99):
         in_c = _store_arrays(corpus, vocab, True, monkeypatch, seed, **flags)
+        # The C loop called on ranges of 3 documents at a time.
+        in_c_ranges = _store_arrays(corpus, vocab, True, monkeypatch, seed,
+                                    documents_per_call=3, **flags)
         in_python = _store_arrays(corpus, vocab, False, monkeypatch, seed,
                                   **flags)
         assert len(in_c[0]) > 0
         assert in_c == in_python
+        assert in_c_ranges == in_python
 
 
 def test_c_instance_loop_equals_the_python_loop_on_chinese_words(

@@ -28,7 +28,9 @@
  * before using it, and without this extension uses Python's generator.
  *
  * 2. `append_instances`: one pass of Google's
- * `create_instances_from_document` over all documents, drawing from a
+ * `create_instances_from_document` over a range of documents (the caller
+ * goes through a pass in ranges: bounded memory, Ctrl-C between them),
+ * drawing from a
  * `Twin`: the same loop, line for line, as `_append_all_instances` in
  * bert_tf/data/pretraining_instances.py (which documents it and is what
  * runs without this extension); tests hold the two to the same records.
@@ -383,6 +385,9 @@ typedef struct {
     double short_seq_prob;
     int32_t mask_id;
     int do_whole_word_mask;
+    /* The documents of this call: [first_document, end_document). */
+    int64_t first_document;
+    int64_t end_document;
 } Corpus;
 
 /* `_whole_word_positions`: groups of candidates ("##" pieces and joined
@@ -460,8 +465,8 @@ all_instances(TwinObject *rng, const Corpus *c, Growing *fields_out,
     int32_t *replacements = masked + scratch;
     int status = -1;
 
-    for (int64_t document_index = 0; document_index < c->num_documents;
-         document_index++) {
+    for (int64_t document_index = c->first_document;
+         document_index < c->end_document; document_index++) {
         int64_t first = c->first_sentence[document_index];
         int64_t count = c->num_sentences[document_index];
         int64_t target_seq_length = max_num_tokens;
@@ -599,15 +604,16 @@ append_instances(PyObject *Py_UNUSED(module), PyObject *args)
     PyObject *rng_object, *sentence_starts, *tokens, *first_sentence,
         *num_sentences, *word_ids, *is_continuation, *joins_previous,
         *num_to_predict;
-    long long max_seq_length;
+    long long max_seq_length, first_document, end_document;
     double short_seq_prob;
     int mask_id, do_whole_word_mask;
-    if (!PyArg_ParseTuple(args, "O!OOOOOOOOLdip:append_instances",
+    if (!PyArg_ParseTuple(args, "O!OOOOOOOOLdipLL:append_instances",
                           &TwinType, &rng_object, &sentence_starts, &tokens,
                           &first_sentence, &num_sentences, &word_ids,
                           &is_continuation, &joins_previous, &num_to_predict,
                           &max_seq_length, &short_seq_prob, &mask_id,
-                          &do_whole_word_mask)) {
+                          &do_whole_word_mask, &first_document,
+                          &end_document)) {
         return NULL;
     }
     Py_buffer views[8];
@@ -645,10 +651,14 @@ append_instances(PyObject *Py_UNUSED(module), PyObject *args)
         .short_seq_prob = short_seq_prob,
         .mask_id = mask_id,
         .do_whole_word_mask = do_whole_word_mask,
+        .first_document = first_document,
+        .end_document = end_document,
     };
     if (views[3].len != views[2].len || max_seq_length < 5
             || views[6].len / 8 < max_seq_length + 1
             || corpus.num_documents < 1 || corpus.num_words < 1
+            || first_document < 0 || first_document > end_document
+            || end_document > corpus.num_documents
             || (num_views == 8 && views[7].len < corpus.num_tokens)) {
         PyErr_SetString(PyExc_ValueError,
                         "append_instances: inconsistent arguments");
@@ -676,9 +686,10 @@ static PyMethodDef module_methods[] = {
      "append_instances(twin, sentence_starts, tokens, first_sentence, "
      "num_sentences, word_ids, is_continuation, joins_previous, "
      "num_to_predict, max_seq_length, short_seq_prob, mask_id, "
-     "do_whole_word_mask) -> (fields, positions, replacements): one pass "
-     "of `_append_all_instances`; int64 fields (6 an instance), int32 "
-     "masked positions and replacement ids, as bytes."},
+     "do_whole_word_mask, first_document, end_document) -> (fields, "
+     "positions, replacements): documents [first_document, end_document) "
+     "of one pass of `_append_all_instances`; int64 fields (6 an "
+     "instance), int32 masked positions and replacement ids, as bytes."},
     {NULL, NULL, 0, NULL},
 };
 

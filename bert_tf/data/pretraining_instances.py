@@ -70,6 +70,9 @@ KEEP_ORIGINAL = -1
 # Values stored per instance in `InstanceStore.fields`.
 _FIELDS_PER_INSTANCE = 6
 
+# Documents per call of the C instance loop (a few MB of instances).
+_DOCUMENTS_PER_NATIVE_CALL = 2048
+
 
 class PretrainingVocab:
     """What instance creation needs from a vocabulary.
@@ -234,7 +237,14 @@ def create_training_instances(corpus, vocab, rng, max_seq_length,
                 do_whole_word_mask)
         for done in range(1, dupe_factor + 1):
             if native_loop is not None:
-                store.append_packed(*native_loop(*native_arguments))
+                # Documents in ranges: the bytes of one range at a time,
+                # and Ctrl-C is seen between ranges.
+                for first in range(0, num_documents,
+                                   _DOCUMENTS_PER_NATIVE_CALL):
+                    store.append_packed(*native_loop(
+                        *native_arguments, first,
+                        min(first + _DOCUMENTS_PER_NATIVE_CALL,
+                            num_documents)))
             else:
                 _append_all_instances(
                     store, corpus, vocab, draws, first_sentence,
