@@ -46,6 +46,17 @@ def uncased_vocab_file(golden_dir):
 
 
 @pytest.fixture
+def c_extension():
+    """The C extension `bert_tf.data._pretraining_native`; the test is
+    skipped where it is not built (an install without a C compiler)."""
+    from bert_tf.data import exact_random
+    if exact_random._native is None:
+        pytest.skip("the C extension bert_tf.data._pretraining_native is not "
+                    "built (pip install -e . with a C compiler)")
+    return exact_random._native
+
+
+@pytest.fixture
 def tiny_config():
     """`modeling_harness.tiny_bert_config` with BERT's default dropout."""
     from modeling_harness import BERT_DROPOUT, tiny_bert_config

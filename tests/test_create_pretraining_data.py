@@ -129,13 +129,12 @@ def _instances(store, corpus, vocab, order=None):
 
 @pytest.mark.parametrize("draws", ["c_extension", "python"])
 def test_reproduces_googles_records(tmp_path, golden_dir, uncased_vocab_file,
-                                    tf, draws, monkeypatch):
+                                    tf, draws, monkeypatch, request):
     # Both ways of making Google's RNG draws (exact_random).
     if draws == "python":
         monkeypatch.setattr(exact_random, "_native", None)
-    elif not exact_random.c_extension_available():
-        pytest.skip("the C extension bert_tf.data._pretraining_native is not "
-                    "built (pip install -e . with a C compiler)")
+    else:
+        request.getfixturevalue("c_extension")
     output = tmp_path / "out.tfrecord"
     written = pretraining_instances.create_pretraining_data(
         input_files=[str(golden_dir / "create_pretraining_data" /
@@ -203,13 +202,10 @@ def _store_arrays(corpus, vocab, use_c_loop, monkeypatch, seed,
 ])
 def test_c_instance_loop_equals_the_python_loop(golden_dir,
                                                 uncased_vocab_file, flags,
-                                                monkeypatch):
+                                                monkeypatch, c_extension):
     # The Python loop is the one the hand-worked tests below check draw by
     # draw; the C loop (bert_tf/data/_pretraining_native.c) must make the
     # same instances. The golden test above checks both against Google's.
-    if not exact_random.c_extension_available():
-        pytest.skip("the C extension bert_tf.data._pretraining_native is not "
-                    "built (pip install -e . with a C compiler)")
     tokenizer = _tokenizer(uncased_vocab_file, True)
     corpus = pretraining_corpus.tokenize_corpus(
         [str(golden_dir / "create_pretraining_data" / "corpus.txt")],
@@ -229,10 +225,7 @@ def test_c_instance_loop_equals_the_python_loop(golden_dir,
 
 
 def test_c_instance_loop_equals_the_python_loop_on_chinese_words(
-        tmp_path, monkeypatch):
-    if not exact_random.c_extension_available():
-        pytest.skip("the C extension bert_tf.data._pretraining_native is not "
-                    "built (pip install -e . with a C compiler)")
+        tmp_path, monkeypatch, c_extension):
     # Words of one to four characters, pre-segmented with spaces, and some
     # English words with "##" pieces between them.
     rng = random.Random(4)

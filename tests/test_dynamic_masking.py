@@ -235,12 +235,10 @@ def _google_random_next_fraction(documents, max_num_tokens, short_seq_prob,
     return random_next / instances
 
 
-def test_masking_and_label_statistics(training_examples, vocab, corpus):
-    """80% [MASK], 10% kept, 10% random; the share of random-next pairs is
-    what Google's algorithm gives on the same documents."""
-    mask_id = vocab["[MASK]"]
+def _masked_kept_replaced(examples, mask_id):
+    """How many masked positions hold [MASK], their own token, another."""
     masked = kept = replaced = 0
-    for example in training_examples:
+    for example in examples:
         count = int(example["masked_lm_weights"].sum())
         positions = example["masked_lm_positions"][:count]
         now = example["input_ids"][positions]
@@ -248,6 +246,14 @@ def test_masking_and_label_statistics(training_examples, vocab, corpus):
         masked += int(np.sum(now == mask_id))
         kept += int(np.sum(now == before))
         replaced += int(np.sum((now != mask_id) & (now != before)))
+    return masked, kept, replaced
+
+
+def test_masking_and_label_statistics(training_examples, vocab, corpus):
+    """80% [MASK], 10% kept, 10% random; the share of random-next pairs is
+    what Google's algorithm gives on the same documents."""
+    mask_id = vocab["[MASK]"]
+    masked, kept, replaced = _masked_kept_replaced(training_examples, mask_id)
     total = masked + kept + replaced
     assert total > 10000
     assert abs(masked / total - 0.8) < 0.02
@@ -624,15 +630,8 @@ def test_whole_words_are_masked_together(whole_word_examples, vocab):
 
 def test_whole_word_masking_splits_80_10_10(whole_word_examples, vocab):
     mask_id = vocab["[MASK]"]
-    masked = kept = replaced = 0
-    for example in whole_word_examples:
-        count = int(example["masked_lm_weights"].sum())
-        positions = example["masked_lm_positions"][:count]
-        now = example["input_ids"][positions]
-        before = example["masked_lm_ids"][:count]
-        masked += int(np.sum(now == mask_id))
-        kept += int(np.sum(now == before))
-        replaced += int(np.sum((now != mask_id) & (now != before)))
+    masked, kept, replaced = _masked_kept_replaced(whole_word_examples,
+                                                   mask_id)
     total = masked + kept + replaced
     # Binomial standard deviations at this size: about 0.005 and 0.004.
     assert total > 5000

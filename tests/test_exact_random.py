@@ -14,11 +14,9 @@ from bert_tf.data import exact_random
 PATHS = ["c", "python"]
 
 
-def _draws_path(path, monkeypatch):
+def _draws_path(path, monkeypatch, request):
     if path == "c":
-        if exact_random._native is None:
-            pytest.skip("the C extension bert_tf.data._pretraining_native is "
-                        "not built (pip install -e . with a C compiler)")
+        request.getfixturevalue("c_extension")
         return True
     monkeypatch.setattr(exact_random, "_native", None)
     return False
@@ -67,8 +65,8 @@ def _play(script, random_fn, randbelow, shuffle):
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("seed", [0, 1, 12345, 2 ** 40 + 7])
-def test_draws_and_state_equal_pythons(path, seed, monkeypatch):
-    use_c = _draws_path(path, monkeypatch)
+def test_draws_and_state_equal_pythons(path, seed, monkeypatch, request):
+    use_c = _draws_path(path, monkeypatch, request)
     script = _script(seed)
     reference = random.Random(seed)
     expected = _play(script, reference.random, reference._randbelow,
@@ -89,8 +87,9 @@ def test_draws_and_state_equal_pythons(path, seed, monkeypatch):
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_state_handed_back_when_the_block_fails(path, monkeypatch):
-    use_c = _draws_path(path, monkeypatch)
+def test_state_handed_back_when_the_block_fails(path, monkeypatch,
+                                                request):
+    use_c = _draws_path(path, monkeypatch, request)
     reference = random.Random(3)
     expected = [reference.random() for _ in range(700)]
     rng = random.Random(3)
@@ -112,15 +111,13 @@ def test_a_subclass_draws_with_its_own_methods():
         assert draws.random() == 0.25
 
 
-def test_c_twin_rejects_a_bad_state():
-    if exact_random._native is None:
-        pytest.skip("the C extension is not built")
+def test_c_twin_rejects_a_bad_state(c_extension):
     with pytest.raises(ValueError, match="625"):
-        exact_random._native.Twin((1, 2, 3))
+        c_extension.Twin((1, 2, 3))
     state = random.Random(1).getstate()[1]
     with pytest.raises(ValueError, match="position"):
-        exact_random._native.Twin(state[:-1] + (625,))
-    twin = exact_random._native.Twin(state)
+        c_extension.Twin(state[:-1] + (625,))
+    twin = c_extension.Twin(state)
     with pytest.raises(TypeError, match="list or a writable"):
         twin.shuffle((1, 2, 3))
     with pytest.raises(ValueError, match="positive"):

@@ -99,15 +99,10 @@ DEFAULT = Settings(
 # 1-2 minutes on 2 idle cores (1m45s of CPU time), most of it starting
 # TensorFlow in each step: the job's workflow, not its results (too few
 # steps to learn much).
-QUICK = Settings(
-    max_documents=30, vocab_size=4000,
-    num_layers=2, hidden_size=128, num_heads=2, intermediate_size=512,
-    max_seq_length=64, max_predictions_per_seq=10, dupe_factor=1,
-    pretrain_batch_size=32, num_train_steps=200,
-    pretrain_learning_rate=1e-3, max_eval_steps=10,
-    save_checkpoints_steps=100,
-    classifier_batch_size=32, num_train_epochs=0.25,
-    classifier_learning_rate=2e-4)
+QUICK = dataclasses.replace(
+    DEFAULT, max_documents=30, vocab_size=4000, dupe_factor=1,
+    num_train_steps=200, max_eval_steps=10, save_checkpoints_steps=100,
+    num_train_epochs=0.25)
 
 
 @dataclasses.dataclass(frozen=True)
