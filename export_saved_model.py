@@ -51,8 +51,6 @@ TAGGING = "tagging"
 MULTIPLE_CHOICE = "multiple_choice"
 # The runners' --doc_stride defaults.
 DEFAULT_DOC_STRIDE = {SQUAD: 128, TAGGING: 64}
-# run_classifier.py tasks whose examples have no second text.
-SINGLE_TEXT_TASKS = ("cola", "sst-2")
 GENERIC = "generic"
 
 
@@ -176,10 +174,7 @@ def _classification_labels(flag_values, task_name):
         task_name, label_column=flag_values.label_column,
         text_b_column=flag_values.text_b_column,
         file_format=flag_values.data_format)
-    if task_name == GENERIC:
-        has_text_b = bool(flag_values.text_b_column)
-    else:
-        has_text_b = task_name not in SINGLE_TEXT_TASKS
+    has_text_b = processor.has_text_b
     if processor.is_regression:
         return None, True, has_text_b
     if flag_values.label_list:

@@ -192,6 +192,10 @@ def run(flag_values):
         flag_values, len(phases.get(base.TRAIN, (None, ()))[1]))
 
     run = finetune.start(flag_values)
+    finetune.write_run_description(
+        flag_values, PROGRAM, finetune.CLASSIFICATION, task_name=task_name,
+        label_list=None if is_regression else label_list,
+        is_regression=is_regression, has_text_b=processor.has_text_b)
     files, num_records = {}, {}
     for mode, (file_name, examples, batch_size) in phases.items():
         files[mode], num_records[mode] = _write_records(

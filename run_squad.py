@@ -232,6 +232,12 @@ def run(flag_values):
 
     run = finetune.start(flag_values)
     output_dir = flag_values.output_dir
+    finetune.write_run_description(
+        flag_values, PROGRAM, finetune.SQUAD,
+        **{name: flag_values[name].value for name in (
+            "doc_stride", "max_query_length", "n_best_size",
+            "max_answer_length", "version_2_with_negative",
+            "null_score_diff_threshold")})
 
     train_file = None
     if train_examples is not None:

@@ -198,6 +198,12 @@ class DataProcessor:
         """The `SplitLayout` of "train", "dev" or "test"."""
         raise NotImplementedError
 
+    @property
+    def has_text_b(self):
+        """Whether the task classifies text pairs (its examples have a
+        `text_b`)."""
+        return self._layout("train").text_b is not None
+
     def _guid_prefix(self, split):
         """The guid prefix Google uses for a split (e.g. MNLI's dev_matched)."""
         return split
@@ -495,6 +501,10 @@ class GenericProcessor(DataProcessor):
         self.label_column = label_column
         self.file_format = file_format
         self._labels_by_dir = {}
+
+    @property
+    def has_text_b(self):
+        return self.text_b_column is not None
 
     def _path(self, data_dir, split):
         path = os.path.join(os.fspath(data_dir), f"{split}.{self.file_format}")

@@ -9,6 +9,7 @@ A fine-tuning runner is its own flags plus a few lines of wiring:
     run = start(flag_values)          # strategy, seed, output dir, tokenizer
     ... write the task's records, build the task ...
     trainer = make_trainer(run, task, flag_values, steps, eval_batch_size)
+    write_run_description(flag_values, PROGRAM, "classification", ...)
 
 Everything here reads parsed flags and hands plain values to the library
 (see `bert_tf.runners.flags`); the `--init_checkpoint` is resolved once,
@@ -16,6 +17,7 @@ here, and travels in the task (`Task.init_checkpoint`), which opens it once.
 """
 
 import dataclasses
+import json
 import os
 import types
 from typing import Optional
@@ -337,3 +339,104 @@ def run_phases(trainer, flag_values, *, num_predict_examples,
                 pad_to_full_batches=pad_to_full_batches)
             results["predict"] = predicted(state)
     return results
+
+
+# -- what a training run leaves for prediction --------------------------------
+
+# Written into a training run's --output_dir beside its checkpoints, so that
+# the directory alone predicts (`bert_tf.load`, like a released checkpoint
+# directory): the model's config and vocabulary, and what the task needs.
+RUN_DESCRIPTION_FILE = "bert_tf_run.json"
+BERT_CONFIG_FILE = "bert_config.json"
+VOCAB_FILE = "vocab.txt"
+# The task kinds of a run description (`bert_tf.api` serves each).
+CLASSIFICATION = "classification"
+MULTI_LABEL = "multi_label"
+SQUAD = "squad"
+TAGGING = "tagging"
+MULTIPLE_CHOICE = "multiple_choice"
+TASK_KINDS = (CLASSIFICATION, MULTI_LABEL, SQUAD, TAGGING, MULTIPLE_CHOICE)
+
+
+def write_run_description(flag_values, program, task, **settings):
+    """Makes a training run's `--output_dir` loadable by itself.
+
+    Copies `--bert_config_file` and `--vocab_file` into it as
+    `bert_config.json` and `vocab.txt` (as a released checkpoint directory
+    has them) and writes `bert_tf_run.json`: the program, the task kind,
+    `max_seq_length`, `do_lower_case`, `causal_attention` and the task's
+    own `settings` (labels, windows, ...). Only a run that trains writes
+    them (a prediction run describes no model of its own). Each file is
+    written under a temporary name and renamed.
+
+    Args:
+      flag_values: the runner's parsed flags.
+      program: the runner's file name, e.g. "run_classifier.py".
+      task: one of `TASK_KINDS`.
+      **settings: JSON-serializable task settings.
+
+    Raises:
+      ValueError: `--output_dir` already holds a `bert_config.json` or
+        `vocab.txt` that differs from the run's (another model's files,
+        which are not overwritten).
+    """
+    from bert_tf import file_io
+    if not flag_values.do_train:
+        return
+    if task not in TASK_KINDS:
+        raise ValueError(f"unknown task kind {task!r}")
+    output_dir = flag_values.output_dir
+    copies = []
+    for flag, name in (("bert_config_file", BERT_CONFIG_FILE),
+                       ("vocab_file", VOCAB_FILE)):
+        content = file_io.read_bytes(flag_values[flag].value, f"--{flag}")
+        target = os.path.join(output_dir, name)
+        if _existing_bytes(target) not in (None, content):
+            raise ValueError(
+                f"--output_dir: {target} exists and differs from --{flag}="
+                f"{flag_values[flag].value} (another model's file is not "
+                "overwritten; use another --output_dir)")
+        copies.append((target, content))
+    for target, content in copies:
+        if _existing_bytes(target) is None:
+            with file_io.atomic_write(target, "wb") as writer:
+                writer.write(content)
+    description = {
+        "program": program, "task": task,
+        "max_seq_length": flag_values.max_seq_length,
+        "do_lower_case": flag_values.do_lower_case,
+        "causal_attention": flag_values.causal_attention, **settings}
+    with file_io.atomic_write(
+            os.path.join(output_dir, RUN_DESCRIPTION_FILE)) as writer:
+        json.dump(description, writer, indent=2, ensure_ascii=False)
+        writer.write("\n")
+
+
+def _existing_bytes(path):
+    """The content of `path`, or None where there is no such file."""
+    from bert_tf import file_io
+    try:
+        return file_io.read_bytes(path)
+    except FileNotFoundError:
+        return None
+
+
+def read_run_description(output_dir):
+    """`bert_tf_run.json` of a training run's directory as a dict.
+
+    Raises:
+      FileNotFoundError: there is none (not a training run's directory).
+      ValueError: it is not a description (the message names the file).
+    """
+    from bert_tf import file_io
+    path = os.path.join(os.fspath(output_dir), RUN_DESCRIPTION_FILE)
+    content = file_io.read_bytes(path, "run description")
+    try:
+        description = json.loads(content.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path}: not a JSON run description ({error})"
+                         ) from None
+    if not isinstance(description, dict) or description.get(
+            "task") not in TASK_KINDS:
+        raise ValueError(f"{path}: no 'task' among {', '.join(TASK_KINDS)}")
+    return description

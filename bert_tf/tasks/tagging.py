@@ -64,6 +64,17 @@ def chunk_tags(tags, chunk_scheme):
     return list(tags) if chunk_scheme else [f"S-{tag}" for tag in tags]
 
 
+def sentence_entities(words, labels, chunk_scheme):
+    """The entities of one tagged sentence, as test_predictions.jsonl lists
+    them: [{"type", "start", "end" (word offsets, end excluded), "text"
+    (the words joined by spaces)}]; with POS-like labels (`chunk_scheme`
+    False) each word is its own entity."""
+    return [{"type": entity_type, "start": first, "end": last + 1,
+             "text": " ".join(words[first:last + 1])}
+            for entity_type, first, last in tagging_metrics.get_entities(
+                chunk_tags(labels, chunk_scheme))]
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class TaggingModel(save_signature.TaskModel):
     """`BertModel` + `TokenClassifierHead` (+ `LinearChainCRF`).
@@ -350,15 +361,10 @@ class TaggingTask(base.InMemoryArraysTask):
         records = []
         for sentence, labels in zip(tagging_file.sentences,
                                     self.predicted_labels(state, mode)):
-            entities = []
-            for entity_type, first, last in tagging_metrics.get_entities(
-                    chunk_tags(labels, self.chunk_scheme)):
-                entities.append({
-                    "type": entity_type, "start": first, "end": last + 1,
-                    "text": " ".join(sentence.words[first:last + 1])})
             records.append({"line": sentence.line_numbers[0],
                             "words": sentence.words, "labels": labels,
-                            "entities": entities})
+                            "entities": sentence_entities(
+                                sentence.words, labels, self.chunk_scheme)})
         return records
 
     def write_predictions(self, state, output_dir, mode):

@@ -1,0 +1,995 @@
+"""bert_tf from Python: raw text in, the runners' outputs out.
+
+    import bert_tf
+
+    model = bert_tf.load("uncased_L-12_H-768_A-12")      # a released checkpoint
+    model.fill_mask(["The capital of France is [MASK]."], top_k=5)
+    model.embed(["Hello world."])                        # pooled, mean-pooled
+
+    bert_tf.finetune("classification", "uncased_L-12_H-768_A-12", "work/sst",
+                     train=[("a great film", "1"), ("dull", "0"), ...],
+                     dev=[...], num_train_epochs=3)      # -> the eval metrics
+    bert_tf.load("work/sst").predict(["what a film"])    # [{"label": ..., ...}]
+
+Nothing here is a second implementation of what the programs do:
+
+- `finetune` runs the runner itself (`run_classifier.run`, `run_squad.run`,
+  `run_tagging.run`, `run_multiple_choice.run`) on its absl flags, parsed
+  from the keyword arguments as from a command line; Python lists are first
+  written to files in the runner's input format. The `--output_dir` it
+  writes is a runner's, checkpoints, `eval_results.txt` and all.
+- `load(...).predict` calls the `serving_default` function of the task's
+  export (`bert_tf.export`): the SavedModel's own, or, for a training run's
+  `--output_dir`, the export built from its newest checkpoint and its
+  `bert_tf_run.json` (`bert_tf.runners.finetune.write_run_description`).
+  The exports are tested to give the runners' `test_results.tsv`,
+  `predictions.json` and `test_predictions.txt`.
+- `embed` is the `embeddings` export; `fill_mask` the pretraining model's
+  masked-LM head (`BertPretrainingModel`) on the released checkpoint's
+  `cls/predictions/...` variables.
+
+`load` takes one of three kinds of directory:
+
+- a released checkpoint directory (`bert_config.json`, `vocab.txt`,
+  `bert_model.ckpt.*`, e.g. Google's zips): `embed`, `fill_mask`;
+- a training run's `--output_dir` (its `bert_tf_run.json`, config,
+  vocabulary, labels and newest checkpoint): `predict`, and `embed`;
+- a SavedModel of `export_saved_model.py`: `predict`.
+"""
+
+import csv
+import dataclasses
+import json
+import os
+import tempfile
+
+from bert_tf import startup
+
+# Before anything imports TensorFlow (a no-op once it is imported).
+startup.quiet_start()
+
+import numpy as np  # noqa: E402
+
+from bert_tf.runners import finetune as finetune_lib  # noqa: E402
+
+SAVED_MODEL_FILE = "saved_model.pb"
+MASK = "[MASK]"
+DEFAULT_MAX_SEQ_LENGTH = 128
+# finetune's task -> the runner module that runs it.
+_RUNNERS = {
+    finetune_lib.SQUAD: "run_squad",
+    finetune_lib.TAGGING: "run_tagging",
+    finetune_lib.MULTIPLE_CHOICE: "run_multiple_choice",
+}
+# run_classifier.py's tasks (Google's and GLUE's, `generic`).
+_CLASSIFIER_TASKS = ("cola", "mnli", "mnli-mm", "mrpc", "xnli", "sst-2",
+                     "qqp", "qnli", "rte", "wnli", "sts-b", "generic")
+# The generic task's columns when finetune writes Python lists.
+_TEXT_A, _TEXT_B, _LABEL = "text_a", "text_b", "label"
+
+
+# -- loading -------------------------------------------------------------------
+
+def load(path, *, batch_size=32, do_lower_case=None, max_seq_length=None):
+    """A model from a directory, ready for raw text.
+
+    Args:
+      path: a released checkpoint directory, a training run's
+        `--output_dir`, or a SavedModel of `export_saved_model.py` (see the
+        module docstring).
+      batch_size: inputs per model call.
+      do_lower_case: the tokenizer's casing. Default: a run's own; for a
+        checkpoint directory, True when no vocabulary piece has an upper-case
+        letter (Google's uncased vocabularies have none). A SavedModel has
+        its tokenizer inside (passing it is an error).
+      max_seq_length: the longest input in word pieces, [CLS] and [SEP]
+        included. Default: a run's own; 128 for a checkpoint directory
+        (at most the config's `max_position_embeddings`).
+
+    Returns:
+      A `PretrainedModel`, `FineTunedModel` or `ExportedModel`.
+
+    Raises:
+      ValueError: `path` is none of the three kinds, or a bad argument (the
+        message names it).
+    """
+    path = os.fspath(path)
+    if batch_size < 1:
+        raise ValueError(f"batch_size={batch_size} must be positive")
+    if not os.path.isdir(path):
+        raise ValueError(f"bert_tf.load: {path} is not a directory")
+    if os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
+        for name, value in (("do_lower_case", do_lower_case),
+                            ("max_seq_length", max_seq_length)):
+            if value is not None:
+                raise ValueError(
+                    f"bert_tf.load: {name} is fixed in the SavedModel {path} "
+                    "(it was exported with its own)")
+        return ExportedModel(path, batch_size)
+    if os.path.isfile(os.path.join(path,
+                                   finetune_lib.RUN_DESCRIPTION_FILE)):
+        return FineTunedModel(path, batch_size, do_lower_case,
+                              max_seq_length)
+    missing = [name for name in (finetune_lib.BERT_CONFIG_FILE,
+                                 finetune_lib.VOCAB_FILE)
+               if not os.path.isfile(os.path.join(path, name))]
+    if missing or not _has_checkpoint(path):
+        raise ValueError(
+            f"bert_tf.load: {path} is neither a checkpoint directory "
+            "(bert_config.json, vocab.txt and a checkpoint), a training "
+            f"run's --output_dir ({finetune_lib.RUN_DESCRIPTION_FILE}) nor a "
+            f"SavedModel ({SAVED_MODEL_FILE})"
+            + (f"; it has no {' or '.join(missing)}" if missing
+               else "; it has no checkpoint"))
+    return PretrainedModel(path, batch_size, do_lower_case, max_seq_length)
+
+
+def _has_checkpoint(directory):
+    from bert_tf import checkpoints
+    try:
+        checkpoints.resolve_checkpoint(directory)
+    except checkpoints.CheckpointError:
+        return False
+    return True
+
+
+def vocab_is_uncased(vocab_file):
+    """True when no piece of the vocabulary (special `[...]` tokens aside)
+    has an upper-case letter, as in Google's uncased vocabularies."""
+    with open(vocab_file, encoding="utf-8") as reader:
+        for line in reader:
+            piece = line.strip()
+            if piece.startswith("[") and piece.endswith("]"):
+                continue
+            if piece != piece.lower():
+                return False
+    return True
+
+
+class PretrainedModel:
+    """A Google-format checkpoint directory: sentence embeddings and, when
+    the checkpoint has the masked-LM head, `fill_mask`.
+
+    Attributes:
+      path: the directory.
+      checkpoint: the checkpoint prefix read.
+      bert_config: its `BertConfig`.
+      vocab_file, do_lower_case, max_seq_length: the tokenizer and inputs.
+    """
+
+    def __init__(self, path, batch_size=32, do_lower_case=None,
+                 max_seq_length=None, default_max_seq_length=None,
+                 default_do_lower_case=None):
+        from bert_tf import checkpoints
+        from bert_tf.config import BertConfig
+        self.path = path
+        self.batch_size = batch_size
+        self.checkpoint = checkpoints.resolve_checkpoint(path)
+        self.bert_config = BertConfig.from_json_file(
+            os.path.join(path, finetune_lib.BERT_CONFIG_FILE))
+        self.vocab_file = os.path.join(path, finetune_lib.VOCAB_FILE)
+        if do_lower_case is None:
+            do_lower_case = (default_do_lower_case
+                             if default_do_lower_case is not None
+                             else vocab_is_uncased(self.vocab_file))
+        self.do_lower_case = bool(do_lower_case)
+        if max_seq_length is None:
+            max_seq_length = default_max_seq_length or min(
+                DEFAULT_MAX_SEQ_LENGTH,
+                self.bert_config.max_position_embeddings)
+        if max_seq_length < 3:
+            raise ValueError(f"max_seq_length={max_seq_length} cannot hold "
+                             "[CLS], a word piece and [SEP]")
+        self.bert_config.check_max_seq_length(max_seq_length)
+        self.max_seq_length = max_seq_length
+        self._embedder = None
+        self._masked_lm = None
+        self._tokenizer = None
+
+    # -- embeddings --
+
+    def embed(self, texts):
+        """Sentence embeddings of `texts`.
+
+        Args:
+          texts: a list of strings (each cut to `max_seq_length` pieces,
+            as run_classifier.py cuts a text).
+
+        Returns:
+          {"pooled_output": float32 [n, hidden] (the pooler: dense + tanh
+          on [CLS]), "mean_pooled": float32 [n, hidden] (the last layer
+          averaged over the real tokens, [CLS] and [SEP] included)}.
+        """
+        texts = _strings("texts", texts)
+        if self._embedder is None:
+            from bert_tf.export import builders
+            export = builders.embedding_export(
+                self.bert_config, self.vocab_file, self.do_lower_case,
+                self.checkpoint, self.max_seq_length)
+            self._embedder = _Served(export)
+        rows = self._embedder.call_batched({"text": texts}, self.batch_size)
+        return {name: rows[name] for name in ("pooled_output",
+                                              "mean_pooled")}
+
+    # -- masked LM --
+
+    def fill_mask(self, texts, top_k=5):
+        """The masked-LM head's likeliest pieces for each `[MASK]`.
+
+        Args:
+          texts: a list of strings, each with one or more `[MASK]` (written
+            as such; the text around it is tokenized as usual).
+          top_k: candidates per mask.
+
+        Returns:
+          One list per text, one list per `[MASK]` in it (in order), of
+          `top_k` dicts `{"token": piece, "token_id": id, "probability": p}`,
+          likeliest first.
+
+        Raises:
+          ValueError: the checkpoint has no masked-LM head
+            (`cls/predictions/...`: Google's released checkpoints have it,
+            fine-tuned and sentence-embedding ones do not), a text has no
+            `[MASK]`, or one is cut off by `max_seq_length`.
+        """
+        import tensorflow as tf
+        texts = _strings("texts", texts)
+        if not isinstance(top_k, int) or not 1 <= top_k <= (
+                self.bert_config.vocab_size):
+            raise ValueError(f"top_k={top_k!r} must be an int in [1, "
+                             f"{self.bert_config.vocab_size}]")
+        model = self._masked_lm_model()
+        tokenizer = self._python_tokenizer()
+        mask_id = tokenizer.vocab[MASK]
+        results = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = texts[start:start + self.batch_size]
+            ids, positions = [], []
+            for offset, text in enumerate(batch):
+                text_ids, text_positions = self._mask_ids(
+                    tokenizer, text, start + offset, mask_id)
+                ids.append(text_ids)
+                positions.append(text_positions)
+            features = _pad_masked_batch(ids, positions)
+            logits = model(features, training=False)["masked_lm_logits"]
+            top = tf.math.top_k(tf.nn.softmax(logits, axis=-1), k=top_k)
+            probabilities, indices = top.values.numpy(), top.indices.numpy()
+            for row, text_positions in enumerate(positions):
+                results.append([
+                    [{"token": tokenizer.inv_vocab[int(index)],
+                      "token_id": int(index),
+                      "probability": float(probability)}
+                     for index, probability in zip(indices[row, slot],
+                                                   probabilities[row, slot])]
+                    for slot in range(len(text_positions))])
+        return results
+
+    def _python_tokenizer(self):
+        if self._tokenizer is None:
+            from bert_tf.text import tokenization
+            self._tokenizer = tokenization.FullTokenizer(
+                self.vocab_file, do_lower_case=self.do_lower_case)
+        return self._tokenizer
+
+    def _mask_ids(self, tokenizer, text, index, mask_id):
+        """`[CLS] pieces [SEP]` ids of one text and its masks' positions."""
+        parts = text.split(MASK)
+        if len(parts) == 1:
+            raise ValueError(f"texts[{index}]: no {MASK} in {text!r}")
+        pieces = []
+        for number, part in enumerate(parts):
+            if number:
+                pieces.append(MASK)
+            pieces.extend(tokenizer.tokenize(part))
+        ids = tokenizer.convert_tokens_to_ids(pieces)
+        room = self.max_seq_length - 2
+        if ids[room:].count(mask_id):
+            raise ValueError(
+                f"texts[{index}]: a {MASK} lies beyond max_seq_length="
+                f"{self.max_seq_length} word pieces")
+        ids = [tokenizer.vocab["[CLS]"]] + ids[:room] + [
+            tokenizer.vocab["[SEP]"]]
+        return ids, [i for i, token_id in enumerate(ids)
+                     if token_id == mask_id]
+
+    def _masked_lm_model(self):
+        """The pretraining model with the checkpoint's masked-LM head."""
+        if self._masked_lm is not None:
+            return self._masked_lm
+        from bert_tf import checkpoints
+        from bert_tf.tasks import pretraining
+        names = checkpoints.checkpoint_shapes(self.checkpoint)
+        if "cls/predictions/output_bias" not in names:
+            raise ValueError(
+                f"fill_mask: the checkpoint {self.checkpoint} has no "
+                "masked-LM head (cls/predictions/...); Google's released "
+                "checkpoints and run_pretraining.py's have it, fine-tuned "
+                "and sentence-embedding checkpoints do not")
+        model = pretraining.BertPretrainingModel(
+            self.bert_config, objective=pretraining.MLM)
+        # The next-sentence head is not used here.
+        checkpoints.load_checkpoint(
+            model, self.checkpoint, optional=[
+                checkpoints.variable_name(v) for v in model.weights
+                if checkpoints.variable_name(v).startswith(
+                    "cls/seq_relationship/")])
+        self._masked_lm = model
+        return model
+
+
+def _pad_masked_batch(ids, positions):
+    """Model features of a batch: ids padded to the longest, and the mask
+    positions padded (with 0) to the most masks."""
+    import tensorflow as tf
+    length = max(len(row) for row in ids)
+    masks = max(len(row) for row in positions)
+    input_ids = np.zeros([len(ids), length], np.int32)
+    input_mask = np.zeros([len(ids), length], np.int32)
+    mask_positions = np.zeros([len(ids), masks], np.int32)
+    for row, (row_ids, row_positions) in enumerate(zip(ids, positions)):
+        input_ids[row, :len(row_ids)] = row_ids
+        input_mask[row, :len(row_ids)] = 1
+        mask_positions[row, :len(row_positions)] = row_positions
+    return {"input_ids": tf.constant(input_ids),
+            "input_mask": tf.constant(input_mask),
+            "segment_ids": tf.zeros_like(input_ids),
+            "masked_lm_positions": tf.constant(mask_positions)}
+
+
+class _TaskPredictor:
+    """`predict` over a `serving_default` function: inputs checked and
+    batched, outputs turned into the runner's results."""
+
+    def _set_served(self, served):
+        self._served = served
+        self.task = served.task
+
+    @property
+    def labels(self):
+        """The label strings in label-id order (classification, tagging),
+        else None."""
+        return self._served.labels
+
+    def predict(self, inputs):
+        """What the runner predicts for `inputs`, one result per input.
+
+        Args:
+          inputs: a list, by task:
+            - one-text classification: strings;
+            - pair classification: `(text_a, text_b)` pairs;
+            - SQuAD: `(question, context)` pairs;
+            - tagging: lists of words (strings without whitespace);
+            - multiple choice: `(context, choices)` pairs, or dicts with
+              "choices" and "context" (and "question", for a model trained
+              on JSON lines); every input the same number of choices;
+            - embeddings (an `embeddings` SavedModel): strings.
+
+        Returns:
+          A list of dicts:
+            - classification: {"label", "probabilities"} (the probabilities
+              in `labels` order, as test_results.tsv); STS-B: {"score"};
+            - SQuAD: {"answer" (as predictions.json), "probability",
+              "nbest": [{"text", "probability", "start_logit",
+              "end_logit"}] (as nbest_predictions.json)}, and
+              "null_score_diff" for SQuAD 2.0;
+            - tagging: {"words", "labels" (as test_predictions.txt),
+              "entities": [{"type", "start", "end", "text"}] (as
+              test_predictions.jsonl; not from a SavedModel, which does
+              not hold its label list)};
+            - multiple choice: {"label" (the likeliest choice's index),
+              "probabilities" (as test_results.tsv)};
+            - embeddings: {"pooled_output", "mean_pooled"}.
+
+        Raises:
+          ValueError: an input of the wrong shape for the task (named by
+            its index).
+        """
+        columns = self._served.columns(inputs)
+        rows = self._served.call_batched(columns, self.batch_size)
+        return self._served.results(rows, len(inputs))
+
+
+class FineTunedModel(PretrainedModel, _TaskPredictor):
+    """A training run's `--output_dir`: `predict` (the runner's outputs
+    from its newest checkpoint) and `embed` (its encoder).
+
+    Attributes (besides `PretrainedModel`'s):
+      description: its `bert_tf_run.json`.
+      task: "classification", "squad", "tagging" or "multiple_choice".
+    """
+
+    def __init__(self, path, batch_size=32, do_lower_case=None,
+                 max_seq_length=None):
+        description = finetune_lib.read_run_description(path)
+        super().__init__(
+            path, batch_size, do_lower_case, max_seq_length,
+            default_max_seq_length=description["max_seq_length"],
+            default_do_lower_case=description["do_lower_case"])
+        self.description = description
+        self._set_served(_Served(self._build_export()))
+        self._served.labels = description.get("label_list")
+
+    def _build_export(self):
+        from bert_tf.export import builders
+        d = self.description
+        common = dict(bert_config=self.bert_config,
+                      vocab_file=self.vocab_file,
+                      do_lower_case=self.do_lower_case,
+                      init_checkpoint=self.checkpoint,
+                      max_seq_length=self.max_seq_length,
+                      causal_attention=d.get("causal_attention", False))
+        task = d["task"]
+        if task == finetune_lib.CLASSIFICATION:
+            return builders.classifier_export(
+                label_list=d["label_list"], is_regression=d["is_regression"],
+                has_text_b=d["has_text_b"], **common)
+        if task == finetune_lib.SQUAD:
+            return builders.squad_export(
+                **{name: d[name] for name in (
+                    "doc_stride", "max_query_length", "n_best_size",
+                    "max_answer_length", "version_2_with_negative",
+                    "null_score_diff_threshold")}, **common)
+        if task == finetune_lib.TAGGING:
+            return builders.tagging_export(
+                doc_stride=d["doc_stride"], label_list=d["label_list"],
+                **common)
+        if task == finetune_lib.MULTIPLE_CHOICE:
+            return builders.multiple_choice_export(
+                has_question=d["input_format"] == "jsonl", **common)
+        raise ValueError(
+            f"bert_tf.load: {self.path} is a {task} run, which predict does "
+            "not serve yet (run_classifier.py --do_predict does)")
+
+
+class ExportedModel(_TaskPredictor):
+    """A SavedModel of `export_saved_model.py`: `predict` through its
+    `serving_default` signature."""
+
+    def __init__(self, path, batch_size=32):
+        import tensorflow as tf
+        import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
+        self.path = path
+        self.batch_size = batch_size
+        self._saved_model = tf.saved_model.load(path)
+        self._set_served(_Served.from_signature(
+            self._saved_model.signatures["serving_default"], path))
+
+
+# -- the serving function, its inputs and outputs ----------------------------
+
+_EMBEDDINGS = "embeddings"
+
+
+class _Served:
+    """A `serving_default` concrete function and the task it serves,
+    recognized by its input and output names (as the exports define them)."""
+
+    def __init__(self, export):
+        from bert_tf.export import serving
+        function = export.signatures()[serving.SERVING_DEFAULT]
+        self._init(function, "the export")
+
+    @classmethod
+    def from_signature(cls, function, path):
+        served = cls.__new__(cls)
+        served._init(function, path)
+        return served
+
+    def _init(self, function, where):
+        self.function = function
+        self.input_names = tuple(sorted(
+            function.structured_input_signature[1]))
+        outputs = set(function.structured_outputs)
+        names = set(self.input_names)
+        if names <= {"text_a", "text_b"}:
+            self.task = finetune_lib.CLASSIFICATION
+        elif names == {"question", "context"}:
+            self.task = finetune_lib.SQUAD
+        elif names == {"text"}:
+            self.task = (finetune_lib.TAGGING if "labels" in outputs
+                         else _EMBEDDINGS)
+        elif "choices" in names:
+            self.task = finetune_lib.MULTIPLE_CHOICE
+        else:
+            raise ValueError(f"bert_tf.load: {where}'s serving_default "
+                             f"takes {', '.join(self.input_names)}, which "
+                             "is no bert_tf export")
+        self.labels = None
+
+    def call_batched(self, columns, batch_size):
+        """Runs the function on `columns` ({input: list}) batch by batch;
+        returns {output: numpy array of all rows} (tagging's ragged rows
+        padded to the longest)."""
+        import tensorflow as tf
+        count = len(next(iter(columns.values())))
+        batches = []
+        for start in range(0, max(count, 1), batch_size):
+            if not count:
+                break
+            inputs = {name: tf.constant(values[start:start + batch_size])
+                      for name, values in columns.items()}
+            batches.append({name: value.numpy() for name, value in
+                            self.function(**inputs).items()})
+        if not batches:
+            return {}
+        return {name: _concatenate([batch[name] for batch in batches])
+                for name in batches[0]}
+
+    # -- inputs --
+
+    def columns(self, inputs):
+        """{input name: list} of `inputs`, checked against the task."""
+        if isinstance(inputs, (str, bytes)) or not isinstance(
+                inputs, (list, tuple)):
+            raise ValueError(f"inputs must be a list, got "
+                             f"{type(inputs).__name__}")
+        task = self.task
+        if task == finetune_lib.CLASSIFICATION:
+            if "text_b" in self.input_names:
+                pairs = [_pair(i, item, "(text_a, text_b)")
+                         for i, item in enumerate(inputs)]
+                return {"text_a": [a for a, _ in pairs],
+                        "text_b": [b for _, b in pairs]}
+            return {"text_a": [_text(i, item, "a text")
+                               for i, item in enumerate(inputs)]}
+        if task == finetune_lib.SQUAD:
+            pairs = [_pair(i, item, "(question, context)")
+                     for i, item in enumerate(inputs)]
+            return {"question": [q for q, _ in pairs],
+                    "context": [c for _, c in pairs]}
+        if task == finetune_lib.TAGGING:
+            return {"text": [" ".join(_words(i, item))
+                             for i, item in enumerate(inputs)]}
+        if task == _EMBEDDINGS:
+            return {"text": [_text(i, item, "a text")
+                             for i, item in enumerate(inputs)]}
+        return self._choice_columns(inputs)
+
+    def _choice_columns(self, inputs):
+        has_question = "question" in self.input_names
+        columns = {"context": [], "choices": []}
+        if has_question:
+            columns["question"] = []
+        for i, item in enumerate(inputs):
+            if isinstance(item, dict):
+                unknown = set(item) - {"context", "question", "choices"}
+                if unknown:
+                    raise ValueError(f"inputs[{i}]: unknown keys "
+                                     f"{sorted(unknown)}")
+                if "question" in item and not has_question:
+                    raise ValueError(
+                        f"inputs[{i}]: this model takes no 'question' (it "
+                        "was trained on SWAG's context and choices)")
+                if has_question and "question" not in item:
+                    raise ValueError(f"inputs[{i}]: needs a 'question'")
+                context = item.get("context", "")
+                choices = item.get("choices")
+                question = item.get("question", "")
+            elif (isinstance(item, (list, tuple)) and len(item) == 2
+                  and not has_question):
+                context, choices = item
+                question = ""
+            else:
+                expected = ("a dict with 'question', 'choices' (and "
+                            "'context')" if has_question else
+                            "a (context, choices) pair or a dict")
+                raise ValueError(f"inputs[{i}]: expected {expected}, got "
+                                 f"{item!r:.80}")
+            if not isinstance(choices, (list, tuple)) or not choices or not (
+                    all(isinstance(c, str) for c in choices)):
+                raise ValueError(f"inputs[{i}]: 'choices' must be a "
+                                 "non-empty list of strings")
+            if columns["choices"] and len(choices) != len(
+                    columns["choices"][0]):
+                raise ValueError(
+                    f"inputs[{i}]: {len(choices)} choices, but inputs[0] "
+                    f"has {len(columns['choices'][0])} (all inputs need the "
+                    "same number)")
+            for name, value in (("context", context), ("question", question)):
+                if not isinstance(value, str):
+                    raise ValueError(f"inputs[{i}]: '{name}' must be a "
+                                     "string")
+            columns["context"].append(context)
+            columns["choices"].append(list(choices))
+            if has_question:
+                columns["question"].append(question)
+        return columns
+
+    # -- outputs --
+
+    def results(self, rows, count):
+        """One result dict per input from the function's output rows."""
+        task = self.task
+        if not count:
+            return []
+        if task == finetune_lib.CLASSIFICATION:
+            if "score" in rows:
+                return [{"score": float(s)} for s in rows["score"]]
+            return [{"label": _decode(label),
+                     "probabilities": [float(p) for p in probabilities]}
+                    for label, probabilities in zip(rows["label"],
+                                                    rows["probabilities"])]
+        if task == finetune_lib.SQUAD:
+            return [_squad_result(rows, i) for i in range(count)]
+        if task == finetune_lib.TAGGING:
+            return [_tagging_result(rows, i, self.labels)
+                    for i in range(count)]
+        if task == _EMBEDDINGS:
+            return [{"pooled_output": rows["pooled_output"][i],
+                     "mean_pooled": rows["mean_pooled"][i]}
+                    for i in range(count)]
+        return [{"label": int(label),
+                 "probabilities": [float(p) for p in probabilities]}
+                for label, probabilities in zip(rows["label"],
+                                                rows["probabilities"])]
+
+
+def _concatenate(arrays):
+    """Rows of several batches; string matrices padded with "" to the
+    widest (tagging's words differ in number between batches)."""
+    if arrays[0].ndim == 2 and arrays[0].dtype == object:
+        width = max(array.shape[1] for array in arrays)
+        arrays = [np.pad(array, [(0, 0), (0, width - array.shape[1])],
+                         constant_values=b"") for array in arrays]
+    return np.concatenate(arrays)
+
+
+def _decode(value):
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def _squad_result(rows, i):
+    count = int(rows["nbest_count"][i])
+    result = {
+        "answer": _decode(rows["answer"][i]),
+        "probability": float(rows["probability"][i]),
+        "nbest": [{"text": _decode(rows["nbest_text"][i][k]),
+                   "probability": float(rows["nbest_probability"][i][k]),
+                   "start_logit": float(rows["nbest_start_logit"][i][k]),
+                   "end_logit": float(rows["nbest_end_logit"][i][k])}
+                  for k in range(count)],
+    }
+    if "null_score_diff" in rows:
+        result["null_score_diff"] = float(rows["null_score_diff"][i])
+    return result
+
+
+def _tagging_result(rows, i, label_list):
+    """Words and labels; the entities too where the label list (and so
+    whether the labels are BIO tags) is known."""
+    from bert_tf.tasks import tagging
+    count = int(rows["num_words"][i])
+    words = [_decode(word) for word in rows["words"][i][:count]]
+    labels = [_decode(label) for label in rows["labels"][i][:count]]
+    result = {"words": words, "labels": labels}
+    if label_list is not None:
+        result["entities"] = tagging.sentence_entities(
+            words, labels, tagging.is_chunk_scheme(label_list))
+    return result
+
+
+def _strings(name, values):
+    if isinstance(values, (str, bytes)) or not isinstance(values,
+                                                          (list, tuple)):
+        raise ValueError(f"{name} must be a list of strings, got "
+                         f"{type(values).__name__}")
+    for i, value in enumerate(values):
+        if not isinstance(value, str):
+            raise ValueError(f"{name}[{i}] must be a string, got "
+                             f"{type(value).__name__}")
+    return list(values)
+
+
+def _text(i, item, what):
+    if not isinstance(item, str):
+        raise ValueError(f"inputs[{i}]: expected {what} (a string), got "
+                         f"{item!r:.80}")
+    return item
+
+
+def _pair(i, item, what):
+    if (isinstance(item, (str, bytes)) or not isinstance(item, (list, tuple))
+            or len(item) != 2 or not all(isinstance(t, str) for t in item)):
+        raise ValueError(f"inputs[{i}]: expected a pair {what} of strings, "
+                         f"got {item!r:.80}")
+    return tuple(item)
+
+
+def _words(i, item, where="inputs"):
+    """A list of words, checked: `where[i]` names it in messages."""
+    if isinstance(item, str) or not isinstance(item, (list, tuple)):
+        raise ValueError(f"{where}[{i}]: expected a list of words, got "
+                         f"{item!r:.80}")
+    for word in item:
+        if not isinstance(word, str) or not word or word != "".join(
+                word.split()):
+            raise ValueError(f"{where}[{i}]: word {word!r} must be a "
+                             "non-empty string without whitespace")
+    return list(item)
+
+
+# -- fine-tuning ---------------------------------------------------------------
+
+def finetune(task, base_dir, output_dir, *, train=None, dev=None, test=None,
+             **flags):
+    """Fine-tunes with the runner of `task`; returns the runner's results.
+
+    The runner (`run_classifier.py`, `run_squad.py`, `run_tagging.py`,
+    `run_multiple_choice.py`) runs in this process on its own flags:
+    `--vocab_file`, `--bert_config_file` and `--init_checkpoint` from
+    `base_dir`, `--output_dir`, and `flags` (any of the runner's flags by
+    name, e.g. `max_seq_length=64, num_train_epochs=2.0`), parsed as from a
+    command line. `output_dir` is then a normal runner output directory
+    (checkpoints, `eval_results.txt`, ...) that `load` predicts from.
+
+    Args:
+      task: "classification" (your labelled texts: run_classifier.py's
+        generic task), "squad", "tagging", "multiple_choice", or one of
+        run_classifier.py's task names (cola, mrpc, ..., generic), which
+        read `data_dir=...` and take `do_train`/`do_eval`/`do_predict`.
+      base_dir: the model to start from: a released checkpoint directory
+        (bert_config.json, vocab.txt, bert_model.ckpt) or a training run's
+        output directory.
+      output_dir: the runner's `--output_dir`.
+      train, dev, test: each a file in the runner's input format (its
+        `--train_file`, `--eval_file`, `--predict_file`) or a Python list,
+        written to such a file first:
+          - classification: `(text, label)` or `(text_a, text_b, label)`
+            (test: texts or pairs);
+          - tagging: `(words, labels)` pairs of equal-length lists (test:
+            lists of words);
+          - multiple_choice: dicts {"question", "choices", optionally
+            "context", and "answer" (an index)}, the JSON-lines format;
+          - squad: dicts {"question", "context", "answers": [{"text",
+            "answer_start"}], optionally "id", "is_impossible"}, or
+            without "answers" to predict (SQuAD's JSON, one paragraph
+            each); `dev` and `test` are both `--predict_file`, so give
+            one of them (with answers, the predictions are scored).
+        Each given set turns its phase on (`do_train`, `do_eval`,
+        `do_predict`) unless `flags` say otherwise.
+      **flags: the runner's flags; `do_lower_case` defaults to the casing
+        of `base_dir` (a run's own, else that of its vocabulary).
+
+    Returns:
+      The runner's results: "eval" (the metrics of eval_results.txt),
+      "train" (the last training log), "predict" / "predictions" (what
+      the run predicted), for the phases that ran.
+
+    Raises:
+      ValueError: a bad task, base directory, flag or input (named).
+    """
+    import importlib
+
+    from absl import flags as absl_flags
+
+    base_dir, output_dir = os.fspath(base_dir), os.fspath(output_dir)
+    task_name = str(task).lower()
+    if task_name == finetune_lib.CLASSIFICATION or (
+            task_name in _CLASSIFIER_TASKS):
+        module_name = "run_classifier"
+    elif task_name in _RUNNERS:
+        module_name = _RUNNERS[task_name]
+    else:
+        raise ValueError(
+            f"finetune: task={task!r} is none of classification, squad, "
+            f"tagging, multiple_choice, {', '.join(_CLASSIFIER_TASKS)}")
+    runner = importlib.import_module(module_name)
+    program = f"{module_name}.py"
+    base = load(base_dir) if not os.path.isfile(
+        os.path.join(base_dir, SAVED_MODEL_FILE)) else None
+    if base is None:
+        raise ValueError(f"finetune: base_dir {base_dir} is a SavedModel; "
+                         "fine-tuning starts from a checkpoint directory")
+    values = {"vocab_file": base.vocab_file,
+              "bert_config_file": os.path.join(
+                  base_dir, finetune_lib.BERT_CONFIG_FILE),
+              "init_checkpoint": base.checkpoint,
+              "do_lower_case": base.do_lower_case,
+              "output_dir": output_dir}
+    values.update(flags)
+    flag_values = absl_flags.FlagValues()
+    runner.define_flags(flag_values)
+    with tempfile.TemporaryDirectory(prefix="bert_tf_finetune_") as data_dir:
+        sets = {"train": train, "eval": dev, "predict": test}
+        values.update(_input_flags(task_name, sets, data_dir))
+        for phase, given in sets.items():
+            if f"do_{phase}" in flag_values:  # run_squad.py has no do_eval
+                values.setdefault(f"do_{phase}", given is not None)
+        arguments = [program]
+        for name, value in values.items():
+            if name not in flag_values:
+                raise ValueError(f"finetune: {program} has no flag --{name}")
+            arguments.append(f"--{name}={_flag_text(value)}")
+        try:
+            flag_values(arguments)
+        except absl_flags.Error as error:
+            raise ValueError(f"finetune: {str(error).splitlines()[0]}"
+                             ) from None
+        return runner.run(flag_values)
+
+
+def _flag_text(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(item) for item in value)
+    return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+
+
+def _input_flags(task_name, sets, data_dir):
+    """The runner flags that name `sets`' files, lists written to
+    `data_dir` first."""
+    given = {phase: data for phase, data in sets.items() if data is not None}
+    if task_name in _CLASSIFIER_TASKS:
+        if given:
+            raise ValueError(
+                f"finetune: task={task_name!r} reads data_dir=... (and "
+                "do_train/do_eval/do_predict); train/dev/test are for "
+                "task='classification'")
+        return {}
+    if task_name == finetune_lib.CLASSIFICATION:
+        return _classification_files(given, data_dir)
+    if task_name == finetune_lib.SQUAD:
+        if "eval" in given:
+            if "predict" in given:
+                raise ValueError("finetune: squad predicts one file "
+                                 "(--predict_file): give dev or test, not "
+                                 "both")
+            given["predict"] = given.pop("eval")
+            sets["predict"], sets["eval"] = sets["eval"], None
+    flags = {}
+    for phase, data in given.items():
+        if isinstance(data, (str, os.PathLike)):
+            flags[f"{phase}_file"] = os.fspath(data)
+            continue
+        if not isinstance(data, (list, tuple)):
+            raise ValueError(f"finetune: {_SET_NAMES[phase]} must be a file "
+                             f"or a list, got {type(data).__name__}")
+        path = os.path.join(data_dir, f"{phase}.data")
+        writer = {finetune_lib.TAGGING: _write_conll,
+                  finetune_lib.MULTIPLE_CHOICE: _write_choices,
+                  finetune_lib.SQUAD: _write_squad}[task_name]
+        writer(path, _SET_NAMES[phase], data)
+        flags[f"{phase}_file"] = path
+    if task_name == finetune_lib.MULTIPLE_CHOICE and any(
+            isinstance(data, (list, tuple)) for data in given.values()):
+        flags["input_format"] = "jsonl"
+    return flags
+
+
+# finetune's argument of each phase, for messages.
+_SET_NAMES = {"train": "train", "eval": "dev", "predict": "test"}
+
+
+def _classification_files(given, data_dir):
+    """Python lists as the generic task's CSV files in `data_dir`."""
+    rows, pairs = {}, set()
+    for phase, data in given.items():
+        name = _SET_NAMES[phase]
+        if not isinstance(data, (list, tuple)):
+            raise ValueError(
+                f"finetune: {name} of task='classification' must be a list "
+                "(for files: task='generic', data_dir=...)")
+        labelled = phase != "predict"
+        phase_rows = []
+        for i, item in enumerate(data):
+            if labelled:
+                ok = (isinstance(item, (list, tuple)) and len(item) in (2, 3)
+                      and all(isinstance(t, str) for t in item[:-1]))
+                texts, label = (tuple(item[:-1]), item[-1]) if ok else ((),
+                                                                        None)
+            else:
+                ok = isinstance(item, str) or (
+                    isinstance(item, (list, tuple)) and len(item) == 2
+                    and all(isinstance(t, str) for t in item))
+                texts, label = ((item,) if isinstance(item, str)
+                                else tuple(item)), None
+            if not ok:
+                expected = ("(text, label) or (text_a, text_b, label)"
+                            if labelled else "a text or (text_a, text_b)")
+                raise ValueError(f"finetune: {name}[{i}]: expected "
+                                 f"{expected}, got {item!r:.80}")
+            pairs.add(len(texts) == 2)
+            phase_rows.append(list(texts) + ([str(label)] if labelled
+                                             else []))
+        rows[phase] = phase_rows
+    if len(pairs) > 1:
+        raise ValueError("finetune: mixed single texts and text pairs in "
+                         "train/dev/test")
+    has_text_b = pairs == {True}
+    for phase, phase_rows in rows.items():
+        header = [_TEXT_A] + ([_TEXT_B] if has_text_b else []) + (
+            [_LABEL] if phase != "predict" else [])
+        split = {"train": "train", "eval": "dev", "predict": "test"}[phase]
+        with open(os.path.join(data_dir, f"{split}.csv"), "w",
+                  encoding="utf-8", newline="") as writer:
+            csv.writer(writer).writerows([header] + phase_rows)
+    flags = {"task_name": "generic", "data_dir": data_dir,
+             "data_format": "csv", "text_a_column": _TEXT_A,
+             "label_column": _LABEL}
+    if has_text_b:
+        flags["text_b_column"] = _TEXT_B
+    return flags
+
+
+def _write_conll(path, name, sentences):
+    """Tagging lists as a CoNLL file: `word label` lines, a blank line
+    after each sentence."""
+    lines = []
+    for i, item in enumerate(sentences):
+        if (isinstance(item, (list, tuple)) and len(item) == 2
+                and all(isinstance(part, (list, tuple)) for part in item)):
+            words, labels = item
+            if len(words) != len(labels):
+                raise ValueError(f"finetune: {name}[{i}]: {len(words)} words "
+                                 f"but {len(labels)} labels")
+        else:
+            words, labels = item, None
+        words = _words(i, words, f"finetune: {name}") if words else []
+        if not words:
+            raise ValueError(f"finetune: {name}[{i}]: no words")
+        if labels is None and name != "test":
+            raise ValueError(f"finetune: {name}[{i}]: expected (words, "
+                             "labels)")
+        for k, word in enumerate(words):
+            if labels is None:
+                lines.append(word)
+                continue
+            label = labels[k]
+            if not isinstance(label, str) or not label or label != "".join(
+                    label.split()):
+                raise ValueError(f"finetune: {name}[{i}]: label {label!r} "
+                                 "must be a non-empty string without "
+                                 "whitespace")
+            lines.append(f"{word} {label}")
+        lines.append("")
+    with open(path, "w", encoding="utf-8") as writer:
+        writer.write("".join(f"{line}\n" for line in lines))
+
+
+def _write_choices(path, name, records):
+    """Multiple-choice dicts as JSON lines (run_multiple_choice.py's
+    `--input_format=jsonl`; its reader checks each record)."""
+    with open(path, "w", encoding="utf-8") as writer:
+        for i, record in enumerate(records):
+            if not isinstance(record, dict):
+                raise ValueError(f"finetune: {name}[{i}]: expected a dict "
+                                 "with 'question' and 'choices'")
+            writer.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _write_squad(path, name, records):
+    """SQuAD dicts as a SQuAD JSON file, one paragraph per question."""
+    paragraphs = []
+    for i, record in enumerate(records):
+        if not isinstance(record, dict) or not isinstance(
+                record.get("question"), str) or not isinstance(
+                record.get("context"), str):
+            raise ValueError(f"finetune: {name}[{i}]: expected a dict with "
+                             "'question' and 'context' strings")
+        question = {"id": str(record.get("id", f"{name}-{i}")),
+                    "question": record["question"]}
+        if "is_impossible" in record:
+            question["is_impossible"] = bool(record["is_impossible"])
+        if "answers" in record:
+            answers = []
+            for answer in record["answers"]:
+                if not isinstance(answer, dict) or not isinstance(
+                        answer.get("text"), str):
+                    raise ValueError(f"finetune: {name}[{i}]: an answer "
+                                     "must be a dict with 'text'")
+                start = answer.get("answer_start")
+                if start is None:
+                    start = record["context"].find(answer["text"])
+                    if start < 0:
+                        raise ValueError(
+                            f"finetune: {name}[{i}]: answer "
+                            f"{answer['text']!r} is not in the context")
+                answers.append({"text": answer["text"],
+                                "answer_start": int(start)})
+            question["answers"] = answers
+        paragraphs.append({"context": record["context"], "qas": [question]})
+    with open(path, "w", encoding="utf-8") as writer:
+        json.dump({"version": "bert_tf", "data": [
+            {"title": name, "paragraphs": paragraphs}]}, writer,
+            ensure_ascii=False)

@@ -1,0 +1,487 @@
+"""bert_tf.load / bert_tf.finetune: raw text from Python, checked against
+independent references and the runners' own files.
+
+- `embed` against Google's `extract_features.py` output of the golden
+  checkpoint (the last layer, averaged; the pooler computed in numpy from
+  the checkpoint's tensors);
+- `fill_mask` against Google's masked-LM head in numpy (the encoder in
+  numpy too, `modeling_harness.np_bert_forward`) on ids built by hand from
+  the vocabulary;
+- `finetune` + `load(output_dir).predict` (and `load(SavedModel)`) against
+  the `test_results.tsv`, `test_predictions.txt` / `.jsonl` and
+  `predictions.json` that the same runs wrote, and `finetune`'s metrics
+  against `eval_results.txt`;
+- the README's "Use it from Python" code, run as written on the tiny
+  golden checkpoint;
+- every bad input's one-line `ValueError`.
+
+The runs that fine-tune (each 20-40 s of tracing on a shared 2-core
+machine) are marked slow; the rest runs by default.
+"""
+
+import gzip
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from runner_harness import REPO_ROOT, read_eval_results, run_in_process
+
+import bert_tf
+from bert_tf import api
+from bert_tf import checkpoints
+from tests.modeling_harness import (np_bert_forward, np_gelu, np_layer_norm,
+                                    np_softmax)
+
+README = REPO_ROOT / "README.md"
+README_SECTION = "## Use it from Python: raw text in"
+# The README's released-model directory name; the tests put the tiny golden
+# checkpoint there (cased, as the name says).
+README_MODEL = "cased_L-12_H-768_A-12"
+
+
+@pytest.fixture(scope="module")
+def tiny(cased_tiny_dir):
+    return api.load(cased_tiny_dir, max_seq_length=48)
+
+
+def _checkpoint_tensors(directory):
+    with checkpoints.open_checkpoint(directory) as tensors:
+        return {name: np.asarray(tensors[name], np.float64)
+                for name in tensors}
+
+
+# -- import ----------------------------------------------------------------------
+
+def test_import_bert_tf_does_not_import_tensorflow():
+    code = ("import sys, bert_tf; assert callable(bert_tf.__getattr__); "
+            "print('tensorflow' in sys.modules, "
+            "'load' in dir(bert_tf), 'finetune' in dir(bert_tf))")
+    process = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT,
+                             capture_output=True, text=True, timeout=120)
+    assert process.stdout.split() == ["False", "True", "True"], (
+        process.stderr)
+    assert bert_tf.load is api.load and bert_tf.finetune is api.finetune
+    with pytest.raises(AttributeError, match="no attribute 'lod'"):
+        bert_tf.lod  # noqa: B018
+
+
+# -- a released checkpoint: embed, fill_mask ---------------------------------
+
+def test_checkpoint_directory_casing_comes_from_its_vocabulary(
+        tiny, uncased_vocab_file):
+    assert tiny.do_lower_case is False  # the golden vocab is cased
+    assert api.vocab_is_uncased(uncased_vocab_file)
+    assert tiny.max_seq_length == 48
+
+
+def test_embed_matches_googles_extract_features(tiny, golden_dir):
+    """mean_pooled: Google's last layer averaged over every token it wrote
+    ([CLS] and [SEP] included); pooled_output: tanh(dense([CLS])) in numpy
+    from the checkpoint, on Google's [CLS] vector."""
+    lines = (golden_dir / "extract_features" / "input.txt").read_text(
+        encoding="utf-8").splitlines()
+    with gzip.open(golden_dir / "extract_features" /
+                   "expected_output.jsonl.gz", "rt") as reader:
+        expected = [json.loads(line) for line in reader]
+    # One-text lines (extract_features reads "a ||| b" as a pair).
+    chosen = [i for i, line in enumerate(lines) if "|||" not in line][:12]
+    assert len(chosen) >= 8
+    vectors = tiny.embed([lines[i] for i in chosen])
+    weights = _checkpoint_tensors(tiny.checkpoint)
+    for row, index in enumerate(chosen):
+        last_layer = np.array(
+            [[layer["values"] for layer in feature["layers"]
+              if layer["index"] == -1][0]
+             for feature in expected[index]["features"]])
+        np.testing.assert_allclose(vectors["mean_pooled"][row],
+                                   last_layer.mean(axis=0), atol=2e-5)
+        pooled = np.tanh(last_layer[0] @ weights["bert/pooler/dense/kernel"]
+                         + weights["bert/pooler/dense/bias"])
+        np.testing.assert_allclose(vectors["pooled_output"][row], pooled,
+                                   atol=2e-5)
+
+
+def _numpy_masked_lm(weights, config, ids, positions):
+    """Google's get_masked_lm_output in numpy: probabilities
+    [masks, vocab] of one example."""
+    ids = np.array([ids])
+    outputs = np_bert_forward(weights, config, ids, np.ones_like(ids),
+                              np.zeros_like(ids))
+    hidden = outputs["sequence_output"][0, positions]
+    hidden = np_gelu(hidden @ weights[
+        "cls/predictions/transform/dense/kernel"]
+        + weights["cls/predictions/transform/dense/bias"])
+    hidden = np_layer_norm(
+        hidden, weights["cls/predictions/transform/LayerNorm/gamma"],
+        weights["cls/predictions/transform/LayerNorm/beta"])
+    logits = (hidden @ weights["bert/embeddings/word_embeddings"].T
+              + weights["cls/predictions/output_bias"])
+    return np_softmax(logits)
+
+
+def test_fill_mask_matches_a_numpy_masked_lm_head(tiny, cased_tiny_dir):
+    vocab = {piece: i for i, piece in enumerate(
+        (cased_tiny_dir / "vocab.txt").read_text(
+            encoding="utf-8").splitlines())}
+    texts = ["The [MASK] of the  king.", "[MASK] at his [MASK]"]
+    # By hand: the pieces of the cased vocabulary, [MASK] kept whole.
+    pieces = [["[CLS]", "The", "[MASK]", "of", "the", "k", "##ing", ".",
+               "[SEP]"],
+              ["[CLS]", "[MASK]", "at", "his", "[MASK]", "[SEP]"]]
+    assert all(piece in vocab for row in pieces for piece in row)
+    results = tiny.fill_mask(texts, top_k=4)
+    weights = _checkpoint_tensors(tiny.checkpoint)
+    for result, row in zip(results, pieces):
+        positions = [i for i, piece in enumerate(row) if piece == "[MASK]"]
+        probabilities = _numpy_masked_lm(
+            weights, tiny.bert_config, [vocab[p] for p in row], positions)
+        assert len(result) == len(positions)
+        for candidates, expected in zip(result, probabilities):
+            top = np.argsort(-expected)[:4]
+            assert [c["token_id"] for c in candidates] == list(top)
+            assert [c["token"] for c in candidates] == [
+                list(vocab)[i] for i in top]
+            np.testing.assert_allclose(
+                [c["probability"] for c in candidates], expected[top],
+                rtol=1e-4)
+
+
+def test_fill_mask_errors(tiny, tmp_path, cased_tiny_dir):
+    with pytest.raises(ValueError, match=r"^texts\[1\]: no \[MASK\] in "
+                                         r"'no mask here'$"):
+        tiny.fill_mask(["a [MASK]", "no mask here"])
+    with pytest.raises(ValueError, match=r"^texts\[0\]: a \[MASK\] lies "
+                                         r"beyond max_seq_length=48"):
+        tiny.fill_mask(["word " * 50 + "[MASK]"])
+    with pytest.raises(ValueError, match=r"^top_k=0 must be an int"):
+        tiny.fill_mask(["a [MASK]"], top_k=0)
+    with pytest.raises(ValueError, match=r"^texts must be a list of "
+                                         r"strings, got str$"):
+        tiny.fill_mask("a [MASK]")
+    # The encoder alone (as a sentence-embedding model or a fine-tuned
+    # classifier keeps it): no cls/predictions.
+    encoder_only = tmp_path / "encoder_only"
+    encoder_only.mkdir()
+    for name in ("vocab.txt", "bert_config.json"):
+        shutil.copy(cased_tiny_dir / name, encoder_only / name)
+    with checkpoints.open_checkpoint(cased_tiny_dir) as tensors:
+        checkpoints.save_checkpoint(
+            {name: tensors[name] for name in tensors
+             if name.startswith("bert/")},
+            str(encoder_only / "bert_model.ckpt"))
+    model = api.load(encoder_only)
+    with pytest.raises(ValueError) as error:
+        model.fill_mask(["a [MASK]"])
+    assert str(error.value) == (
+        f"fill_mask: the checkpoint {encoder_only / 'bert_model.ckpt'} has "
+        "no masked-LM head (cls/predictions/...); Google's released "
+        "checkpoints and run_pretraining.py's have it, fine-tuned and "
+        "sentence-embedding checkpoints do not")
+    assert model.embed(["still embeds"])["mean_pooled"].shape == (1, 32)
+
+
+def test_load_errors_name_the_path(tmp_path, cased_tiny_dir):
+    missing = tmp_path / "nowhere"
+    with pytest.raises(ValueError, match=f"^bert_tf.load: {missing} is not "
+                                         "a directory$"):
+        api.load(missing)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError) as error:
+        api.load(empty)
+    assert str(error.value) == (
+        f"bert_tf.load: {empty} is neither a checkpoint directory "
+        "(bert_config.json, vocab.txt and a checkpoint), a training run's "
+        "--output_dir (bert_tf_run.json) nor a SavedModel (saved_model.pb); "
+        "it has no bert_config.json or vocab.txt")
+    no_checkpoint = tmp_path / "no_checkpoint"
+    no_checkpoint.mkdir()
+    for name in ("vocab.txt", "bert_config.json"):
+        shutil.copy(cased_tiny_dir / name, no_checkpoint / name)
+    with pytest.raises(ValueError, match="; it has no checkpoint$"):
+        api.load(no_checkpoint)
+    with pytest.raises(ValueError, match=r"^max_seq_length=200 is larger "
+                                         r"than|max_position_embeddings"):
+        api.load(cased_tiny_dir, max_seq_length=200)
+    with pytest.raises(ValueError, match=r"^batch_size=0 must be positive$"):
+        api.load(cased_tiny_dir, batch_size=0)
+    broken = tmp_path / "broken_run"
+    shutil.copytree(cased_tiny_dir, broken)
+    (broken / "bert_tf_run.json").write_text('{"task": "poetry"}')
+    with pytest.raises(ValueError, match=r"bert_tf_run.json: no 'task' "
+                                         r"among classification"):
+        api.load(broken)
+
+
+# -- finetune: errors before any training ------------------------------------
+
+@pytest.mark.parametrize("call, message", [
+    (dict(task="poetry"), r"^finetune: task='poetry' is none of "
+                          r"classification, squad, tagging"),
+    (dict(task="classification", train=[("text", "1")], no_such_flag=1),
+     r"^finetune: run_classifier.py has no flag --no_such_flag$"),
+    (dict(task="classification", train=[("text", "1"), "text"]),
+     r"^finetune: train\[1\]: expected \(text, label\) or \(text_a, "
+     r"text_b, label\), got 'text'$"),
+    (dict(task="classification", train=[("a", "1")], test=[("a", "b", "c")]),
+     r"^finetune: test\[0\]: expected a text or \(text_a, text_b\)"),
+    (dict(task="classification", train=[("a", "1")], dev=[("a", "b", "1")]),
+     r"^finetune: mixed single texts and text pairs in train/dev/test$"),
+    (dict(task="classification", train="train.tsv"),
+     r"^finetune: train of task='classification' must be a list"),
+    (dict(task="mrpc", train=[("a", "b", "1")]),
+     r"^finetune: task='mrpc' reads data_dir=\.\.\."),
+    (dict(task="tagging", train=[(["a", "b"], ["O"])]),
+     r"^finetune: train\[0\]: 2 words but 1 labels$"),
+    (dict(task="tagging", train=[(["a b"], ["O"])]),
+     r"^finetune: train\[0\]: word 'a b' must be a non-empty string "
+     r"without whitespace$"),
+    (dict(task="tagging", train=[["a", "b"]]),
+     r"^finetune: train\[0\]: expected \(words, labels\)$"),
+    (dict(task="squad", dev=[{"question": "q", "context": "c"}],
+          test=[{"question": "q", "context": "c"}]),
+     r"^finetune: squad predicts one file"),
+    (dict(task="squad", train=[{"question": "q", "context": "abc",
+                                "answers": [{"text": "x"}]}]),
+     r"^finetune: train\[0\]: answer 'x' is not in the context$"),
+    (dict(task="multiple_choice", train=["not a dict"]),
+     r"^finetune: train\[0\]: expected a dict with 'question' and "
+     r"'choices'$"),
+    (dict(task="classification", train=[("a", "1")],
+          max_seq_length="long"),
+     r"^finetune: flag --max_seq_length=long: invalid literal"),
+])
+def test_finetune_bad_input_is_one_line(tmp_path, cased_tiny_dir, call,
+                                        message):
+    call = dict(call)
+    task = call.pop("task")
+    with pytest.raises(ValueError, match=message) as error:
+        api.finetune(task, cased_tiny_dir, tmp_path / "out", **call)
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_finetune_refuses_another_models_files_in_output_dir(
+        tmp_path, cased_tiny_dir):
+    output_dir = tmp_path / "out"
+    output_dir.mkdir()
+    (output_dir / "vocab.txt").write_text("[PAD]\nmine\n")
+    with pytest.raises(ValueError) as error:
+        api.finetune("classification", cased_tiny_dir, output_dir,
+                     train=[("a", "1"), ("b", "0")], train_batch_size=1)
+    assert str(error.value) == (
+        f"--output_dir: {output_dir / 'vocab.txt'} exists and differs from "
+        f"--vocab_file={cased_tiny_dir / 'vocab.txt'} (another model's file "
+        "is not overwritten; use another --output_dir)")
+    assert (output_dir / "vocab.txt").read_text() == "[PAD]\nmine\n"
+
+
+# -- the README's code, then predict against the runners' files -------------
+
+def _readme_code():
+    text = README.read_text(encoding="utf-8")
+    start = text.index(README_SECTION + "\n")
+    end = text.index("\n## ", start + 1)
+    blocks = re.findall(r"```python\n(.*?)```", text[start:end], re.S)
+    assert len(blocks) >= 3
+    return blocks
+
+
+@pytest.fixture(scope="module")
+def readme_run(tmp_path_factory, cased_tiny_dir):
+    """The README section's code blocks run in order, in a directory where
+    `cased_L-12_H-768_A-12` is the tiny golden checkpoint."""
+    import os
+    root = tmp_path_factory.mktemp("readme")
+    shutil.copytree(cased_tiny_dir, root / README_MODEL)
+    namespace = {}
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        for block in _readme_code():
+            exec(compile(block, str(README), "exec"), namespace)  # noqa: S102
+    finally:
+        os.chdir(cwd)
+    return root, namespace
+
+
+@pytest.mark.slow
+def test_readme_code_runs_and_predicts_what_run_classifier_wrote(
+        readme_run):
+    root, namespace = readme_run
+    output_dir = root / "work" / "reviews"
+    # finetune returns the runner's metrics, as eval_results.txt has them.
+    written = read_eval_results(output_dir)
+    assert {key: float(value) for key, value in
+            namespace["results"]["eval"].items()} == pytest.approx(written)
+    classifier = namespace["classifier"]
+    assert classifier.labels == ["negative", "positive"]
+    predicted = classifier.predict(["what a film", "so dull"])
+    expected = np.loadtxt(output_dir / "test_results.tsv", delimiter="\t",
+                          ndmin=2)
+    np.testing.assert_allclose(
+        [row["probabilities"] for row in predicted], expected, atol=2e-6)
+    assert [row["label"] for row in predicted] == [
+        classifier.labels[i] for i in expected.argmax(axis=1)]
+    description = json.loads((output_dir / "bert_tf_run.json").read_text())
+    assert description["task"] == "classification"
+    assert (output_dir / "vocab.txt").read_bytes() == (
+        root / README_MODEL / "vocab.txt").read_bytes()
+
+
+@pytest.mark.slow
+def test_predict_input_shapes_are_checked(readme_run):
+    _, namespace = readme_run
+    classifier = namespace["classifier"]
+    with pytest.raises(ValueError, match=r"^inputs\[1\]: expected a text "
+                                         r"\(a string\), got \('a', 'b'\)$"):
+        classifier.predict(["fine", ("a", "b")])
+    with pytest.raises(ValueError, match=r"^inputs must be a list, got "
+                                         r"str$"):
+        classifier.predict("one text")
+    tagger = api.load(readme_run[0] / "work" / "ner")
+    with pytest.raises(ValueError, match=r"^inputs\[0\]: expected a list "
+                                         r"of words, got 'Peter Blackburn'"):
+        tagger.predict(["Peter Blackburn"])
+    with pytest.raises(ValueError, match=r"^inputs\[0\]: word 'a b' must "
+                                         r"be a non-empty string"):
+        tagger.predict([["a b"]])
+
+
+@pytest.mark.slow
+def test_saved_model_predicts_what_run_classifier_wrote(readme_run):
+    import export_saved_model
+    root, namespace = readme_run
+    output_dir = root / "work" / "reviews"
+    description = json.loads((output_dir / "bert_tf_run.json").read_text())
+    export_dir = root / "work" / "reviews_saved_model"
+    run_in_process(
+        export_saved_model, "--task_name=generic",
+        f"--init_checkpoint={output_dir}",
+        f"--label_list={','.join(description['label_list'])}",
+        "--do_lower_case=false",
+        f"--max_seq_length={description['max_seq_length']}",
+        f"--export_dir={export_dir}", workspace=output_dir)
+    exported = api.load(export_dir)
+    assert isinstance(exported, api.ExportedModel)
+    predicted = exported.predict(["what a film", "so dull"])
+    expected = np.loadtxt(output_dir / "test_results.tsv", delimiter="\t",
+                          ndmin=2)
+    np.testing.assert_allclose(
+        [row["probabilities"] for row in predicted], expected, atol=2e-6)
+    with pytest.raises(ValueError, match=r"^bert_tf.load: do_lower_case is "
+                                         r"fixed in the SavedModel"):
+        api.load(export_dir, do_lower_case=True)
+
+
+# -- the other tasks: finetune, then predict = the runner's files -----------
+
+TAG_SENTENCES = [
+    (["EU", "rejects", "German", "call", "to", "boycott", "British", "lamb",
+      "."], ["B-ORG", "O", "B-MISC", "O", "O", "O", "B-MISC", "O", "O"]),
+    (["Peter", "Blackburn"], ["B-PER", "I-PER"]),
+    (["BRUSSELS", "1996-08-22"], ["B-LOC", "O"]),
+]
+TAG_TEST = [["Peter", "rejects", "the", "EU", "call"],
+            # Longer than one window of --max_seq_length=12.
+            "The European Commission said on Thursday it disagreed with "
+            "German advice to consumers to shun British lamb .".split(),
+            ["Blackburn"]]
+
+
+@pytest.mark.slow
+def test_tagging_predict_is_run_taggings(tmp_path, cased_tiny_dir):
+    output_dir = tmp_path / "ner"
+    api.finetune("tagging", cased_tiny_dir, output_dir,
+                 train=TAG_SENTENCES * 3, test=TAG_TEST, max_seq_length=12,
+                 doc_stride=4, train_batch_size=3, num_train_epochs=1.0,
+                 learning_rate=1e-2)
+    predicted = api.load(output_dir).predict(TAG_TEST)
+    records = [json.loads(line) for line in (
+        output_dir / "test_predictions.jsonl").read_text().splitlines()]
+    assert len(records) == len(TAG_TEST)
+    for result, record, words in zip(predicted, records, TAG_TEST):
+        assert result["words"] == words == record["words"]
+        assert result["labels"] == record["labels"]
+        assert result["entities"] == record["entities"]
+    # test_predictions.txt: the word and its predicted label per line.
+    lines = [line.split() for line in (
+        output_dir / "test_predictions.txt").read_text().splitlines()
+        if line.strip()]
+    assert [label for _, label in lines] == [
+        label for result in predicted for label in result["labels"]]
+
+
+CHOICES = [
+    {"question": "Who is there?", "context": "Francisco at his post.",
+     "choices": ["Bernardo", "the king", "nobody"], "answer": 0},
+    {"question": "What is the hour?", "choices": ["twelve", "noon", "one"],
+     "answer": 0},
+]
+
+
+@pytest.mark.slow
+def test_multiple_choice_predict_is_run_multiple_choices(tmp_path,
+                                                         cased_tiny_dir):
+    output_dir = tmp_path / "choices"
+    test = [{key: value for key, value in record.items() if key != "answer"}
+            for record in CHOICES]
+    api.finetune("multiple_choice", cased_tiny_dir, output_dir,
+                 train=CHOICES * 2, test=test, max_seq_length=24,
+                 train_batch_size=2, num_train_epochs=1.0)
+    model = api.load(output_dir)
+    predicted = model.predict(test)
+    expected = np.loadtxt(output_dir / "test_results.tsv", delimiter="\t",
+                          ndmin=2)
+    np.testing.assert_allclose(
+        [row["probabilities"] for row in predicted], expected, atol=2e-6)
+    assert [row["label"] for row in predicted] == list(
+        expected.argmax(axis=1))
+    with pytest.raises(ValueError, match=r"^inputs\[1\]: 2 choices, but "
+                                         r"inputs\[0\] has 3"):
+        model.predict([test[0], {"question": "q", "choices": ["a", "b"]}])
+    with pytest.raises(ValueError, match=r"^inputs\[0\]: needs a "
+                                         r"'question'$"):
+        model.predict([{"choices": ["a", "b", "c"]}])
+
+
+SQUAD_CONTEXT = ("Bernardo (1895). Who's there? Nay, answer me: stand, and "
+                 "unfold yourself. Long live the king! Bernardo? He. You come "
+                 "most carefully upon your hour.")
+SQUAD_TRAIN = [
+    {"question": "Who is there?", "context": SQUAD_CONTEXT,
+     "answers": [{"text": "Bernardo"}]},
+    {"question": "Who lives long?", "context": SQUAD_CONTEXT,
+     "answers": [{"text": "the king", "answer_start": 60}]},
+]
+
+
+@pytest.mark.slow
+def test_squad_predict_is_run_squads(tmp_path, uncased_vocab_file,
+                                     cased_tiny_dir):
+    output_dir = tmp_path / "squad"
+    test = [{"question": q, "context": c, "id": f"q{i}"} for i, (q, c) in
+            enumerate([("Who is there?", SQUAD_CONTEXT),
+                       ("What is the hour?", "Tis now struck twelve; get "
+                        "thee to bed, Francisco.")])]
+    api.finetune("squad", cased_tiny_dir, output_dir, train=SQUAD_TRAIN * 2,
+                 test=test, max_seq_length=32, doc_stride=8,
+                 max_query_length=8, train_batch_size=2,
+                 num_train_epochs=1.0)
+    predicted = api.load(output_dir).predict(
+        [(record["question"], record["context"]) for record in test])
+    answers = json.loads((output_dir / "predictions.json").read_text())
+    nbest = json.loads((output_dir / "nbest_predictions.json").read_text())
+    for result, record in zip(predicted, test):
+        assert result["answer"] == answers[record["id"]]
+        assert [entry["text"] for entry in result["nbest"]] == [
+            entry["text"] for entry in nbest[record["id"]]]
+        np.testing.assert_allclose(
+            [entry["probability"] for entry in result["nbest"]],
+            [entry["probability"] for entry in nbest[record["id"]]],
+            atol=1e-5)
