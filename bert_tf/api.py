@@ -476,9 +476,13 @@ class _Served:
         return served
 
     def _init(self, function, where):
+        import tensorflow as tf
         self.function = function
+        # A SavedModel's signature takes keywords; an export's concrete
+        # function was traced on positional specs: their names are the same.
         self.input_names = tuple(sorted(
-            function.structured_input_signature[1]))
+            spec.name for spec in tf.nest.flatten(
+                function.structured_input_signature)))
         outputs = set(function.structured_outputs)
         names = set(self.input_names)
         if names <= {"text_a", "text_b"}:
