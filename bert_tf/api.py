@@ -159,7 +159,7 @@ class PretrainedModel:
 
     def __init__(self, path, batch_size=32, do_lower_case=None,
                  max_seq_length=None, default_max_seq_length=None,
-                 default_do_lower_case=None):
+                 default_do_lower_case=None, causal_attention=False):
         from bert_tf import checkpoints
         from bert_tf.config import BertConfig
         self.path = path
@@ -182,6 +182,9 @@ class PretrainedModel:
                              "[CLS], a word piece and [SEP]")
         self.bert_config.check_max_seq_length(max_seq_length)
         self.max_seq_length = max_seq_length
+        # A run fine-tuned with --causal_attention has a left-to-right
+        # encoder (its weights do not say so).
+        self.causal_attention = causal_attention
         self._embedder = None
         self._masked_lm = None
         self._tokenizer = None
@@ -205,7 +208,8 @@ class PretrainedModel:
             from bert_tf.export import builders
             export = builders.embedding_export(
                 self.bert_config, self.vocab_file, self.do_lower_case,
-                self.checkpoint, self.max_seq_length)
+                self.checkpoint, self.max_seq_length,
+                causal_attention=self.causal_attention)
             self._embedder = _Served(export)
         rows = self._embedder.call_batched({"text": texts}, self.batch_size)
         return {name: rows[name] for name in ("pooled_output",
@@ -337,18 +341,12 @@ def _pad_masked_batch(ids, positions):
 
 
 class _TaskPredictor:
-    """`predict` over a `serving_default` function: inputs checked and
-    batched, outputs turned into the runner's results."""
+    """`predict` over a `serving_default` function (`_serving()`, a
+    `_Served`): inputs checked and batched, outputs turned into the
+    runner's results."""
 
-    def _set_served(self, served):
-        self._served = served
-        self.task = served.task
-
-    @property
-    def labels(self):
-        """The label strings in label-id order (classification, tagging),
-        else None."""
-        return self._served.labels
+    def _serving(self):
+        raise NotImplementedError
 
     def predict(self, inputs):
         """What the runner predicts for `inputs`, one result per input.
@@ -384,9 +382,10 @@ class _TaskPredictor:
           ValueError: an input of the wrong shape for the task (named by
             its index).
         """
-        columns = self._served.columns(inputs)
-        rows = self._served.call_batched(columns, self.batch_size)
-        return self._served.results(rows, len(inputs))
+        served = self._serving()
+        columns = served.columns(inputs)
+        rows = served.call_batched(columns, self.batch_size)
+        return served.results(rows, len(inputs))
 
 
 class FineTunedModel(PretrainedModel, _TaskPredictor):
@@ -404,10 +403,25 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
         super().__init__(
             path, batch_size, do_lower_case, max_seq_length,
             default_max_seq_length=description["max_seq_length"],
-            default_do_lower_case=description["do_lower_case"])
+            default_do_lower_case=description["do_lower_case"],
+            causal_attention=description.get("causal_attention", False))
         self.description = description
-        self._set_served(_Served(self._build_export()))
-        self._served.labels = description.get("label_list")
+        self.task = description["task"]
+        self._served = None
+
+    @property
+    def labels(self):
+        """The run's labels in label-id order (classification, tagging),
+        else None."""
+        return self.description.get("label_list")
+
+    def _serving(self):
+        # Built on first use: loading for `embed` alone needs no export.
+        if self._served is None:
+            served = _Served(self._build_export())
+            served.labels = self.labels
+            self._served = served
+        return self._served
 
     def _build_export(self):
         from bert_tf.export import builders
@@ -417,7 +431,7 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
                       do_lower_case=self.do_lower_case,
                       init_checkpoint=self.checkpoint,
                       max_seq_length=self.max_seq_length,
-                      causal_attention=d.get("causal_attention", False))
+                      causal_attention=self.causal_attention)
         task = d["task"]
         if task == finetune_lib.CLASSIFICATION:
             return builders.classifier_export(
@@ -437,8 +451,8 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
             return builders.multiple_choice_export(
                 has_question=d["input_format"] == "jsonl", **common)
         raise ValueError(
-            f"bert_tf.load: {self.path} is a {task} run, which predict does "
-            "not serve yet (run_classifier.py --do_predict does)")
+            f"predict: {self.path} is a {task} run, which predict does not "
+            "serve (run_classifier.py --do_predict predicts with it)")
 
 
 class ExportedModel(_TaskPredictor):
@@ -451,8 +465,18 @@ class ExportedModel(_TaskPredictor):
         self.path = path
         self.batch_size = batch_size
         self._saved_model = tf.saved_model.load(path)
-        self._set_served(_Served.from_signature(
-            self._saved_model.signatures["serving_default"], path))
+        self._served = _Served.from_signature(
+            self._saved_model.signatures["serving_default"], path)
+        self.task = self._served.task
+
+    @property
+    def labels(self):
+        """None: a SavedModel does not hold its label list apart (each
+        result names its label)."""
+        return None
+
+    def _serving(self):
+        return self._served
 
 
 # -- the serving function, its inputs and outputs ----------------------------
@@ -507,9 +531,7 @@ class _Served:
         import tensorflow as tf
         count = len(next(iter(columns.values())))
         batches = []
-        for start in range(0, max(count, 1), batch_size):
-            if not count:
-                break
+        for start in range(0, count, batch_size):
             inputs = {name: tf.constant(values[start:start + batch_size])
                       for name, values in columns.items()}
             batches.append({name: value.numpy() for name, value in
@@ -779,11 +801,10 @@ def finetune(task, base_dir, output_dir, *, train=None, dev=None, test=None,
             f"tagging, multiple_choice, {', '.join(_CLASSIFIER_TASKS)}")
     runner = importlib.import_module(module_name)
     program = f"{module_name}.py"
-    base = load(base_dir) if not os.path.isfile(
-        os.path.join(base_dir, SAVED_MODEL_FILE)) else None
-    if base is None:
+    if os.path.isfile(os.path.join(base_dir, SAVED_MODEL_FILE)):
         raise ValueError(f"finetune: base_dir {base_dir} is a SavedModel; "
                          "fine-tuning starts from a checkpoint directory")
+    base = load(base_dir)  # Its files, checkpoint and casing.
     values = {"vocab_file": base.vocab_file,
               "bert_config_file": os.path.join(
                   base_dir, finetune_lib.BERT_CONFIG_FILE),

@@ -218,6 +218,22 @@ def test_load_errors_name_the_path(tmp_path, cased_tiny_dir):
         api.load(broken)
 
 
+def test_predict_refuses_a_multi_label_run(tmp_path, cased_tiny_dir):
+    run_dir = tmp_path / "multi_label_run"
+    shutil.copytree(cased_tiny_dir, run_dir)
+    (run_dir / "bert_tf_run.json").write_text(json.dumps(
+        {"program": "run_classifier.py", "task": "multi_label",
+         "max_seq_length": 16, "do_lower_case": False,
+         "causal_attention": False, "label_list": ["a", "b"]}))
+    model = api.load(run_dir)
+    assert model.labels == ["a", "b"] and model.max_seq_length == 16
+    with pytest.raises(ValueError) as error:
+        model.predict(["text"])
+    assert str(error.value) == (
+        f"predict: {run_dir} is a multi_label run, which predict does not "
+        "serve (run_classifier.py --do_predict predicts with it)")
+
+
 # -- finetune: errors before any training ------------------------------------
 
 @pytest.mark.parametrize("call, message", [
@@ -377,6 +393,10 @@ def test_saved_model_predicts_what_run_classifier_wrote(readme_run):
     with pytest.raises(ValueError, match=r"^bert_tf.load: do_lower_case is "
                                          r"fixed in the SavedModel"):
         api.load(export_dir, do_lower_case=True)
+    with pytest.raises(ValueError, match=r"^finetune: base_dir .* is a "
+                                         r"SavedModel; fine-tuning starts"):
+        api.finetune("classification", export_dir, root / "work" / "again",
+                     train=[("a", "1")])
 
 
 # -- the other tasks: finetune, then predict = the runner's files -----------
