@@ -417,8 +417,13 @@ TAG_TEST = [["Peter", "rejects", "the", "EU", "call"],
 @pytest.mark.slow
 def test_tagging_predict_is_run_taggings(tmp_path, cased_tiny_dir):
     output_dir = tmp_path / "ner"
+    # The test set as the runner's own file (--predict_file), the training
+    # set as lists.
+    test_file = tmp_path / "test.txt"
+    test_file.write_text("".join("".join(f"{word}\n" for word in words)
+                                 + "\n" for words in TAG_TEST))
     api.finetune("tagging", cased_tiny_dir, output_dir,
-                 train=TAG_SENTENCES * 3, test=TAG_TEST, max_seq_length=12,
+                 train=TAG_SENTENCES * 3, test=test_file, max_seq_length=12,
                  doc_stride=4, train_batch_size=3, num_train_epochs=1.0,
                  learning_rate=1e-2)
     predicted = api.load(output_dir).predict(TAG_TEST)
