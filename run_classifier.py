@@ -193,7 +193,7 @@ def run(flag_values):
 
     run = finetune.start(flag_values)
     finetune.write_run_description(
-        flag_values, PROGRAM, finetune.CLASSIFICATION, task_name=task_name,
+        flag_values, run, PROGRAM, finetune.CLASSIFICATION, task_name=task_name,
         label_list=None if is_regression else label_list,
         is_regression=is_regression, has_text_b=processor.has_text_b)
     files, num_records = {}, {}

@@ -118,7 +118,7 @@ def run(flag_values):
                                     len(examples.get("train", ())))
     run = finetune.start(flag_values)
     finetune.write_run_description(
-        flag_values, PROGRAM, finetune.MULTIPLE_CHOICE,
+        flag_values, run, PROGRAM, finetune.MULTIPLE_CHOICE,
         input_format=flag_values.input_format, num_choices=num_choices)
     arrays = {phase: multiple_choice.examples_to_arrays(
         phase_examples, flag_values.max_seq_length, run.tokenizer)

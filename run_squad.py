@@ -233,7 +233,7 @@ def run(flag_values):
     run = finetune.start(flag_values)
     output_dir = flag_values.output_dir
     finetune.write_run_description(
-        flag_values, PROGRAM, finetune.SQUAD,
+        flag_values, run, PROGRAM, finetune.SQUAD,
         **{name: flag_values[name].value for name in (
             "doc_stride", "max_query_length", "n_best_size",
             "max_answer_length", "version_2_with_negative",

@@ -221,7 +221,7 @@ def run(flag_values):
     if train_set is not None:
         tagging_examples.write_label_list(label_list_path, label_list)
         finetune.write_run_description(
-            flag_values, PROGRAM, finetune.TAGGING, label_list=label_list,
+            flag_values, run, PROGRAM, finetune.TAGGING, label_list=label_list,
             doc_stride=flag_values.doc_stride, use_crf=flag_values.use_crf)
         logging.info("***** Running training *****")
         logging.info("  Num sentences = %d, windows = %d, labels = %d",

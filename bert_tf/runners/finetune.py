@@ -9,7 +9,7 @@ A fine-tuning runner is its own flags plus a few lines of wiring:
     run = start(flag_values)          # strategy, seed, output dir, tokenizer
     ... write the task's records, build the task ...
     trainer = make_trainer(run, task, flag_values, steps, eval_batch_size)
-    write_run_description(flag_values, PROGRAM, "classification", ...)
+    write_run_description(flag_values, run, PROGRAM, "classification", ...)
 
 Everything here reads parsed flags and hands plain values to the library
 (see `bert_tf.runners.flags`); the `--init_checkpoint` is resolved once,
@@ -358,7 +358,7 @@ MULTIPLE_CHOICE = "multiple_choice"
 TASK_KINDS = (CLASSIFICATION, MULTI_LABEL, SQUAD, TAGGING, MULTIPLE_CHOICE)
 
 
-def write_run_description(flag_values, program, task, **settings):
+def write_run_description(flag_values, run, program, task, **settings):
     """Makes a training run's `--output_dir` loadable by itself.
 
     Copies `--bert_config_file` and `--vocab_file` into it as
@@ -366,11 +366,13 @@ def write_run_description(flag_values, program, task, **settings):
     has them) and writes `bert_tf_run.json`: the program, the task kind,
     `max_seq_length`, `do_lower_case`, `causal_attention` and the task's
     own `settings` (labels, windows, ...). Only a run that trains writes
-    them (a prediction run describes no model of its own). Each file is
-    written under a temporary name and renamed.
+    them (a prediction run describes no model of its own), and only its
+    chief (the worker that writes checkpoints). Each file is written under
+    a temporary name and renamed.
 
     Args:
       flag_values: the runner's parsed flags.
+      run: the `FineTuningRun` (its strategy says who the chief is).
       program: the runner's file name, e.g. "run_classifier.py".
       task: one of `TASK_KINDS`.
       **settings: JSON-serializable task settings.
@@ -381,7 +383,8 @@ def write_run_description(flag_values, program, task, **settings):
         which are not overwritten).
     """
     from bert_tf import file_io
-    if not flag_values.do_train:
+    from bert_tf.training import distribution
+    if not flag_values.do_train or not distribution.is_chief(run.strategy):
         return
     if task not in TASK_KINDS:
         raise ValueError(f"unknown task kind {task!r}")

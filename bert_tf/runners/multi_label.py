@@ -70,7 +70,7 @@ def run(flag_values, bert_config):
                                     len(examples.get("train", ())))
     run_setup = finetune.start(flag_values)
     finetune.write_run_description(
-        flag_values, "run_classifier.py", finetune.MULTI_LABEL,
+        flag_values, run_setup, "run_classifier.py", finetune.MULTI_LABEL,
         label_list=label_list, has_text_b=processor.has_text_b,
         threshold=flag_values.threshold)
     arrays = {phase: data_lib.examples_to_arrays(
