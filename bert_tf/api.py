@@ -38,7 +38,6 @@ Nothing here is a second implementation of what the programs do:
 """
 
 import csv
-import dataclasses
 import json
 import os
 import tempfile
