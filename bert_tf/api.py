@@ -850,7 +850,7 @@ def _input_flags(task_name, sets, data_dir):
                 f"finetune: task={task_name!r} reads data_dir=... (and "
                 "do_train/do_eval/do_predict); train/dev/test are for "
                 "task='classification'")
-        return {}
+        return {"task_name": task_name}
     if task_name == finetune_lib.CLASSIFICATION:
         return _classification_files(given, data_dir)
     if task_name == finetune_lib.SQUAD:

@@ -510,3 +510,36 @@ def test_squad_predict_is_run_squads(tmp_path, uncased_vocab_file,
             [entry["probability"] for entry in result["nbest"]],
             [entry["probability"] for entry in nbest[record["id"]]],
             atol=1e-5)
+
+
+MRPC_PAIRS = [("He said hello.", "Hello, he said.", "1"),
+              ("The cat sat.", "A dog ran.", "0"),
+              ("Who's there?", "Nay, answer me.", "0"),
+              ("Long live the king!", "The king: long may he live!", "1")]
+
+
+@pytest.mark.slow
+def test_finetune_glue_task_reads_data_dir(tmp_path, cased_tiny_dir):
+    """A GLUE task as run_classifier.py reads it (--data_dir, Google's
+    MRPC layout), phases by the runner's own flags."""
+    data_dir = tmp_path / "MRPC"
+    data_dir.mkdir()
+    header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+    for split in ("train", "dev"):
+        (data_dir / f"{split}.tsv").write_text(header + "".join(
+            f"{label}\t1\t2\t{a}\t{b}\n" for a, b, label in MRPC_PAIRS * 2))
+    output_dir = tmp_path / "mrpc"
+    results = api.finetune("mrpc", cased_tiny_dir, output_dir,
+                           data_dir=data_dir, do_train=True, do_eval=True,
+                           max_seq_length=24, train_batch_size=4,
+                           num_train_epochs=1.0)
+    assert {key: float(value) for key, value in results["eval"].items()} == (
+        pytest.approx(read_eval_results(output_dir)))
+    assert "eval_f1" in results["eval"]  # MRPC's own metric
+    model = api.load(output_dir)
+    assert model.labels == ["0", "1"]
+    predicted = model.predict([(a, b) for a, b, _ in MRPC_PAIRS])
+    assert [len(row["probabilities"]) for row in predicted] == [2] * 4
+    with pytest.raises(ValueError, match=r"^inputs\[0\]: expected a pair "
+                                         r"\(text_a, text_b\) of strings"):
+        model.predict(["one text"])
