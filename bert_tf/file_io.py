@@ -370,7 +370,17 @@ def _same_file(first, second):
         return False
 
 
-def check_outputs_are_not_inputs(outputs, inputs):
+def _is_inside(path, directory):
+    """Whether local `path` is under `directory` (links followed)."""
+    if is_remote(path) or is_remote(directory):
+        return os.fspath(path).startswith(
+            os.fspath(directory).rstrip("/") + "/")
+    return os.path.realpath(path).startswith(
+        os.path.join(os.path.realpath(directory), ""))
+
+
+def check_outputs_are_not_inputs(outputs, inputs, *,
+                                 whole_directories=False):
     """Refuses, before anything is written, an output that is an input.
 
     Every script calls this with its output paths and its input paths, so
@@ -384,12 +394,16 @@ def check_outputs_are_not_inputs(outputs, inputs):
         list (Google's `--output_file`).
       inputs: `(description, path or pattern)` pairs; comma-separated globs
         are expanded (a pattern that matches nothing is skipped: its own
-        check reports it). None or empty paths are skipped on both sides.
+        check reports it); with `whole_directories`, an existing directory
+        is an input itself. None or empty paths are skipped on both sides.
+      whole_directories: the outputs are directories that the run replaces
+        whole (`atomic_directory`): an input inside one is refused too.
 
     Raises:
       OutputIsInputError: naming both flags and both paths, e.g.
         "--output_file a.txt is the input --input_file a.txt: refusing to
-        overwrite an input; choose another output path".
+        overwrite an input; choose another output path", or "--export_dir
+        run holds the input --init_checkpoint run/model.ckpt-4: ...".
     """
     expanded_inputs = []
     for description, pattern in inputs:
@@ -400,8 +414,15 @@ def check_outputs_are_not_inputs(outputs, inputs):
         except InputFileError:
             paths = []
         if not paths and not is_remote(pattern):
-            # A checkpoint prefix is no file itself; its files are inputs.
-            paths = glob.glob(glob.escape(os.fspath(pattern)) + ".*")
+            if os.path.isdir(pattern):
+                # A directory input (--data_dir, a checkpoint directory)
+                # matters only to an output directory replaced whole: a
+                # run's --output_dir may well be its --init_checkpoint.
+                paths = [os.fspath(pattern)] if whole_directories else []
+            else:
+                # A checkpoint prefix is no file itself; its files are
+                # inputs.
+                paths = glob.glob(glob.escape(os.fspath(pattern)) + ".*")
         expanded_inputs.extend((description, os.fspath(pattern), path)
                                for path in paths)
     for out_description, output in outputs:
@@ -417,6 +438,36 @@ def check_outputs_are_not_inputs(outputs, inputs):
                         f"{out_description} {output_path} is the input "
                         f"{in_description} {input_path}{same}: refusing to "
                         f"overwrite an input; choose another output path")
+                if whole_directories and _is_inside(input_path, output_path):
+                    raise OutputIsInputError(
+                        f"{out_description} {output_path} holds the input "
+                        f"{in_description} {input_path}: refusing to "
+                        f"replace it; choose another output path")
+
+
+def check_replaceable_directory(path, overwrite=False,
+                                check_replaceable=None):
+    """What `atomic_directory` refuses about an existing `path`, for
+    checking before slow work.
+
+    Args:
+      path: the output directory.
+      overwrite: whether replacing an existing one is allowed.
+      check_replaceable: as `atomic_directory`'s.
+
+    Raises:
+      FileExistsError: `path` exists and `overwrite` is False; or what
+        `check_replaceable` raises.
+    """
+    path = os.path.abspath(os.fspath(path))
+    if not os.path.lexists(path):
+        return
+    if not overwrite:
+        raise FileExistsError(
+            f"{path} already exists; choose another directory or allow "
+            "replacing it (--overwrite)")
+    if check_replaceable is not None:
+        check_replaceable(path)
 
 
 @contextlib.contextmanager
@@ -455,14 +506,7 @@ def atomic_directory(path, overwrite=False, check_replaceable=None):
     name = os.path.basename(path)
 
     def check_existing():
-        if not os.path.lexists(path):
-            return
-        if not overwrite:
-            raise FileExistsError(
-                f"{path} already exists; choose another directory or allow "
-                "replacing it (--overwrite)")
-        if check_replaceable is not None:
-            check_replaceable(path)
+        check_replaceable_directory(path, overwrite, check_replaceable)
 
     if os.path.isdir(parent):
         _restore_dead_writers_directories(path)
