@@ -77,14 +77,38 @@ def _check_count(path, number, choices, num_choices):
             "needs two at least")
 
 
+def _not_utf8(path):
+    """The error for a file that is not UTF-8, naming its first bad line.
+
+    A text reader's `UnicodeDecodeError` counts bytes within a buffer, not
+    the file; the whole file is decoded again to find the line.
+    """
+    with open(path, "rb") as reader:
+        data = reader.read()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        line_start = data.rfind(b"\n", 0, error.start) + 1
+        return MultipleChoiceDataError(
+            f"{path}:{line}: not UTF-8 "
+            f"text ({error.reason}: byte 0x{data[error.start]:02x} at "
+            f"column {error.start - line_start + 1}); save the file as "
+            f"UTF-8")
+    return MultipleChoiceDataError(f"{path}: not UTF-8 text")
+
+
 def read_swag(path, num_choices=None):
     """Reads a SWAG CSV file (see the module docstring).
 
     Returns:
       A list of `MultipleChoiceExample`s.
     """
-    with open(path, encoding="utf-8", newline="") as reader:
-        rows = list(csv.reader(reader))
+    try:
+        with open(path, encoding="utf-8", newline="") as reader:
+            rows = list(csv.reader(reader))
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
     if not rows:
         raise MultipleChoiceDataError(f"{path}:1: empty file, expected a "
                                       "header")
@@ -205,18 +229,25 @@ def read_jsonl(path, num_choices=None):
       A list of `MultipleChoiceExample`s.
     """
     examples = []
-    with open(path, encoding="utf-8") as reader:
-        for number, line in enumerate(reader, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise MultipleChoiceDataError(
-                    f"{path}:{number}: not JSON ({error.msg})") from None
-            example = parse_record(path, number, record, num_choices)
-            num_choices = len(example.choices)
-            examples.append(example)
+    try:
+        with open(path, encoding="utf-8") as reader:
+            for number, line in enumerate(reader, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as error:
+                    # error.msg alone can end mid-sentence ("Invalid
+                    # control character at").
+                    where = ("" if error.msg.endswith(" at") else " at")
+                    raise MultipleChoiceDataError(
+                        f"{path}:{number}: not JSON ({error.msg}{where} "
+                        f"column {error.colno})") from None
+                example = parse_record(path, number, record, num_choices)
+                num_choices = len(example.choices)
+                examples.append(example)
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
     return examples
 
 
