@@ -28,6 +28,7 @@ file and line.
 
 import csv
 import dataclasses
+import io
 import json
 import re
 import string
@@ -77,25 +78,33 @@ def _check_count(path, number, choices, num_choices):
             "needs two at least")
 
 
-def _not_utf8(path):
-    """The error for a file that is not UTF-8, naming its first bad line.
+def _open_utf8(path, newline=None):
+    """The text of a UTF-8 file as an open text file (`open`'s `newline`).
 
-    A text reader's `UnicodeDecodeError` counts bytes within a buffer, not
-    the file; the whole file is decoded again to find the line.
+    Raises:
+      MultipleChoiceDataError: a byte that is not UTF-8, naming the file,
+        the line and the byte (a text reader's `UnicodeDecodeError` names
+        neither: it counts within a buffer).
     """
     with open(path, "rb") as reader:
         data = reader.read()
     try:
-        data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
-        line_start = data.rfind(b"\n", 0, error.start) + 1
-        return MultipleChoiceDataError(
-            f"{path}:{line}: not UTF-8 "
-            f"text ({error.reason}: byte 0x{data[error.start]:02x} at "
-            f"column {error.start - line_start + 1}); save the file as "
-            f"UTF-8")
-    return MultipleChoiceDataError(f"{path}: not UTF-8 text")
+        column = error.start - data.rfind(b"\n", 0, error.start)
+        raise MultipleChoiceDataError(
+            f"{path}:{line}: not UTF-8 text ({error.reason}: byte "
+            f"0x{data[error.start]:02x} at column {column}); save the file "
+            f"as UTF-8") from None
+    return io.StringIO(text, newline=newline)
+
+
+def _json_reason(error):
+    """A `JSONDecodeError`'s reason with its column: its `msg` alone can
+    end mid-sentence ("Invalid control character at")."""
+    where = "" if error.msg.endswith(" at") else " at"
+    return f"{error.msg}{where} column {error.colno}"
 
 
 def read_swag(path, num_choices=None):
@@ -104,11 +113,8 @@ def read_swag(path, num_choices=None):
     Returns:
       A list of `MultipleChoiceExample`s.
     """
-    try:
-        with open(path, encoding="utf-8", newline="") as reader:
-            rows = list(csv.reader(reader))
-    except UnicodeDecodeError:
-        raise _not_utf8(path) from None
+    with _open_utf8(path, newline="") as reader:
+        rows = list(csv.reader(reader))
     if not rows:
         raise MultipleChoiceDataError(f"{path}:1: empty file, expected a "
                                       "header")
@@ -229,25 +235,19 @@ def read_jsonl(path, num_choices=None):
       A list of `MultipleChoiceExample`s.
     """
     examples = []
-    try:
-        with open(path, encoding="utf-8") as reader:
-            for number, line in enumerate(reader, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as error:
-                    # error.msg alone can end mid-sentence ("Invalid
-                    # control character at").
-                    where = ("" if error.msg.endswith(" at") else " at")
-                    raise MultipleChoiceDataError(
-                        f"{path}:{number}: not JSON ({error.msg}{where} "
-                        f"column {error.colno})") from None
-                example = parse_record(path, number, record, num_choices)
-                num_choices = len(example.choices)
-                examples.append(example)
-    except UnicodeDecodeError:
-        raise _not_utf8(path) from None
+    with _open_utf8(path) as reader:
+        for number, line in enumerate(reader, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise MultipleChoiceDataError(
+                    f"{path}:{number}: not JSON ({_json_reason(error)})"
+                ) from None
+            example = parse_record(path, number, record, num_choices)
+            num_choices = len(example.choices)
+            examples.append(example)
     return examples
 
 
