@@ -140,13 +140,18 @@ def check_output_directory(path):
 
 # -- writes that fail: one line naming the file --------------------------------
 
-# Errors only a write produces: the device is full, a quota or the file
-# size limit (`ulimit -f`) is reached.
-_WRITE_ONLY_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+# Errors only a write produces (the device is full, a quota or the file
+# size limit is reached), and what to do about each.
+_WHAT_TO_DO = {errno.ENOSPC: "free space and run again",
+               errno.EDQUOT: "free space within your quota and run again",
+               errno.EFBIG: "raise the file size limit (ulimit -f) and run "
+                            "again"}
+_WRITE_ONLY_ERRNOS = tuple(_WHAT_TO_DO)
 
 
 class WriteError(OSError):
-    """Writing an output failed for lack of space; names the file.
+    """Writing an output failed for lack of space; names the file and says
+    what to do.
 
     Python's `[Errno 28] No space left on device` and TensorFlow's
     `ResourceExhaustedError` (a traceback of dozens of lines) name no file
@@ -157,8 +162,7 @@ class WriteError(OSError):
     def __init__(self, number, description, path):
         super().__init__(
             f"cannot write {description} {path}: {os.strerror(number)} "
-            f"(nothing was written under that name; free space and run "
-            f"again)")
+            f"(nothing was written under that name; {_WHAT_TO_DO[number]})")
         self.errno = number
         self.filename = os.fspath(path)
 

@@ -104,11 +104,13 @@ def test_a_write_past_the_size_limit_names_the_file_and_keeps_the_old(
                     writer.write(b"y" * 1000)
     assert str(text_error.value) == (
         f"cannot write file {output}: File too large (nothing was written "
-        f"under that name; free space and run again)")
+        f"under that name; raise the file size limit (ulimit -f) and run "
+        f"again)")
     assert text_error.value.errno == errno.EFBIG
     assert str(records_error.value) == (
         f"cannot write output file {records}: File too large (nothing was "
-        f"written under that name; free space and run again)")
+        f"written under that name; raise the file size limit (ulimit -f) "
+        f"and run again)")
     assert output.read_text() == "previous results\n"
     assert records.read_bytes() == b"previous records"
     assert sorted(os.listdir(tmp_path)) == ["out.tfrecord", "results.txt"]
