@@ -888,6 +888,13 @@ def test_export_overwrite_never_deletes_a_run_or_an_input(golden_dir,
         f"{refusal}{not_ours}/notes.txt is a file, not such a directory: "
         f"refusing to delete it; choose another --export_dir")
     assert _snapshot(tmp_path) == before
+    # What may be replaced: an export holding only its own files, or an
+    # empty directory.
+    from bert_tf.export import serving
+    (extra / "variables" / "mine.txt").unlink()
+    (tmp_path / "empty").mkdir()
+    for replaceable in (extra, tmp_path / "empty"):
+        serving.check_export_dir(replaceable, overwrite=True)
 
 
 def test_an_output_dir_through_a_link_is_seen_to_be_the_inputs(tmp_path):

@@ -378,7 +378,8 @@ def check_replaceable_export(export_dir):
 
     `--overwrite` must never delete a training run, a vocabulary or files a
     user put there: only a directory with the `EXPORT_MARKER` that
-    `save_export` writes, and only the files the marker lists, may go.
+    `save_export` writes, and only the files the marker lists, may go (or
+    an empty directory).
 
     Args:
       export_dir: an existing path.
@@ -393,6 +394,9 @@ def check_replaceable_export(export_dir):
     if not os.path.isdir(export_dir):
         raise FileExistsError(f"{refusal} is a file, not such a directory: "
                               f"refusing to delete it; {advice}")
+    present = _files_under(export_dir)
+    if not present:
+        return  # Empty: nothing to lose.
     try:
         with open(os.path.join(export_dir, EXPORT_MARKER),
                   encoding="utf-8") as reader:
@@ -401,8 +405,7 @@ def check_replaceable_export(export_dir):
         raise FileExistsError(
             f"{refusal} is not one (it has no {EXPORT_MARKER}): refusing to "
             f"delete it; {advice}") from None
-    others = sorted(set(_files_under(export_dir)) - set(written)
-                    - {EXPORT_MARKER})
+    others = sorted(set(present) - set(written) - {EXPORT_MARKER})
     if others:
         more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
         raise FileExistsError(
