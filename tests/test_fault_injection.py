@@ -1107,14 +1107,30 @@ def test_full_disk_keeps_the_previous_checkpoint_and_export(
     assert (snapshot / "export" / "saved_model.pb").read_text() == "previous"
 
 
-def test_full_disk_while_saving_a_checkpoint_is_one_line(data_dir, tmp_path,
-                                                         monkeypatch):
+def _tagging_args(golden_dir, tmp_path, output_dir):
+    train = tmp_path / "train.txt"
+    train.write_text("EU B-ORG\nrejects O\nGerman B-MISC\ncall O\n\n"
+                     "Peter B-PER\nBlackburn I-PER\n\n" * 2)
+    model = golden_dir / "models" / "cased_tiny"
+    return [f"--vocab_file={model}/vocab.txt",
+            f"--bert_config_file={model}/bert_config.json",
+            "--do_lower_case=False", "--do_train=True",
+            f"--train_file={train}", f"--output_dir={output_dir}",
+            "--max_seq_length=16", "--train_batch_size=2",
+            "--num_train_epochs=2", "--save_checkpoints_steps=1",
+            "--iterations_per_loop=1", "--seed=1"]
+
+
+@pytest.mark.parametrize("program", ["run_pretraining", "run_tagging"])
+def test_full_disk_while_saving_a_checkpoint_is_one_line(
+        program, data_dir, golden_dir, tmp_path, monkeypatch):
     """In process, TensorFlow's own error injected where the checkpoint is
     written (as a full disk raises it): the one-line message, and the
     previous checkpoint kept whole."""
+    import importlib
+
     import tensorflow as tf
 
-    import run_pretraining
     from bert_tf import checkpoints
     from bert_tf.training import run_lock
     from runner_harness import error_line_in_process
@@ -1126,21 +1142,24 @@ def test_full_disk_while_saving_a_checkpoint_is_one_line(data_dir, tmp_path,
         calls.append(prefix)
         if len(calls) < 2:
             return real_save(prefix=prefix, **kwargs)
-        partial = prefix  # the temporary prefix save_checkpoint passes
-        with open(partial + ".data-00000-of-00001.tempstate1", "wb") as f:
+        # `prefix` is the temporary one save_checkpoint writes first.
+        with open(f"{prefix}.data-00000-of-00001.tempstate1", "wb") as f:
             f.write(b"half a checkpoint")
         raise tf.errors.ResourceExhaustedError(
-            None, None, f"{partial}.data-00000-of-00001.tempstate1; No space "
+            None, None, f"{prefix}.data-00000-of-00001.tempstate1; No space "
                         f"left on device")
 
     monkeypatch.setattr(tf.raw_ops, "SaveV2", save_until_the_disk_is_full)
+    args = (pretraining_args(data_dir, output_dir)
+            if program == "run_pretraining"
+            else _tagging_args(golden_dir, tmp_path, output_dir))
     try:
-        error = error_line_in_process(
-            run_pretraining, *pretraining_args(data_dir, output_dir))
+        error = error_line_in_process(importlib.import_module(program),
+                                      *args)
     finally:
         run_lock.release_output_dir(output_dir)
     assert error == (
-        f"run_pretraining.py: error: cannot write checkpoint "
+        f"{program}.py: error: cannot write checkpoint "
         f"{output_dir}/model.ckpt-2: No space left on device (nothing was "
         f"written under that name; free space and run again)")
     assert _steps(output_dir) == [1]
