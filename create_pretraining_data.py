@@ -58,6 +58,13 @@ def main(argv):
             [("--output_file", FLAGS.output_file)],
             [("--input_file", FLAGS.input_file),
              ("--vocab_file", FLAGS.vocab_file)])
+        output_files = FLAGS.output_file.split(",")
+        for output_file in output_files:
+            # Before the slow work: a missing directory is found now, and
+            # what a killed run left (`.<name>.tmp-<pid>-*`, as large as
+            # the records) is removed.
+            file_io.check_output_directory(output_file)
+            file_io.remove_dead_writers_temporaries(output_file)
         word_segmentation = pretraining_data_flags.word_segmentation(FLAGS)
         tokenizer = pretraining_corpus.load_tokenizer(
             FLAGS.vocab_file, FLAGS.do_lower_case)
@@ -70,7 +77,7 @@ def main(argv):
         logging.info("Using %d worker process(es)", num_workers)
         pretraining_instances.create_pretraining_data(
             input_files=input_files,
-            output_files=FLAGS.output_file.split(","),
+            output_files=output_files,
             tokenizer=tokenizer,
             max_seq_length=FLAGS.max_seq_length,
             max_predictions_per_seq=FLAGS.max_predictions_per_seq,

@@ -30,7 +30,10 @@ A second signature, `serving_ids`, takes int32 `input_ids`, `input_mask`,
 `segment_ids`. Loading needs only tensorflow and tensorflow_text
 (`import tensorflow_text` registers the tokenizer's ops). The directory is
 written under a temporary name and renamed at the end; an existing
-`--export_dir` is refused unless `--overwrite`.
+`--export_dir` is refused unless `--overwrite`, and even then unless it is an
+export of this program's holding nothing else (its `bert_tf_export.json`
+lists the files it wrote): a training run, a vocabulary or a user's files
+are never deleted. An `--export_dir` that is or holds an input is refused.
 """
 
 from bert_tf import startup
@@ -87,7 +90,8 @@ def define_flags(flag_values=FLAGS):
     flags.DEFINE_bool(
         "overwrite", False,
         "Replace an existing --export_dir (once the new export is "
-        "complete).", flag_values=flag_values)
+        "complete); only an export this program wrote, holding no other "
+        "file, is replaced.", flag_values=flag_values)
     # Classification.
     flags.DEFINE_list(
         "label_list", None,
@@ -201,12 +205,45 @@ def _tagging_labels(flag_values):
         os.path.join(directory, tagging_examples.LABEL_LIST_FILE))
 
 
+def _check_task_name(task_name):
+    """Refuses a --task_name that names no export (all of them listed)."""
+    from bert_tf.data.glue_processors import PROCESSORS
+    known = sorted(PROCESSORS) + [SQUAD, TAGGING, MULTIPLE_CHOICE, EMBEDDINGS]
+    if task_name not in known:
+        raise ValueError(f"--task_name={task_name}: unknown task; one of: "
+                         f"{', '.join(known)}")
+
+
+def _check_export_dir(flag_values):
+    """Refuses, before the checkpoint is loaded, an --export_dir that is or
+    holds an input, or that exists and may not be replaced."""
+    import os
+
+    from bert_tf import file_io
+    from bert_tf.data import tagging_examples
+    from bert_tf.export import serving
+    checkpoint = flag_values.init_checkpoint
+    checkpoint_dir = (checkpoint if os.path.isdir(checkpoint)
+                      else os.path.dirname(checkpoint))
+    file_io.check_outputs_are_not_inputs(
+        [("--export_dir", flag_values.export_dir)],
+        [(f"--{name}", flag_values[name].value) for name in (
+            "bert_config_file", "vocab_file", "init_checkpoint", "data_dir")]
+        + [("label list", os.path.join(checkpoint_dir,
+                                       tagging_examples.LABEL_LIST_FILE))],
+        whole_directories=True)
+    serving.check_export_dir(flag_values.export_dir, flag_values.overwrite)
+
+
 def run(flag_values):
     """Builds the export of `--task_name` and writes it to `--export_dir`."""
     runner_flags.require(flag_values, "task_name", "bert_config_file",
                          "vocab_file", "init_checkpoint", "export_dir")
+    _check_task_name(flag_values.task_name.lower())
     runner_flags.check_file("bert_config_file", flag_values.bert_config_file)
     runner_flags.check_file("vocab_file", flag_values.vocab_file)
+    # Before the slow work (loading the checkpoint, tracing the graph).
+    _check_export_dir(flag_values)
 
     from absl import logging
 
@@ -260,11 +297,9 @@ def run(flag_values):
 
 
 def main(argv, flag_values=FLAGS):
-    """Runs with parsed flags; a bad flag or input ends with its message."""
-    try:
-        runner_flags.run_main(PROGRAM, run, argv, flag_values)
-    except FileExistsError as error:
-        runner_flags.exit_with_error(PROGRAM, error)
+    """Runs with parsed flags; a bad flag or input (an existing
+    --export_dir, a full disk: OSErrors) ends with its message."""
+    runner_flags.run_main(PROGRAM, run, argv, flag_values)
 
 
 if __name__ == "__main__":

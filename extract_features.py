@@ -93,6 +93,10 @@ def main(_):
             [(f"--{name}", FLAGS[name].value) for name in (
                 "input_file", "bert_config_file", "init_checkpoint",
                 "vocab_file")])
+        # Before tokenizing and loading the model: a missing directory is
+        # found now, and what a killed run left is removed.
+        file_io.check_output_directory(FLAGS.output_file)
+        file_io.remove_dead_writers_temporaries(FLAGS.output_file)
         strategy = get_distribution_strategy(
             "default", use_tpu=FLAGS.use_tpu, master=FLAGS.master,
             num_tpu_cores=FLAGS.num_tpu_cores)

@@ -85,8 +85,16 @@ def run(flag_values):
     from bert_tf.data import multiple_choice
     from bert_tf.tasks import base
     from bert_tf.tasks import multiple_choice as task_lib
+    from bert_tf.training import trainer as trainer_lib
 
     _validate_flags(flag_values)
+    # Before anything is written: no output may be an input.
+    runner_flags.check_outputs_are_not_inputs(
+        flag_values, (trainer_lib.EVAL_RESULTS_FILE,
+                      task_lib.TEST_RESULTS_FILE, "checkpoint"),
+        ("train_file", "eval_file", "predict_file", "bert_config_file",
+         "vocab_file", "init_checkpoint"),
+        data_dir_files=DEFAULT_FILES[flag_values.input_format].values())
     bert_config = finetune.load_bert_config(flag_values)
     bert_config.check_max_seq_length(flag_values.max_seq_length)
 

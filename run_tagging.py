@@ -161,8 +161,21 @@ def run(flag_values):
     from bert_tf.data import tagging_examples
     from bert_tf.tasks import base
     from bert_tf.tasks import tagging
+    from bert_tf.training import trainer as trainer_lib
 
     _validate_flags(flag_values)
+    # Before anything is written: no output may be an input (a predict
+    # file named test_predictions.txt in --output_dir would be overwritten
+    # by its own predictions).
+    runner_flags.check_outputs_are_not_inputs(
+        flag_values, (trainer_lib.EVAL_RESULTS_FILE,
+                      tagging.TEST_PREDICTIONS_FILE,
+                      tagging.TEST_PREDICTIONS_JSONL,
+                      tagging.TEST_RESULTS_FILE,
+                      tagging_examples.LABEL_LIST_FILE, "checkpoint"),
+        ("train_file", "eval_file", "predict_file", "label_list_file",
+         "bert_config_file", "vocab_file", "init_checkpoint"),
+        data_dir_files=DEFAULT_FILES.values())
     bert_config = finetune.load_bert_config(flag_values)
     bert_config.check_max_seq_length(flag_values.max_seq_length)
 

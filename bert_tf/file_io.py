@@ -2,11 +2,16 @@
 a half-written file under the real name."""
 
 import contextlib
+import errno
 import glob
 import os
+import re
 import shutil
+import sys
 import tempfile
 import uuid
+
+from absl import logging
 
 
 class InputFileError(FileNotFoundError, ValueError):
@@ -108,6 +113,180 @@ def expand_input_patterns(input_patterns, *, sort=False):
     return files
 
 
+def check_output_directory(path):
+    """Refuses, before any slow work, an output file whose directory is
+    missing.
+
+    Args:
+      path: a local output file (remote ones are not checked: object
+        stores have no real directories).
+
+    Returns:
+      The directory's absolute path ("" for a remote path).
+
+    Raises:
+      FileNotFoundError: `cannot write <path>: directory <dir> does not
+        exist`.
+    """
+    path = os.fspath(path)
+    if is_remote(path):
+        return ""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(
+            f"cannot write {path}: directory {directory} does not exist")
+    return directory
+
+
+# -- writes that fail: one line naming the file --------------------------------
+
+# Errors only a write produces (the device is full, a quota or the file
+# size limit is reached), and what to do about each.
+_WHAT_TO_DO = {errno.ENOSPC: "free space and run again",
+               errno.EDQUOT: "free space within your quota and run again",
+               errno.EFBIG: "raise the file size limit (ulimit -f) and run "
+                            "again"}
+_WRITE_ONLY_ERRNOS = tuple(_WHAT_TO_DO)
+
+
+class WriteError(OSError):
+    """Writing an output failed for lack of space; names the file and says
+    what to do.
+
+    Python's `[Errno 28] No space left on device` and TensorFlow's
+    `ResourceExhaustedError` (a traceback of dozens of lines) name no file
+    the user knows; this says which output could not be written. Its
+    `errno` is the original one (ENOSPC, EDQUOT or EFBIG).
+    """
+
+    def __init__(self, number, description, path):
+        super().__init__(
+            f"cannot write {description} {path}: {os.strerror(number)} "
+            f"(nothing was written under that name; {_WHAT_TO_DO[number]})")
+        self.errno = number
+        self.filename = os.fspath(path)
+
+    def __str__(self):
+        return self.args[0]
+
+
+def _write_failure_errno(error):
+    """The errno of `error` if it says that a write found no space, else
+    None (a TensorFlow error carries it only as text: `...; No space left
+    on device`)."""
+    if isinstance(error, OSError):
+        return error.errno if error.errno in _WRITE_ONLY_ERRNOS else None
+    tensorflow = sys.modules.get("tensorflow")  # A TF error needs it loaded.
+    if tensorflow is not None and isinstance(error,
+                                             tensorflow.errors.OpError):
+        message = error.message or ""
+        for number in _WRITE_ONLY_ERRNOS:
+            if os.strerror(number) in message:
+                return number
+    return None
+
+
+@contextlib.contextmanager
+def naming_write_errors(path, description="file"):
+    """Turns a full disk while writing `path` into a `WriteError` naming it.
+
+    Wrap the calls that write `path` (Python file writes, TensorFlow's
+    checkpoint and SavedModel writers); other errors pass unchanged.
+
+    Args:
+      path: the output, as the user named it (its final name, not the
+        temporary one being written).
+      description: what it is, e.g. "checkpoint", "SavedModel".
+
+    Raises:
+      WriteError: an `OSError` with errno ENOSPC, EDQUOT or EFBIG, or a
+        TensorFlow error saying so, was raised inside the block.
+    """
+    try:
+        yield
+    except WriteError:
+        raise
+    except Exception as error:  # pylint: disable=broad-except
+        number = _write_failure_errno(error)
+        if number is None:
+            raise
+        raise WriteError(number, description, path) from error
+
+
+# -- temporaries of writers that were killed ------------------------------------
+
+def temporary_prefix(path):
+    """The name prefix of `path`'s temporaries: `.<name>.tmp-<pid>-`.
+
+    The writing process's id in the name lets a later run tell a dead
+    writer's leftovers (`remove_dead_writers_temporaries`) from a live one's.
+    """
+    return f".{os.path.basename(os.fspath(path))}.tmp-{os.getpid()}-"
+
+
+def process_is_running(pid):
+    """Whether a process of this id runs on this host."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # It runs, as another user.
+    return True
+
+
+def remove_dead_writers_temporaries(path):
+    """Removes what killed writers of `path` left beside it.
+
+    `atomic_write`, the TFRecord writers and `atomic_directory` write
+    `.<name>.tmp-<pid>-<random>` beside `path` (a file, or a directory for
+    `atomic_directory`) and rename it at the end; a process killed before
+    that leaves it behind (a corpus' records: tens of MB). Those whose
+    process no longer runs are removed; nothing else is touched.
+
+    Args:
+      path: a local output path (a remote one is skipped).
+
+    Returns:
+      The removed paths, sorted.
+    """
+    path = os.fspath(path)
+    if is_remote(path):
+        return []
+    directory = os.path.dirname(os.path.abspath(path))
+    pattern = re.compile(re.escape(f".{os.path.basename(path)}.tmp-")
+                         + r"(?P<pid>\d+)-[0-9a-z_]{8}")
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    removed = []
+    for name in sorted(names):
+        match = pattern.fullmatch(name)
+        if not match:
+            continue
+        pid = int(match.group("pid"))
+        if pid == os.getpid() or process_is_running(pid):
+            continue
+        temporary = os.path.join(directory, name)
+        try:
+            if os.path.isdir(temporary) and not os.path.islink(temporary):
+                shutil.rmtree(temporary)
+            else:
+                os.remove(temporary)
+        except OSError:
+            continue  # Gone meanwhile, or not ours to remove.
+        removed.append(temporary)
+    if removed:
+        logging.warning(
+            "Removed %d temporary files left by a killed run writing %s: %s",
+            len(removed), path,
+            ", ".join(os.path.basename(name) for name in removed))
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_write(path, mode="w", encoding="utf-8", newline=None):
     """Opens a temporary file beside `path` that replaces it on success.
@@ -129,6 +308,8 @@ def atomic_write(path, mode="w", encoding="utf-8", newline=None):
 
     Raises:
       FileNotFoundError: the directory of `path` does not exist (named).
+      WriteError: the disk is full (or a quota or file size limit was hit)
+        while writing; the message names `path`.
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write mode must be 'w' or 'wb', got {mode!r}")
@@ -137,19 +318,17 @@ def atomic_write(path, mode="w", encoding="utf-8", newline=None):
         with _remote_atomic_write(path, mode) as writer:
             yield writer
         return
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(
-            f"cannot write {path}: directory {directory} does not exist")
+    directory = check_output_directory(path)
     # `.<name>.tmp-<pid>-<random>`: a run that finds such a file of a dead
-    # process in its output_dir removes it (`run_lock`).
+    # process removes it (`run_lock`, `remove_dead_writers_temporaries`).
     descriptor, temporary = tempfile.mkstemp(
-        dir=directory, prefix=f".{os.path.basename(path)}.tmp-{os.getpid()}-")
+        dir=directory, prefix=temporary_prefix(path))
     try:
         text_options = {} if "b" in mode else {"encoding": encoding,
                                                "newline": newline}
-        with os.fdopen(descriptor, mode, **text_options) as writer:
-            yield writer
+        with naming_write_errors(path):
+            with os.fdopen(descriptor, mode, **text_options) as writer:
+                yield writer
         os.chmod(temporary, 0o644)  # mkstemp makes it private (0600).
         os.replace(temporary, path)
     except BaseException:
@@ -195,7 +374,17 @@ def _same_file(first, second):
         return False
 
 
-def check_outputs_are_not_inputs(outputs, inputs):
+def _is_inside(path, directory):
+    """Whether local `path` is under `directory` (links followed)."""
+    if is_remote(path) or is_remote(directory):
+        return os.fspath(path).startswith(
+            os.fspath(directory).rstrip("/") + "/")
+    return os.path.realpath(path).startswith(
+        os.path.join(os.path.realpath(directory), ""))
+
+
+def check_outputs_are_not_inputs(outputs, inputs, *,
+                                 whole_directories=False):
     """Refuses, before anything is written, an output that is an input.
 
     Every script calls this with its output paths and its input paths, so
@@ -209,12 +398,16 @@ def check_outputs_are_not_inputs(outputs, inputs):
         list (Google's `--output_file`).
       inputs: `(description, path or pattern)` pairs; comma-separated globs
         are expanded (a pattern that matches nothing is skipped: its own
-        check reports it). None or empty paths are skipped on both sides.
+        check reports it); with `whole_directories`, an existing directory
+        is an input itself. None or empty paths are skipped on both sides.
+      whole_directories: the outputs are directories that the run replaces
+        whole (`atomic_directory`): an input inside one is refused too.
 
     Raises:
       OutputIsInputError: naming both flags and both paths, e.g.
         "--output_file a.txt is the input --input_file a.txt: refusing to
-        overwrite an input; choose another output path".
+        overwrite an input; choose another output path", or "--export_dir
+        run holds the input --init_checkpoint run/model.ckpt-4: ...".
     """
     expanded_inputs = []
     for description, pattern in inputs:
@@ -225,8 +418,15 @@ def check_outputs_are_not_inputs(outputs, inputs):
         except InputFileError:
             paths = []
         if not paths and not is_remote(pattern):
-            # A checkpoint prefix is no file itself; its files are inputs.
-            paths = glob.glob(glob.escape(os.fspath(pattern)) + ".*")
+            if os.path.isdir(pattern):
+                # A directory input (--data_dir, a checkpoint directory)
+                # matters only to an output directory replaced whole: a
+                # run's --output_dir may well be its --init_checkpoint.
+                paths = [os.fspath(pattern)] if whole_directories else []
+            else:
+                # A checkpoint prefix is no file itself; its files are
+                # inputs.
+                paths = glob.glob(glob.escape(os.fspath(pattern)) + ".*")
         expanded_inputs.extend((description, os.fspath(pattern), path)
                                for path in paths)
     for out_description, output in outputs:
@@ -242,10 +442,40 @@ def check_outputs_are_not_inputs(outputs, inputs):
                         f"{out_description} {output_path} is the input "
                         f"{in_description} {input_path}{same}: refusing to "
                         f"overwrite an input; choose another output path")
+                if whole_directories and _is_inside(input_path, output_path):
+                    raise OutputIsInputError(
+                        f"{out_description} {output_path} holds the input "
+                        f"{in_description} {input_path}: refusing to "
+                        f"replace it; choose another output path")
+
+
+def check_replaceable_directory(path, overwrite=False,
+                                check_replaceable=None):
+    """What `atomic_directory` refuses about an existing `path`, for
+    checking before slow work.
+
+    Args:
+      path: the output directory.
+      overwrite: whether replacing an existing one is allowed.
+      check_replaceable: as `atomic_directory`'s.
+
+    Raises:
+      FileExistsError: `path` exists and `overwrite` is False; or what
+        `check_replaceable` raises.
+    """
+    path = os.path.abspath(os.fspath(path))
+    if not os.path.lexists(path):
+        return
+    if not overwrite:
+        raise FileExistsError(
+            f"{path} already exists; choose another directory or allow "
+            "replacing it (--overwrite)")
+    if check_replaceable is not None:
+        check_replaceable(path)
 
 
 @contextlib.contextmanager
-def atomic_directory(path, overwrite=False):
+def atomic_directory(path, overwrite=False, check_replaceable=None):
     """Yields a temporary directory beside `path` that becomes `path`.
 
     On success the temporary directory is renamed to `path`; an exception
@@ -254,10 +484,20 @@ def atomic_directory(path, overwrite=False):
     new directory is complete (moved aside, the new one renamed in, the old
     one removed).
 
+    The temporary directory is `.<name>.tmp-<pid>-<random>` and the old one
+    is moved aside into `.<name>.old-<pid>-<random>`: what a killed process
+    left there is cleaned up by the next call for the same `path` (a
+    previous `path` that the killed process had moved aside, but not yet
+    replaced, is first put back).
+
     Args:
       path: the directory to create (local file system; missing parent
         directories are created).
       overwrite: replace an existing `path`.
+      check_replaceable: optional `check_replaceable(path)` that raises when
+        the existing `path` must not be replaced even with `overwrite` (it
+        is not what this writer wrote); called before the block and again
+        just before the replacement.
 
     Yields:
       The temporary directory's path (a string).
@@ -267,19 +507,25 @@ def atomic_directory(path, overwrite=False):
     """
     path = os.path.abspath(os.fspath(path))
     parent = os.path.dirname(path)
-    if os.path.lexists(path) and not overwrite:
-        raise FileExistsError(
-            f"{path} already exists; choose another directory or allow "
-            "replacing it (--overwrite)")
+    name = os.path.basename(path)
+
+    def check_existing():
+        check_replaceable_directory(path, overwrite, check_replaceable)
+
+    if os.path.isdir(parent):
+        _restore_dead_writers_directories(path)
+        remove_dead_writers_temporaries(path)
+    check_existing()
     os.makedirs(parent, exist_ok=True)
-    temporary = tempfile.mkdtemp(dir=parent,
-                                 prefix=f".{os.path.basename(path)}.")
+    temporary = tempfile.mkdtemp(dir=parent, prefix=temporary_prefix(path))
     try:
-        yield temporary
+        with naming_write_errors(path, "directory"):
+            yield temporary
         os.chmod(temporary, 0o755)  # mkdtemp makes it private (0700).
+        check_existing()
         if os.path.lexists(path):
             old = tempfile.mkdtemp(dir=parent,
-                                   prefix=f".{os.path.basename(path)}.old.")
+                                   prefix=f".{name}.old-{os.getpid()}-")
             aside = os.path.join(old, "replaced")
             os.rename(path, aside)
             os.rename(temporary, path)
@@ -289,3 +535,25 @@ def atomic_directory(path, overwrite=False):
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise
+
+
+def _restore_dead_writers_directories(path):
+    """Puts back the `path` that a killed `atomic_directory` had moved
+    aside, and removes the moved-aside copies of dead writers."""
+    parent, name = os.path.split(path)
+    pattern = re.compile(re.escape(f".{name}.old-") + r"(?P<pid>\d+)-"
+                         r"[0-9a-z_]{8}")
+    for entry in sorted(os.listdir(parent)):
+        match = pattern.fullmatch(entry)
+        if not match:
+            continue
+        pid = int(match.group("pid"))
+        if pid == os.getpid() or process_is_running(pid):
+            continue
+        old = os.path.join(parent, entry)
+        aside = os.path.join(old, "replaced")
+        if not os.path.lexists(path) and os.path.lexists(aside):
+            os.rename(aside, path)
+            logging.warning("Put back %s, which a killed run had moved "
+                            "aside to replace it.", path)
+        shutil.rmtree(old, ignore_errors=True)

@@ -697,6 +697,19 @@ def test_existing_export_dir_is_refused_unless_overwrite(workspace, exports):
         f"export_saved_model.py: error: {export_dir} already exists; choose "
         "another directory or allow replacing it (--overwrite)")
     assert marker.read_text() == "mine"
+    # Nor with --overwrite: a file the export did not write is never
+    # deleted.
+    error = error_line_in_process(
+        export_saved_model, "--task_name=cola", checkpoint,
+        "--do_lower_case=false", f"--export_dir={export_dir}", "--overwrite",
+        workspace=workspace / "cased")
+    assert error == (
+        f"export_saved_model.py: error: --overwrite replaces only a "
+        f"SavedModel that export_saved_model.py wrote, and {export_dir} also "
+        f"holds {marker}, which the export did not write: refusing to delete "
+        f"it; move it away or choose another --export_dir")
+    assert marker.read_text() == "mine"
+    marker.unlink()
     # With --overwrite the new export replaces the old one whole.
     run_in_process(
         export_saved_model, "--task_name=cola", checkpoint,
@@ -712,7 +725,7 @@ def test_existing_export_dir_is_refused_unless_overwrite(workspace, exports):
     (["--task_name=cola", "--init_checkpoint={pretrained}"],
      "output_weights"),  # a checkpoint without the classifier head
     (["--task_name=nope", "--init_checkpoint={classifier}"],
-     "Task not found: nope"),
+     "--task_name=nope: unknown task; one of: cola, generic, "),
     (["--task_name=generic", "--init_checkpoint={classifier}"],
      "--task_name=generic needs --label_list"),
     (["--task_name=mnli", "--init_checkpoint={classifier}"],

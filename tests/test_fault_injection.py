@@ -21,7 +21,9 @@ no file the run does not own was deleted or changed:
 """
 
 import hashlib
+import json
 import os
+import pathlib
 import random
 import re
 import shutil
@@ -289,7 +291,9 @@ def test_second_run_is_refused_and_a_dead_runs_lock_is_taken_over(
             f"run_pretraining.py: error: --output_dir={output_dir} is in use "
             f"by another run (process {first.pid} on this host, lock file "
             f"{output_dir}/{LOCK_FILE}); wait for it to finish or use "
-            f"another --output_dir")
+            f"another --output_dir (if process {first.pid} is not a bert_tf "
+            f"run, e.g. its id was reused after a restart, delete "
+            f"{output_dir}/{LOCK_FILE})")
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=60)
     finally:
@@ -664,7 +668,9 @@ def test_lock_is_reentrant_refuses_live_holders_and_takes_over_dead_ones(
     assert str(raised.value) == (
         f"--output_dir={tmp_path} is in use by another run (process "
         f"{os.getppid()} on this host, lock file {lock}); wait for it to "
-        f"finish or use another --output_dir")
+        f"finish or use another --output_dir (if process {os.getppid()} is "
+        f"not a bert_tf run, e.g. its id was reused after a restart, delete "
+        f"{lock})")
     # Another host's lock is never taken over.
     lock.write_text("host=elsewhere\npid=1\n")
     with pytest.raises(run_lock.OutputDirLockedError) as raised:
@@ -785,7 +791,383 @@ def test_unused_encoder_weights_are_a_warning(cased_tiny_dir, caplog):
     assert record.levelname == "INFO"
 
 
-# -- 8. (slow) kills at random points, also during saves ----------------------
+# -- 8. issue 22: outputs that are inputs, exports, leftovers, a full disk -----
+
+def _cased_tiny_flags(golden_dir):
+    model = golden_dir / "models" / "cased_tiny"
+    return [f"--vocab_file={model}/vocab.txt",
+            f"--bert_config_file={model}/bert_config.json",
+            f"--init_checkpoint={model}/bert_model.ckpt",
+            "--do_lower_case=False"]
+
+
+def test_tagging_and_multiple_choice_refuse_to_overwrite_their_inputs(
+        golden_dir, tmp_path):
+    import run_multiple_choice
+    import run_tagging
+    from runner_harness import error_line_in_process
+    output_dir = tmp_path / "out"
+    output_dir.mkdir()
+    # A file to tag, given under the name of the predictions of a run.
+    predictions = output_dir / "test_predictions.txt"
+    predictions.write_text("EU B-ORG\nrejects O\n")
+    # A SWAG file named as the scores the run writes.
+    scores = output_dir / "test_results.tsv"
+    scores.write_text("sent1,sent2,ending0,ending1\na,b,c,d\n")
+    before = _snapshot(tmp_path)
+    for runner, predict_file in ((run_tagging, predictions),
+                                 (run_multiple_choice, scores)):
+        error = error_line_in_process(
+            runner, *_cased_tiny_flags(golden_dir), "--do_predict=True",
+            f"--predict_file={predict_file}", f"--output_dir={output_dir}")
+        assert error == (
+            f"{runner.PROGRAM}: error: --output_dir file {predict_file} is "
+            f"the input --predict_file {predict_file}: refusing to overwrite "
+            f"an input; choose another output path")
+    assert _snapshot(tmp_path) == before
+
+
+def _fake_export(directory, files):
+    """A directory as export_saved_model.py writes one: `files` and the
+    marker listing them."""
+    directory.mkdir(parents=True)
+    for name in files:
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text(f"{name} of the previous export")
+    (directory / "bert_tf_export.json").write_text(json.dumps(
+        {"written_by": "bert_tf export_saved_model.py",
+         "files": sorted(files)}))
+
+
+def test_export_overwrite_never_deletes_a_run_or_an_input(golden_dir,
+                                                          tmp_path):
+    import export_saved_model
+    from runner_harness import error_line_in_process
+    model = tmp_path / "run"  # a training run's output_dir
+    shutil.copytree(golden_dir / "models" / "cased_tiny", model)
+    (model / "label_list.txt").write_text("O\nB-PER\n")
+    (model / "eval_results.txt").write_text("eval_f1 = 0.9\n")
+    not_ours = tmp_path / "documents"
+    not_ours.mkdir()
+    (not_ours / "notes.txt").write_text("mine")
+    extra = tmp_path / "export_plus"
+    _fake_export(extra, ["saved_model.pb", "variables/variables.index"])
+    (extra / "variables" / "mine.txt").write_text("mine")
+    before = _snapshot(tmp_path)
+
+    def error(export_dir, init_checkpoint=model / "bert_model.ckpt"):
+        return error_line_in_process(
+            export_saved_model, "--task_name=embeddings",
+            f"--bert_config_file={model}/bert_config.json",
+            f"--vocab_file={model}/vocab.txt",
+            f"--init_checkpoint={init_checkpoint}", "--do_lower_case=False",
+            f"--export_dir={export_dir}", "--overwrite")
+
+    prefix = "export_saved_model.py: error: "
+    assert error(model) == (
+        f"{prefix}--export_dir {model} holds the input --bert_config_file "
+        f"{model}/bert_config.json: refusing to replace it; choose another "
+        f"output path")
+    assert error(model / "vocab.txt") == (
+        f"{prefix}--export_dir {model}/vocab.txt is the input --vocab_file "
+        f"{model}/vocab.txt: refusing to overwrite an input; choose another "
+        f"output path")
+    # A checkpoint given as its directory is an input too.
+    assert error(tmp_path, init_checkpoint=model).startswith(
+        f"{prefix}--export_dir {tmp_path} holds the input ")
+    refusal = (f"{prefix}--overwrite replaces only a SavedModel that "
+               f"export_saved_model.py wrote, and ")
+    assert error(not_ours) == (
+        f"{refusal}{not_ours} is not one (it has no bert_tf_export.json): "
+        f"refusing to delete it; choose another --export_dir")
+    assert error(extra) == (
+        f"{refusal}{extra} also holds {extra}/variables/mine.txt, which the "
+        f"export did not write: refusing to delete it; move it away or "
+        f"choose another --export_dir")
+    assert error(not_ours / "notes.txt") == (
+        f"{refusal}{not_ours}/notes.txt is a file, not such a directory: "
+        f"refusing to delete it; choose another --export_dir")
+    assert _snapshot(tmp_path) == before
+    # What may be replaced: an export holding only its own files, or an
+    # empty directory.
+    from bert_tf.export import serving
+    (extra / "variables" / "mine.txt").unlink()
+    (tmp_path / "empty").mkdir()
+    for replaceable in (extra, tmp_path / "empty"):
+        serving.check_export_dir(replaceable, overwrite=True)
+
+
+def test_an_output_dir_through_a_link_is_seen_to_be_the_inputs(tmp_path):
+    from bert_tf.data import pretraining_beam
+    from bert_tf.data.pretraining_corpus import PretrainingDataError
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "part").write_text("text\n")
+    (corpus / "part.tfrecord").write_text("a shard named as an output\n")
+    os.symlink(corpus, tmp_path / "link")
+    with pytest.raises(PretrainingDataError) as raised:
+        pretraining_beam.plan_shards(
+            [str(corpus / "part"), str(corpus / "part.tfrecord")],
+            str(tmp_path / "link"))
+    assert str(raised.value) == (
+        f"--output_dir file {tmp_path}/link/part.tfrecord is the input "
+        f"--input_file {corpus}/part.tfrecord (the same file): refusing to "
+        f"overwrite an input; choose another output path")
+
+
+def test_a_killed_writers_temporaries_are_removed_by_the_next_run(
+        golden_dir, tmp_path):
+    dead = _dead_pid()
+    output = tmp_path / "out.tfrecord"
+    # What create_pretraining_data.py killed mid-write leaves, a live
+    # writer's temporary, and a user's look-alikes.
+    leftovers = [f".out.tfrecord.tmp-{dead}-0123abcd",
+                 f".out.tfrecord.tmp-{dead}-k3_x9q0z"]
+    kept = [f".out.tfrecord.tmp-{os.getppid()}-0123abcd",  # alive
+            ".out.tfrecord.tmp-mine", f".other.tfrecord.tmp-{dead}-0123abcd"]
+    for name in leftovers + kept:
+        (tmp_path / name).write_bytes(b"x" * 1000)
+    status, output_text = _run(
+        "create_pretraining_data.py",
+        f"--input_file={golden_dir}/create_pretraining_data/corpus.txt",
+        f"--output_file={output}",
+        f"--vocab_file={golden_dir}/models/cased_tiny/vocab.txt",
+        "--max_seq_length=32", "--dupe_factor=1")
+    assert status == 0, output_text[-3000:]
+    assert (f"Removed 2 temporary files left by a killed run writing "
+            f"{output}: {', '.join(leftovers)}") in output_text
+    assert sorted(os.listdir(tmp_path)) == sorted(kept + ["out.tfrecord"])
+
+
+def test_a_killed_exports_directories_are_cleaned_and_put_back(tmp_path):
+    from bert_tf import file_io
+    dead = _dead_pid()
+    export_dir = tmp_path / "export"
+    # Killed while replacing: the previous export moved aside, the new one
+    # complete beside it, nothing under the real name.
+    _fake_export(tmp_path / f".export.old-{dead}-abcd1234" / "replaced",
+                 ["saved_model.pb"])
+    _fake_export(tmp_path / f".export.tmp-{dead}-0123abcd",
+                 ["saved_model.pb", "variables/variables.index"])
+    # Killed while writing an earlier export; a live writer's.
+    (tmp_path / f".export.tmp-{dead}-zzzzzzzz").mkdir()
+    live = tmp_path / f".export.tmp-{os.getppid()}-0123abcd"
+    live.mkdir()
+    with pytest.raises(FileExistsError):
+        with file_io.atomic_directory(export_dir) as temporary:
+            pass
+    # The previous export is back, whole; the dead writers' files are gone.
+    assert (export_dir / "saved_model.pb").read_text() == (
+        "saved_model.pb of the previous export")
+    assert sorted(os.listdir(tmp_path)) == sorted(["export", live.name])
+    with file_io.atomic_directory(export_dir, overwrite=True) as temporary:
+        (pathlib.Path(temporary) / "new").write_text("new")
+    assert os.listdir(export_dir) == ["new"]
+    assert sorted(os.listdir(tmp_path)) == sorted(["export", live.name])
+
+
+# A full disk, for real: a small tmpfs mounted over the output directory in
+# a user and mount namespace (no root needed; skipped where the system
+# forbids such namespaces).
+
+def _namespaces_allowed():
+    if not shutil.which("unshare"):
+        return False
+    return subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "true"],
+        capture_output=True).returncode == 0
+
+
+needs_namespaces = pytest.mark.skipif(
+    not _namespaces_allowed(),
+    reason="needs unprivileged user namespaces (unshare) for a small tmpfs")
+
+
+def _run_on_a_small_disk(directory, size_bytes, commands, snapshot):
+    """Runs `commands` (argument lists) in turn with a `size_bytes` tmpfs on
+    `directory`; copies what it holds to `snapshot` at the end.
+
+    Returns:
+      (exit status of the last command, its stdout + stderr).
+    """
+    import shlex
+    directory.mkdir(parents=True, exist_ok=True)
+    script = [f"mount -t tmpfs -o size={size_bytes} tmpfs "
+              f"{shlex.quote(str(directory))} || exit 99"]
+    for command in commands[:-1]:
+        script.append(" ".join(map(shlex.quote, command))
+                      + " >/dev/null 2>&1 || exit 98")
+    script.append(" ".join(map(shlex.quote, commands[-1])) + " 2>&1")
+    script.append("status=$?")
+    script.append(f"cp -a {shlex.quote(str(directory))}/. "
+                  f"{shlex.quote(str(snapshot))}/")
+    script.append("exit $status")
+    snapshot.mkdir(parents=True, exist_ok=True)
+    process = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+         "\n".join(script)], cwd=REPO_ROOT, env=_environment(),
+        capture_output=True, text=True, timeout=600)
+    assert process.returncode not in (98, 99), process.stdout[-5000:]
+    return process.returncode, process.stdout + process.stderr
+
+
+@needs_namespaces
+def test_full_disk_keeps_the_previous_records_and_features(golden_dir,
+                                                           tmp_path):
+    disk = tmp_path / "disk"
+    snapshot = tmp_path / "snapshot"
+    model = golden_dir / "models" / "cased_tiny"
+    text = tmp_path / "input.txt"
+    text.write_text("Hello world .\n" * 40)
+    previous = [sys.executable, "-c",
+                f"open('{disk}/out.tfrecord', 'w').write('previous');"
+                f"open('{disk}/features.jsonl', 'w').write('previous')"]
+    status, output = _run_on_a_small_disk(disk, 64 * 1024, [
+        previous, _command("create_pretraining_data.py", [
+            f"--input_file={golden_dir}/create_pretraining_data/corpus.txt",
+            f"--output_file={disk}/out.tfrecord",
+            f"--vocab_file={model}/vocab.txt", "--dupe_factor=20"])],
+        snapshot)
+    assert status == 1, output[-3000:]
+    assert _error_line(output) == (
+        f"create_pretraining_data.py: error: cannot write output file "
+        f"{disk}/out.tfrecord: No space left on device (nothing was written "
+        f"under that name; free space and run again)")
+    assert sorted(os.listdir(snapshot)) == ["features.jsonl", "out.tfrecord"]
+    assert (snapshot / "out.tfrecord").read_text() == "previous"
+
+    status, output = _run_on_a_small_disk(disk, 64 * 1024, [
+        previous, _command("extract_features.py", [
+            f"--input_file={text}", f"--output_file={disk}/features.jsonl",
+            f"--vocab_file={model}/vocab.txt",
+            f"--bert_config_file={model}/bert_config.json",
+            f"--init_checkpoint={model}/bert_model.ckpt",
+            "--do_lower_case=False", "--layers=-1,-2", "--max_seq_length=16"])],
+        snapshot)
+    assert status == 1, output[-3000:]
+    assert _error_line(output) == (
+        f"extract_features.py: error: cannot write file "
+        f"{disk}/features.jsonl: No space left on device (nothing was "
+        f"written under that name; free space and run again)")
+    assert "Traceback" not in output
+    assert sorted(os.listdir(snapshot)) == ["features.jsonl", "out.tfrecord"]
+    assert (snapshot / "features.jsonl").read_text() == "previous"
+
+
+def _checkpoint_bytes(directory, step):
+    return sum(os.path.getsize(directory / name) for name in
+               os.listdir(directory)
+               if name.startswith(f"model.ckpt-{step}."))
+
+
+@pytest.mark.slow  # a training run and an export in processes of their own
+@needs_namespaces
+def test_full_disk_keeps_the_previous_checkpoint_and_export(
+        data_dir, finished_run, golden_dir, tmp_path):
+    from bert_tf import checkpoints
+    disk = tmp_path / "disk"
+    snapshot = tmp_path / "snapshot"
+    # Room for one checkpoint and a half: the second does not fit.
+    size = int(_checkpoint_bytes(finished_run, 1) * 1.5)
+    status, output = _run_on_a_small_disk(disk, size, [_command(
+        "run_pretraining.py", pretraining_args(data_dir, disk))], snapshot)
+    assert status == 1, output[-5000:]
+    assert _error_line(output) == (
+        f"run_pretraining.py: error: cannot write checkpoint "
+        f"{disk}/model.ckpt-2: No space left on device (nothing was written "
+        f"under that name; free space and run again)")
+    assert "Traceback" not in output
+    assert _steps(snapshot) == [1]
+    checkpoints.read_checkpoint(str(snapshot / "model.ckpt-1"))  # whole
+    assert (snapshot / "checkpoint").read_text().startswith(
+        'model_checkpoint_path: "model.ckpt-1"\n')
+    assert not [name for name in os.listdir(snapshot) if ".tmp-" in name]
+
+    model = golden_dir / "models" / "cased_tiny"
+    previous = [sys.executable, "-c", (
+        "import json, os; os.makedirs('{0}/export/variables'); "
+        "open('{0}/export/saved_model.pb', 'w').write('previous'); "
+        "json.dump({{'files': ['saved_model.pb']}}, "
+        "open('{0}/export/bert_tf_export.json', 'w'))").format(disk)]
+    shutil.rmtree(snapshot)
+    status, output = _run_on_a_small_disk(disk, 256 * 1024, [
+        previous, _command("export_saved_model.py", [
+            "--task_name=embeddings", f"--vocab_file={model}/vocab.txt",
+            f"--bert_config_file={model}/bert_config.json",
+            f"--init_checkpoint={model}/bert_model.ckpt",
+            "--do_lower_case=False", f"--export_dir={disk}/export",
+            "--overwrite"])], snapshot)
+    assert status == 1, output[-5000:]
+    assert _error_line(output) == (
+        f"export_saved_model.py: error: cannot write SavedModel "
+        f"{disk}/export: No space left on device (nothing was written under "
+        f"that name; free space and run again)")
+    assert "Traceback" not in output
+    assert os.listdir(snapshot) == ["export"]  # no temporary directory
+    assert (snapshot / "export" / "saved_model.pb").read_text() == "previous"
+
+
+def _tagging_args(golden_dir, tmp_path, output_dir):
+    train = tmp_path / "train.txt"
+    train.write_text("EU B-ORG\nrejects O\nGerman B-MISC\ncall O\n\n"
+                     "Peter B-PER\nBlackburn I-PER\n\n" * 2)
+    model = golden_dir / "models" / "cased_tiny"
+    return [f"--vocab_file={model}/vocab.txt",
+            f"--bert_config_file={model}/bert_config.json",
+            "--do_lower_case=False", "--do_train=True",
+            f"--train_file={train}", f"--output_dir={output_dir}",
+            "--max_seq_length=16", "--train_batch_size=2",
+            "--num_train_epochs=2", "--save_checkpoints_steps=1",
+            "--iterations_per_loop=1", "--seed=1"]
+
+
+@pytest.mark.parametrize("program", ["run_pretraining", "run_tagging"])
+def test_full_disk_while_saving_a_checkpoint_is_one_line(
+        program, data_dir, golden_dir, tmp_path, monkeypatch):
+    """In process, TensorFlow's own error injected where the checkpoint is
+    written (as a full disk raises it): the one-line message, and the
+    previous checkpoint kept whole."""
+    import importlib
+
+    import tensorflow as tf
+
+    from bert_tf import checkpoints
+    from bert_tf.training import run_lock
+    from runner_harness import error_line_in_process
+    output_dir = tmp_path / "out"
+    real_save = tf.raw_ops.SaveV2
+    calls = []
+
+    def save_until_the_disk_is_full(prefix, **kwargs):
+        calls.append(prefix)
+        if len(calls) < 2:
+            return real_save(prefix=prefix, **kwargs)
+        # `prefix` is the temporary one save_checkpoint writes first.
+        with open(f"{prefix}.data-00000-of-00001.tempstate1", "wb") as f:
+            f.write(b"half a checkpoint")
+        raise tf.errors.ResourceExhaustedError(
+            None, None, f"{prefix}.data-00000-of-00001.tempstate1; No space "
+                        f"left on device")
+
+    monkeypatch.setattr(tf.raw_ops, "SaveV2", save_until_the_disk_is_full)
+    args = (pretraining_args(data_dir, output_dir)
+            if program == "run_pretraining"
+            else _tagging_args(golden_dir, tmp_path, output_dir))
+    try:
+        error = error_line_in_process(importlib.import_module(program),
+                                      *args)
+    finally:
+        run_lock.release_output_dir(output_dir)
+    assert error == (
+        f"{program}.py: error: cannot write checkpoint "
+        f"{output_dir}/model.ckpt-2: No space left on device (nothing was "
+        f"written under that name; free space and run again)")
+    assert _steps(output_dir) == [1]
+    checkpoints.read_checkpoint(str(output_dir / "model.ckpt-1"))
+    assert not [name for name in os.listdir(output_dir) if ".tmp" in name]
+
+
+# -- 9. (slow) kills at random points, also during saves ----------------------
 
 @pytest.mark.slow
 def test_runs_killed_at_random_points_lose_nothing(data_dir, tmp_path):

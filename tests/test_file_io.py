@@ -1,7 +1,11 @@
 """Input patterns and atomic writes."""
 
+import contextlib
+import errno
 import os
 import re
+import resource
+import signal
 
 import pytest
 
@@ -64,3 +68,68 @@ def test_read_bytes_names_the_file_it_cannot_read(tmp_path):
         file_io.read_bytes(tmp_path, "SQuAD file")
     assert str(raised.value) == (
         f"cannot read SQuAD file {tmp_path}: Is a directory")
+
+
+@contextlib.contextmanager
+def _file_size_limit(limit_bytes):
+    """Writes past `limit_bytes` fail with EFBIG, as the kernel enforces
+    `ulimit -f` (a real failed write, not a mock); SIGXFSZ is ignored so
+    that the process gets the error instead of being killed."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous_handler)
+
+
+def test_a_write_past_the_size_limit_names_the_file_and_keeps_the_old(
+        tmp_path):
+    from bert_tf.data import tfrecord_files
+    output = tmp_path / "results.txt"
+    output.write_text("previous results\n")
+    records = tmp_path / "out.tfrecord"
+    records.write_bytes(b"previous records")
+    with _file_size_limit(4096):
+        with pytest.raises(file_io.WriteError) as text_error:
+            with file_io.atomic_write(output) as writer:
+                for _ in range(100):
+                    writer.write("x" * 1000)
+        with pytest.raises(file_io.WriteError) as records_error:
+            with tfrecord_files.TFRecordFileWriter(records,
+                                                   buffer_records=2) as writer:
+                for _ in range(100):
+                    writer.write(b"y" * 1000)
+    assert str(text_error.value) == (
+        f"cannot write file {output}: File too large (nothing was written "
+        f"under that name; raise the file size limit (ulimit -f) and run "
+        f"again)")
+    assert text_error.value.errno == errno.EFBIG
+    assert str(records_error.value) == (
+        f"cannot write output file {records}: File too large (nothing was "
+        f"written under that name; raise the file size limit (ulimit -f) "
+        f"and run again)")
+    assert output.read_text() == "previous results\n"
+    assert records.read_bytes() == b"previous records"
+    assert sorted(os.listdir(tmp_path)) == ["out.tfrecord", "results.txt"]
+
+
+def test_only_a_full_disk_becomes_a_write_error(tmp_path):
+    import tensorflow as tf
+    full = tf.errors.ResourceExhaustedError(
+        None, None, "/x/.m.tmp-1.data; No space left on device")
+    with pytest.raises(file_io.WriteError) as raised:
+        with file_io.naming_write_errors("/x/m", "checkpoint"):
+            raise full
+    assert raised.value.errno == errno.ENOSPC
+    assert raised.value.__cause__ is full
+    # Out of memory, a read that failed: not about the file being written.
+    for error in (tf.errors.ResourceExhaustedError(
+                      None, None, "OOM when allocating tensor"),
+                  FileNotFoundError(errno.ENOENT, "No such file", "in.txt")):
+        with pytest.raises(type(error)) as raised:
+            with file_io.naming_write_errors("/x/m", "checkpoint"):
+                raise error
+        assert raised.value is error

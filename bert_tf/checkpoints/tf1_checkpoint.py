@@ -722,6 +722,8 @@ def save_checkpoint(tensors, prefix, *, source=None, overwrite=True,
         `CheckpointTensors` or a running `load_checkpoint`), is the prefix
         `tensors` reads from, is `source`, or exists and `overwrite` is False;
         or a value is not an array.
+      file_io.WriteError: the disk is full (the checkpoint at `prefix`, if
+        any, is kept; nothing of the new one is left).
     """
     prefix = os.path.expanduser(os.fspath(prefix))
     if not os.path.basename(prefix):
@@ -768,7 +770,10 @@ def save_checkpoint(tensors, prefix, *, source=None, overwrite=True,
     unpublished = False  # the old checkpoint at `prefix` was removed
     moved = []  # (temporary name, real name) of data files moved so far
     try:
-        with tf.device("/cpu:0"):
+        # A full disk: one line naming the checkpoint (TensorFlow's
+        # ResourceExhaustedError names only the temporary file).
+        with tf.device("/cpu:0"), file_io.naming_write_errors(
+                prefix, "checkpoint"):
             tf.raw_ops.SaveV2(prefix=temporary, tensor_names=names,
                               shape_and_slices=[""] * len(names),
                               tensors=values)

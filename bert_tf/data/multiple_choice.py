@@ -28,6 +28,7 @@ file and line.
 
 import csv
 import dataclasses
+import io
 import json
 import re
 import string
@@ -77,13 +78,42 @@ def _check_count(path, number, choices, num_choices):
             "needs two at least")
 
 
+def _open_utf8(path, newline=None):
+    """The text of a UTF-8 file as an open text file (`open`'s `newline`).
+
+    Raises:
+      MultipleChoiceDataError: a byte that is not UTF-8, naming the file,
+        the line and the byte (a text reader's `UnicodeDecodeError` names
+        neither: it counts within a buffer).
+    """
+    with open(path, "rb") as reader:
+        data = reader.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - data.rfind(b"\n", 0, error.start)
+        raise MultipleChoiceDataError(
+            f"{path}:{line}: not UTF-8 text ({error.reason}: byte "
+            f"0x{data[error.start]:02x} at column {column}); save the file "
+            f"as UTF-8") from None
+    return io.StringIO(text, newline=newline)
+
+
+def _json_reason(error):
+    """A `JSONDecodeError`'s reason with its column: its `msg` alone can
+    end mid-sentence ("Invalid control character at")."""
+    where = "" if error.msg.endswith(" at") else " at"
+    return f"{error.msg}{where} column {error.colno}"
+
+
 def read_swag(path, num_choices=None):
     """Reads a SWAG CSV file (see the module docstring).
 
     Returns:
       A list of `MultipleChoiceExample`s.
     """
-    with open(path, encoding="utf-8", newline="") as reader:
+    with _open_utf8(path, newline="") as reader:
         rows = list(csv.reader(reader))
     if not rows:
         raise MultipleChoiceDataError(f"{path}:1: empty file, expected a "
@@ -205,7 +235,7 @@ def read_jsonl(path, num_choices=None):
       A list of `MultipleChoiceExample`s.
     """
     examples = []
-    with open(path, encoding="utf-8") as reader:
+    with _open_utf8(path) as reader:
         for number, line in enumerate(reader, start=1):
             if not line.strip():
                 continue
@@ -213,7 +243,8 @@ def read_jsonl(path, num_choices=None):
                 record = json.loads(line)
             except json.JSONDecodeError as error:
                 raise MultipleChoiceDataError(
-                    f"{path}:{number}: not JSON ({error.msg})") from None
+                    f"{path}:{number}: not JSON ({_json_reason(error)})"
+                ) from None
             example = parse_record(path, number, record, num_choices)
             num_choices = len(example.choices)
             examples.append(example)

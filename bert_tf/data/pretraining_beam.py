@@ -22,6 +22,7 @@ imported only when a pipeline is built.
 import os
 import posixpath
 
+from bert_tf import file_io
 from bert_tf.data.pretraining_corpus import PretrainingDataError
 
 # The suffix of each shard's output file in the output directory.
@@ -51,19 +52,22 @@ def plan_shards(input_files, output_dir):
     if not input_files:
         raise PretrainingDataError("no input file given")
     plan, seen = [], {}
-    inputs = {os.path.abspath(str(path)) for path in input_files
-              if "://" not in str(path)}
     for shard in input_files:
         output = output_file_for(shard, output_dir)
         if output in seen:
             raise PretrainingDataError(
                 f"input files {seen[output]} and {shard} have the same name, "
                 f"so both would be written to {output}; rename one")
-        if "://" not in output and os.path.abspath(output) in inputs:
-            raise PretrainingDataError(
-                f"output file {output} would overwrite input file {output}")
         seen[output] = shard
         plan.append((str(shard), output))
+    # The one check every program uses: links and `..` resolved, hard links
+    # seen (an --output_dir reached through a link may be the input's).
+    try:
+        file_io.check_outputs_are_not_inputs(
+            [("--output_dir file", output) for _, output in plan],
+            [("--input_file", shard) for shard, _ in plan])
+    except file_io.OutputIsInputError as error:
+        raise PretrainingDataError(str(error)) from None
     return plan
 
 

@@ -17,6 +17,7 @@ neither TensorFlow's writer nor its 5-10 s import.
   create_pretraining_data.py spreads its output.
 """
 
+import contextlib
 import os
 import uuid
 
@@ -227,8 +228,10 @@ class TFRecordFileWriter:
         self._buffer_records = buffer_records
         self.records_written = 0
         directory, name = os.path.split(self.path)
+        # `.<name>.tmp-<pid>-<random>`: removed by a later run once this
+        # process is gone (`file_io.remove_dead_writers_temporaries`).
         self._tmp_path = os.path.join(
-            directory, f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+            directory, file_io.temporary_prefix(name) + uuid.uuid4().hex[:8])
         if file_io.is_remote(self.path):
             import tensorflow as tf  # Only for remote files.
             self._gfile = tf.io.gfile
@@ -256,12 +259,14 @@ class TFRecordFileWriter:
           num_records: how many records `framed` holds.
         """
         self._flush()
-        self._file.write(framed)
+        with file_io.naming_write_errors(self.path, "output file"):
+            self._file.write(framed)
         self.records_written += num_records
 
     def _flush(self):
         if self._buffer:
-            self._file.write(frame_tfrecords(self._buffer))
+            with file_io.naming_write_errors(self.path, "output file"):
+                self._file.write(frame_tfrecords(self._buffer))
             self.records_written += len(self._buffer)
             self._buffer = []
 
@@ -271,7 +276,8 @@ class TFRecordFileWriter:
             return
         try:
             self._flush()
-            self._file.close()
+            with file_io.naming_write_errors(self.path, "output file"):
+                self._file.close()  # Writes what the file object buffers.
             self._file = None
             if self._gfile is not None:
                 self._gfile.rename(self._tmp_path, self.path, overwrite=True)
@@ -284,7 +290,11 @@ class TFRecordFileWriter:
     def abort(self):
         """Drops the temporary file; `path` is left as it was."""
         if self._file is not None:
-            self._file.close()
+            # Closing flushes the file's buffer, which fails again on a full
+            # disk (the file is closed all the same): the temporary file
+            # must still go.
+            with contextlib.suppress(OSError):
+                self._file.close()
             self._file = None
         self._buffer = []
         try:
@@ -363,8 +373,12 @@ class RoundRobinRecordWriter:
     def close(self):
         """Completes every file and renames them into place."""
         try:
+            # Everything reaches the files before any is renamed: a full
+            # disk then leaves none of them under its real name.
             for writer in self._writers:
                 writer._flush()
+                with file_io.naming_write_errors(writer.path, "output file"):
+                    writer._file.flush()
         except BaseException:
             self.abort()
             raise

@@ -32,6 +32,9 @@ for callers that tokenize themselves; it has no string ops, so it converts
 to TensorFlow Lite.
 """
 
+import json
+import os
+
 import tensorflow as tf
 
 from bert_tf import file_io
@@ -48,6 +51,10 @@ SERVING_IDS = "serving_ids"
 
 WORD_POSITIONS = "word_positions"
 WORD_MASK = "word_mask"
+
+# Written into every export: says that this project wrote the directory,
+# and which files it wrote, so that `--overwrite` replaces only that.
+EXPORT_MARKER = "bert_tf_export.json"
 
 
 def _ids_specs(names=(INPUT_IDS, INPUT_MASK, SEGMENT_IDS), rank=2):
@@ -354,21 +361,96 @@ class MultipleChoiceExport(_TextExport):
                 [_string_spec("context"), choices])
 
 
+def _files_under(directory):
+    """Relative paths of the files (and links) under `directory`, sorted."""
+    found = []
+    for root, directories, names in os.walk(directory):
+        for name in names + [d for d in directories
+                             if os.path.islink(os.path.join(root, d))]:
+            found.append(os.path.relpath(os.path.join(root, name),
+                                         directory))
+    return sorted(found)
+
+
+def check_replaceable_export(export_dir):
+    """Refuses to replace `export_dir` unless it is an export this project
+    wrote, holding nothing else.
+
+    `--overwrite` must never delete a training run, a vocabulary or files a
+    user put there: only a directory with the `EXPORT_MARKER` that
+    `save_export` writes, and only the files the marker lists, may go (or
+    an empty directory).
+
+    Args:
+      export_dir: an existing path.
+
+    Raises:
+      FileExistsError: `export_dir` is not a directory, has no marker, or
+        holds a file the export did not write (the message names it).
+    """
+    refusal = (f"--overwrite replaces only a SavedModel that "
+               f"export_saved_model.py wrote, and {export_dir}")
+    advice = "choose another --export_dir"
+    if not os.path.isdir(export_dir):
+        raise FileExistsError(f"{refusal} is a file, not such a directory: "
+                              f"refusing to delete it; {advice}")
+    present = _files_under(export_dir)
+    if not present:
+        return  # Empty: nothing to lose.
+    try:
+        with open(os.path.join(export_dir, EXPORT_MARKER),
+                  encoding="utf-8") as reader:
+            written = json.load(reader)["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise FileExistsError(
+            f"{refusal} is not one (it has no {EXPORT_MARKER}): refusing to "
+            f"delete it; {advice}") from None
+    others = sorted(set(present) - set(written) - {EXPORT_MARKER})
+    if others:
+        more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
+        raise FileExistsError(
+            f"{refusal} also holds {os.path.join(export_dir, others[0])}"
+            f"{more}, which the export did not write: refusing to delete "
+            f"it; move it away or {advice}")
+
+
+def check_export_dir(export_dir, overwrite=False):
+    """Refuses, before any slow work, the `export_dir` that `save_export`
+    would refuse (see there)."""
+    file_io.check_replaceable_directory(export_dir, overwrite,
+                                        check_replaceable_export)
+
+
 def save_export(module, export_dir, overwrite=False):
     """Writes `module` as a SavedModel, atomically.
 
     The SavedModel is written to a temporary directory beside `export_dir`
     and renamed at the end, so a failed export leaves nothing half-written
-    under the real name.
+    under the real name. It holds `EXPORT_MARKER`, which lists its files: an
+    existing `export_dir` is replaced only if it is such an export and holds
+    nothing else (`check_replaceable_export`).
 
     Args:
       module: one of this module's exports.
       export_dir: the SavedModel directory to create.
-      overwrite: replace an existing `export_dir`.
+      overwrite: replace an existing `export_dir` (an export of this
+        project's only).
 
     Raises:
-      FileExistsError: `export_dir` exists and not `overwrite`.
+      FileExistsError: `export_dir` exists and not `overwrite`, or it is not
+        an export this project wrote (see `check_replaceable_export`).
+      file_io.WriteError: the disk is full (nothing was written under
+        `export_dir`, which is as it was).
     """
-    signatures = module.signatures()
-    with file_io.atomic_directory(export_dir, overwrite) as temporary:
-        tf.saved_model.save(module, temporary, signatures=signatures)
+    with file_io.atomic_directory(
+            export_dir, overwrite,
+            check_replaceable=check_replaceable_export) as temporary:
+        signatures = module.signatures()
+        with file_io.naming_write_errors(export_dir, "SavedModel"):
+            tf.saved_model.save(module, temporary, signatures=signatures)
+            marker = {"written_by": "bert_tf export_saved_model.py",
+                      "files": _files_under(temporary)}
+            with open(os.path.join(temporary, EXPORT_MARKER), "w",
+                      encoding="utf-8") as writer:
+                json.dump(marker, writer, indent=1)
+                writer.write("\n")

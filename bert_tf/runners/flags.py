@@ -22,6 +22,7 @@ fresh `flags.FlagValues()`:
     run_pretraining.run(flag_values)
 """
 
+import os
 import sys
 
 from absl import app
@@ -236,7 +237,8 @@ def expand_file_patterns(flag_name, comma_separated):
         raise ValueError(f"--{flag_name}: {error}") from error
 
 
-def check_outputs_are_not_inputs(flag_values, output_names, input_flags):
+def check_outputs_are_not_inputs(flag_values, output_names, input_flags,
+                                 data_dir_files=()):
     """Refuses an `--output_dir` file that is one of the run's inputs.
 
     Args:
@@ -245,6 +247,8 @@ def check_outputs_are_not_inputs(flag_values, output_names, input_flags):
         (besides checkpoints), e.g. ("eval_results.txt",).
       input_flags: names of the flags that name input files or patterns
         (unset ones are skipped).
+      data_dir_files: names of the input files the runner reads from
+        `--data_dir` (when set), e.g. ("train.txt", "dev.txt").
 
     Raises:
       file_io.OutputIsInputError: naming both flags and paths.
@@ -255,6 +259,10 @@ def check_outputs_are_not_inputs(flag_values, output_names, input_flags):
                 for name in output_names]
     inputs = [(f"--{name}", flag_values[name].value) for name in input_flags
               if flag_values[name].value]
+    if "data_dir" in flag_values and flag_values.data_dir:
+        inputs += [("--data_dir file", os.path.join(flag_values.data_dir,
+                                                    name))
+                   for name in data_dir_files]
     file_io.check_outputs_are_not_inputs(outputs, inputs)
 
 

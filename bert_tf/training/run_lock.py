@@ -6,11 +6,16 @@ ends up naming whichever wrote last). So a training run holds a lock on its
 `output_dir` for its lifetime:
 
 * the lock is the file `<output_dir>/.bert_tf.lock`, created atomically
-  (`O_CREAT | O_EXCL`), holding the holder's host name and process id;
-* a second run is refused with a message naming the holder;
+  (`O_CREAT | O_EXCL`), holding the holder's host name, process id and
+  process start (the kernel's boot id and the process's start time, where
+  /proc has them);
+* a second run is refused with a message naming the holder, and how to
+  clear the lock if that process is not a bert_tf run;
 * a lock left by a process that no longer runs on this host (killed,
-  crashed) is taken over, with a warning; one held by another host is never
-  taken over (this host cannot tell whether that process lives): the
+  crashed) is taken over, with a warning; so is one whose process id now
+  belongs to another process (started at another time: the id was reused
+  after a reboot, or in a new container); one held by another host is
+  never taken over (this host cannot tell whether that process lives): the
   message says which file to delete once that run is known to be gone;
 * the lock is reentrant within a process (a runner and the `Trainer` it
   builds both ask for it) and is released when the process exits;
@@ -81,33 +86,56 @@ def _host():
     return socket.gethostname()
 
 
-def _pid_is_running(pid):
-    """Whether a process of this id runs on this host."""
-    if pid <= 0:
-        return False
+def _process_start(pid):
+    """What tells process `pid` from a later one given the same id: the
+    boot id and its start time in clock ticks since boot (Linux /proc);
+    None where the system does not say."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # It runs, as another user.
-    return True
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            boot_id = f.read().strip()
+        with open(f"/proc/{pid}/stat", encoding="utf-8",
+                  errors="replace") as reader:
+            stat = reader.read()
+        # Fields after the command name (in parentheses, which may hold
+        # spaces): state is field 3, the start time field 22.
+        start_ticks = stat[stat.rindex(")") + 2:].split()[19]
+    except (OSError, ValueError, IndexError):
+        return None
+    return f"{boot_id}/{start_ticks}"
 
 
 def _read_holder(path):
-    """`(host, pid)` from a lock file; `(None, None)` if unreadable."""
+    """`(host, pid, process start or None)` from a lock file;
+    `(None, None, None)` if unreadable."""
     try:
         with open(path, encoding="utf-8") as reader:
             fields = dict(line.split("=", 1) for line in
                           reader.read().splitlines() if "=" in line)
-        return fields.get("host"), int(fields.get("pid", ""))
+        return (fields.get("host"), int(fields.get("pid", "")),
+                fields.get("process_start") or None)
     except (OSError, ValueError):
-        return None, None
+        return None, None, None
+
+
+def _is_ours(holder):
+    return holder[:2] == (_host(), os.getpid())
+
+
+def _holder_is_gone(holder):
+    """Whether the process of a lock of this host no longer runs: dead, or
+    its id now names a process started at another time."""
+    _, pid, start = holder
+    if not file_io.process_is_running(pid):
+        return True
+    current = _process_start(pid)
+    return start is not None and current is not None and current != start
 
 
 def _lock_text():
+    start = _process_start(os.getpid())
     return (f"host={_host()}\npid={os.getpid()}\n"
-            f"started={time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+            + (f"process_start={start}\n" if start else "")
+            + f"started={time.strftime('%Y-%m-%d %H:%M:%S')}\n")
 
 
 def _create_exclusively(path, text):
@@ -124,8 +152,7 @@ def _create_exclusively(path, text):
 
 def _release(path):
     with contextlib.suppress(OSError):
-        host, pid = _read_holder(path)
-        if (host, pid) == (_host(), os.getpid()):
+        if _is_ours(_read_holder(path)):
             os.remove(path)
 
 
@@ -188,8 +215,9 @@ def lock_output_dir(directory, is_chief=True):
         for _ in range(10):
             if _create_exclusively(path, _lock_text()):
                 break
-            host, pid = _read_holder(path)
-            if (host, pid) == (_host(), os.getpid()):
+            holder = _read_holder(path)
+            host, pid, _ = holder
+            if _is_ours(holder):
                 break  # Ours (taken by another module of this process).
             if host is None:
                 # Being written right now, or garbage: look again.
@@ -200,22 +228,34 @@ def lock_output_dir(directory, is_chief=True):
                         f"which cannot be read; if no other run uses this "
                         f"directory, delete {path}")
                 continue
-            if host == _host() and not _pid_is_running(pid):
-                if _take_over_stale(path, (host, pid)):
-                    logging.warning(
-                        "Took over the lock %s of process %d on %s, which "
-                        "no longer runs (killed or crashed).", path, pid,
-                        host)
+            if host == _host() and _holder_is_gone(holder):
+                if _take_over_stale(path, holder):
+                    if file_io.process_is_running(pid):
+                        logging.warning(
+                            "Took over the lock %s of process %d on %s: "
+                            "that id now names a process started later (the "
+                            "run that took the lock is gone).", path, pid,
+                            host)
+                    else:
+                        logging.warning(
+                            "Took over the lock %s of process %d on %s, "
+                            "which no longer runs (killed or crashed).",
+                            path, pid, host)
                     break
                 time.sleep(0.1)
                 continue
-            where = ("this host" if host == _host() else f"host {host}")
+            if host == _host():
+                raise OutputDirLockedError(
+                    f"--output_dir={directory} is in use by another run "
+                    f"(process {pid} on this host, lock file {path}); wait "
+                    f"for it to finish or use another --output_dir (if "
+                    f"process {pid} is not a bert_tf run, e.g. its id was "
+                    f"reused after a restart, delete {path})")
             raise OutputDirLockedError(
                 f"--output_dir={directory} is in use by another run (process "
-                f"{pid} on {where}, lock file {path}); wait for it to finish "
-                f"or use another --output_dir"
-                + ("" if host == _host() else
-                   f" (delete {path} only if that run is gone)"))
+                f"{pid} on host {host}, lock file {path}); wait for it to "
+                f"finish or use another --output_dir (delete {path} only if "
+                f"that run is gone)")
         else:
             raise OutputDirLockedError(
                 f"--output_dir={directory}: could not take the lock {path}")
@@ -260,7 +300,7 @@ def remove_stale_temporary_files(directory):
             continue
         pid = match.groupdict().get("pid")
         if pid is not None and (int(pid) == os.getpid()
-                                or _pid_is_running(int(pid))):
+                                or file_io.process_is_running(int(pid))):
             continue
         path = os.path.join(directory, name)
         if not os.path.isfile(path):
