@@ -367,10 +367,11 @@ class ExperimentSettings:
 # within a few F1 of the positional prior, after 1,500 both it and a
 # pretrained model were well above it. Sequences of 48 tokens hold all but
 # the longest snippets (doc_stride covers those). The tagging tasks are
-# small (WSJ sample: 801 training lines; CoNLL-2003 sample: 182 training
-# sentences), so they get many epochs at the span task's learning rate:
-# about 500 steps of POS and 180 of NER (not yet tuned on this machine; see
-# the README). The README gives the times.
+# small (WSJ sample: 801 training lines, 20,024 words; CoNLL-2003 sample:
+# 182 training sentences), so they get many epochs at the span task's
+# learning rate: at least 250 steps of POS (long lines become several
+# windows) and about 170 of NER -- first guesses, not yet tuned on this
+# machine (see the README). The README gives the times.
 DEFAULT = ExperimentSettings(
     model=workflow.DEFAULT,
     layers=(2, 4, 6),
