@@ -358,12 +358,8 @@ def test_left_to_right_with_dynamic_masking(cased_tiny_dir, golden_dir,
         "global_step", "lm_accuracy", "lm_loss", "loss"]
 
 
-def test_sentence_order_and_roberta_recipe_with_dynamic_masking(
-        cased_tiny_dir, golden_dir, tmp_path):
-    """--pretraining_objective=mlm_sop trains the pair head and reports
-    sentence_order_*; RoBERTa's recipe (mlm, full_sentences) trains the
-    masked LM alone. Wrong combinations are named before any work."""
-    common = [
+def _dynamic_masking_args(cased_tiny_dir, golden_dir):
+    return [
         f"--input_file={golden_dir}/create_pretraining_data/corpus.txt",
         f"--bert_config_file={cased_tiny_dir}/bert_config.json",
         f"--vocab_file={cased_tiny_dir}/vocab.txt", "--do_lower_case=False",
@@ -372,6 +368,31 @@ def test_sentence_order_and_roberta_recipe_with_dynamic_masking(
         f"--max_seq_length={SEQ}",
         f"--max_predictions_per_seq={PREDICTIONS}", "--num_train_steps=2",
         "--num_warmup_steps=0", "--learning_rate=1e-3", "--max_eval_steps=2"]
+
+
+def test_packing_needs_dynamic_masking_and_an_objective_without_pairs(
+        cased_tiny_dir, golden_dir, tmp_path):
+    common = _dynamic_masking_args(cased_tiny_dir, golden_dir)
+    with pytest.raises(ValueError, match="--pretraining_objective=mlm_nsp "
+                                         "needs sentence pairs"):
+        run_pretraining.run(parse(common + [
+            f"--output_dir={tmp_path / 'x'}", "--packing=full_sentences"]))
+    records_only = [arg for arg in common
+                    if not arg.startswith("--dynamic_masking")]
+    with pytest.raises(ValueError, match="--packing=full_sentences makes "
+                                         "sequences from raw text"):
+        run_pretraining.run(parse(records_only + [
+            f"--output_dir={tmp_path / 'y'}", "--pretraining_objective=mlm",
+            "--packing=full_sentences"]))
+
+
+@pytest.mark.slow
+def test_sentence_order_and_roberta_recipe_with_dynamic_masking(
+        cased_tiny_dir, golden_dir, tmp_path):
+    """--pretraining_objective=mlm_sop trains the pair head and reports
+    sentence_order_*; RoBERTa's recipe (mlm, full_sentences) trains the
+    masked LM alone."""
+    common = _dynamic_masking_args(cased_tiny_dir, golden_dir)
     sop_dir = tmp_path / "sop"
     run_pretraining.run(parse(common + [
         f"--output_dir={sop_dir}", "--pretraining_objective=mlm_sop"]))
@@ -384,14 +405,3 @@ def test_sentence_order_and_roberta_recipe_with_dynamic_masking(
         "--packing=full_sentences"]))
     assert sorted(_eval_results(roberta_dir)) == [
         "global_step", "loss", "masked_lm_accuracy", "masked_lm_loss"]
-    with pytest.raises(ValueError, match="--pretraining_objective=mlm_nsp "
-                                         "needs sentence pairs"):
-        run_pretraining.run(parse(common + [
-            f"--output_dir={tmp_path / 'x'}", "--packing=full_sentences"]))
-    records_only = [arg for arg in common
-                    if not arg.startswith("--dynamic_masking")]
-    with pytest.raises(ValueError, match="--packing=full_sentences makes "
-                                         "sequences from raw text"):
-        run_pretraining.run(parse(records_only + [
-            f"--output_dir={tmp_path / 'y'}", "--pretraining_objective=mlm",
-            "--packing=full_sentences"]))
