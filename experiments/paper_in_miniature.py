@@ -1170,10 +1170,10 @@ def plot_ablation(ablation, infos, layers, majority, span_prior, path):
     matplotlib.use("Agg")
     from matplotlib import pyplot
 
-    labels = [textwrap.fill(row["label"], 20) for row in ablation]
+    labels = [textwrap.fill(row["label"], 24) for row in ablation]
     positions = list(range(len(ablation)))
     figure, ((left, right), (pos_axis, ner_axis)) = pyplot.subplots(
-        2, 2, figsize=(17, 10))
+        2, 2, figsize=(17, 12))
 
     def bars(axis, key, metric, task, offset, width, name):
         means = [row[key].mean for row in ablation]
@@ -1214,7 +1214,8 @@ def plot_ablation(ablation, infos, layers, majority, span_prior, path):
         axis.set_ylabel(name)
     for axis in (left, right, pos_axis, ner_axis):
         axis.set_xticks(positions)
-        axis.set_xticklabels(labels, fontsize=7)
+        # Ten rows: slanted labels do not overlap.
+        axis.set_xticklabels(labels, fontsize=6, rotation=35, ha="right")
         axis.legend(fontsize=8)
         axis.grid(axis="y", alpha=0.3)
     figure.suptitle(f"Pretraining ablation in miniature ({layers}-layer BERT; "
