@@ -43,6 +43,16 @@ flags.DEFINE_integer(
     "small inputs, and busy machines, run in one process, which is faster "
     "for them. The output is the same for every value.", lower_bound=1)
 
+flags.DEFINE_enum(
+    "pretraining_objective", "mlm_nsp", ["mlm_nsp", "mlm_sop"],
+    "The sentence-pair task the records are made for. mlm_nsp (Google's; "
+    "the records are Google's, byte for byte): B is the next segment or, "
+    "half of the time, a random one (label 1). mlm_sop (ALBERT's "
+    "sentence-order prediction): B is always A's true continuation, and "
+    "half of the time the two are swapped (label 1); train with "
+    "run_pretraining.py --pretraining_objective=mlm_sop. Only in this "
+    "script (not the Beam one); made by the Python instance loop.")
+
 FLAGS = flags.FLAGS
 
 
@@ -87,7 +97,8 @@ def main(argv):
             short_seq_prob=FLAGS.short_seq_prob,
             do_whole_word_mask=FLAGS.do_whole_word_mask,
             num_workers=num_workers,
-            word_segmentation=word_segmentation)
+            word_segmentation=word_segmentation,
+            sentence_order=FLAGS.pretraining_objective == "mlm_sop")
     except (pretraining_corpus.PretrainingDataError, OSError,
             file_io.OutputIsInputError) as error:
         # Bad input: say what is wrong, without a traceback.

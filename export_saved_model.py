@@ -137,7 +137,8 @@ def define_flags(flag_values=FLAGS):
         "The model was fine-tuned with --causal_attention (a left-to-right "
         "encoder; classifiers pool the last real token). Its weights do not "
         "say so: pass the fine-tuning run's value. (A run_squad.py "
-        "--span_bilstm model is recognized by its bilstm/ variables.)",
+        "--span_bilstm or run_tagging.py --tagging_bilstm model is "
+        "recognized by its bilstm/ variables.)",
         flag_values=flag_values)
     # Multiple choice.
     flags.DEFINE_enum(

@@ -17,9 +17,11 @@ with the same --output_dir resumes from its newest checkpoint.
 
 --pretraining_objective picks among the objectives of the BERT paper's
 ablation (section 5.1): mlm_nsp (Google's), mlm ("No NSP") and ltr ("LTR &
-No NSP", a causal left-to-right LM). All three read the same data (records
-or --dynamic_masking) and write checkpoints with the same variables, which
-run_classifier.py and run_squad.py fine-tune as usual.
+No NSP", a causal left-to-right LM), and ALBERT's mlm_sop (sentence-order
+prediction). All read the same data (records or --dynamic_masking) and
+write checkpoints with the same variables, which run_classifier.py and
+run_squad.py fine-tune as usual. RoBERTa's recipe is
+--pretraining_objective=mlm --dynamic_masking --packing=full_sentences.
 """
 
 from bert_tf import startup
@@ -86,17 +88,33 @@ def define_flags(flag_values=FLAGS):
         "create_pretraining_data.py --do_whole_word_mask (a word's ## "
         "pieces are masked together).", flag_values=flag_values)
     flags.DEFINE_enum(
-        "pretraining_objective", "mlm_nsp", ("mlm_nsp", "mlm", "ltr"),
+        "pretraining_objective", "mlm_nsp",
+        ("mlm_nsp", "mlm", "ltr", "mlm_sop"),
         "The BERT paper's pretraining objectives (section 5.1 ablation). "
         "mlm_nsp: masked LM + next sentence prediction (Google's original). "
         "mlm: masked LM only (\"No NSP\"); the next-sentence head is kept "
         "in checkpoints, untrained, and eval reports masked_lm_accuracy/"
         "masked_lm_loss only. ltr: left-to-right LM (\"LTR & No NSP\"): "
         "causal attention, each position predicts the next original token; "
-        "eval reports lm_accuracy/lm_loss. All three read records or "
-        "--dynamic_masking text and write the same checkpoint names; "
-        "fine-tuning is always bidirectional.",
+        "eval reports lm_accuracy/lm_loss. mlm_sop: masked LM + ALBERT's "
+        "sentence-order prediction (the next-sentence head and loss on "
+        "pairs swapped half of the time; eval reports "
+        "sentence_order_accuracy/loss): with --dynamic_masking the pairs "
+        "are made so; records must come from create_pretraining_data.py "
+        "--pretraining_objective=mlm_sop (on Google's records it would "
+        "learn next sentence prediction under another name). All read "
+        "records or --dynamic_masking text and write the same checkpoint "
+        "names.",
         flag_values=flag_values)
+    flags.DEFINE_enum(
+        "packing", "sentence_pairs", ("sentence_pairs", "full_sentences"),
+        "With --dynamic_masking: how sequences are made. sentence_pairs: "
+        "Google's [CLS] A [SEP] B [SEP]. full_sentences: RoBERTa's "
+        "FULL-SENTENCES, whole sentences in corpus order packed up to "
+        "--max_seq_length, across document boundaries with a [SEP] between "
+        "two documents, one segment (for mlm or ltr; RoBERTa's recipe is "
+        "--pretraining_objective=mlm --dynamic_masking "
+        "--packing=full_sentences).", flag_values=flag_values)
     for name in ("input_file", "bert_config_file", "output_dir"):
         flags.mark_flag_as_required(name, flag_values=flag_values)
 
@@ -157,6 +175,7 @@ def run(flag_values):
         masked_lm_prob=flag_values.masked_lm_prob,
         short_seq_prob=flag_values.short_seq_prob,
         do_whole_word_mask=flag_values.do_whole_word_mask,
+        packing=flag_values.packing,
         seed=flag_values.seed)
 
     # The strategy comes before any other TensorFlow work: multi-worker and

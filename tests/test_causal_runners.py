@@ -1,5 +1,6 @@
 """`--causal_attention` in every fine-tuning runner, `run_squad.py
---span_bilstm`: the flags reach the models.
+--span_bilstm` and `run_tagging.py --tagging_bilstm`: the flags reach the
+models.
 
 run_classifier.py predicts from one random checkpoint with and without the
 flag; each run's probabilities are checked against the model built
@@ -93,6 +94,9 @@ def test_every_fine_tuning_runner_has_the_flag_off_by_default(workspace):
     squad_flags = _parse(run_squad, workspace, "--output_dir=x")
     assert squad_flags.span_bilstm is False
     assert squad_flags.span_bilstm_units is None
+    tagging_flags = _parse(run_tagging, workspace, "--output_dir=x")
+    assert tagging_flags.tagging_bilstm is False
+    assert tagging_flags.tagging_bilstm_units is None
 
 
 # --- run_classifier.py: the flag changes the model, as built directly -------
@@ -238,6 +242,39 @@ def test_bad_bilstm_flags_are_explained(tmp_path, squad_workspace, args,
         f"--output_dir={tmp_path}", *SQUAD_LENGTH_FLAGS, *args)
     with pytest.raises(ValueError, match=message):
         run_squad.run(flag_values)
+
+
+@pytest.mark.parametrize("args, causal, units", [
+    ([], False, None),
+    (["--causal_attention=true", "--tagging_bilstm=true"], True, 16),
+    (["--tagging_bilstm=true", "--tagging_bilstm_units=3"], False, 3),
+])
+def test_run_tagging_hands_the_bilstm_to_its_task(workspace, tmp_path,
+                                                  task_arguments, args,
+                                                  causal, units):
+    flag_values = _parse(
+        run_tagging, workspace, "--do_train=true", f"--output_dir={tmp_path}",
+        f"--train_file={workspace / 'tagging' / 'train.txt'}",
+        f"--max_seq_length={MAX_SEQ_LENGTH}", *args)
+    with pytest.raises(_TaskBuilt):
+        run_tagging.run(flag_values)
+    assert task_arguments["TaggingTask"]["causal_attention"] is causal
+    assert task_arguments["TaggingTask"]["bilstm_units"] == units
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--tagging_bilstm_units=8"],
+     "--tagging_bilstm_units needs --tagging_bilstm"),
+    (["--tagging_bilstm=true", "--tagging_bilstm_units=-1"],
+     "--tagging_bilstm_units=-1 must be positive"),
+])
+def test_bad_tagging_bilstm_flags_are_explained(workspace, tmp_path, args,
+                                                message):
+    flag_values = _parse(
+        run_tagging, workspace, "--do_train=true", f"--output_dir={tmp_path}",
+        f"--train_file={workspace / 'tagging' / 'train.txt'}", *args)
+    with pytest.raises(ValueError, match=message):
+        run_tagging.run(flag_values)
 
 
 # --- run_squad.py --causal_attention --span_bilstm, end to end ----------------

@@ -299,6 +299,83 @@ def test_truncation_cuts_b_on_ties_and_a_only_when_longer(tmp_path,
         [0, 0, 0, 0, 1, 1, 1, 1, 1], [1], ["x"], 1)
 
 
+def test_sentence_order_pairs_are_swapped_or_in_order(tmp_path,
+                                                      tiny_vocab_file):
+    """ALBERT's SOP: B is always A's continuation (a one-sentence chunk is
+    split at a token), one draw swaps them (label 1); a one-token chunk
+    makes no instance. Hand-worked, every draw scripted."""
+    tokenizer = _tokenizer(tiny_vocab_file)
+    corpus = _corpus(tmp_path, "a b c d\ne f g h\n\nx y\n\nz\n", tokenizer)
+    vocab = pretraining_instances.PretrainingVocab(tokenizer.vocab)
+    rng = ScriptedRandom([
+        ("shuffle", 3, None),          # documents
+        # Document 0, target 6 = max_seq_length 9 - 3.
+        ("random", 0.9),
+        ("randbelow", 1, 0),           # a_end = 1: "a b c d" | "e f g h"
+        ("random", 0.3),               # < 0.5: swapped, label 1
+        ("random", 0.2),               # 4 vs 4, a tie: B loses its front
+        ("random", 0.8),               # 4 vs 3: A loses its back
+        ("shuffle", 6, [5, 4, 3, 2, 1, 0]),  # candidates 1,2,3,5,6,7
+        ("random", 0.5),               # [MASK]
+        # Document 1: one sentence of 2 tokens, split after 1 + 0.
+        ("random", 0.9),
+        ("randbelow", 1, 0),
+        ("random", 0.7),               # in order, label 0
+        ("shuffle", 2, [1, 0]),        # candidates 1, 3
+        ("random", 0.85),              # >= 0.8 ...
+        ("random", 0.3),               # ... < 0.5: keep the token
+        # Document 2: one token, no pair: only its target is drawn.
+        ("random", 0.9),
+        ("shuffle", 2, None),          # instances
+    ])
+    store, _ = pretraining_instances.create_training_instances(
+        corpus, vocab, rng, max_seq_length=9, dupe_factor=1,
+        short_seq_prob=0.1, masked_lm_prob=0.15, max_predictions_per_seq=5,
+        sentence_order=True)
+    assert rng.script == []
+    first, second = _instances(store, corpus, vocab)
+    assert first == (
+        ["[CLS]", "e", "f", "g", "[SEP]", "b", "c", "[MASK]", "[SEP]"],
+        [0, 0, 0, 0, 0, 1, 1, 1, 1], [7], ["d"], 1)
+    assert second == (["[CLS]", "x", "[SEP]", "y", "[SEP]"],
+                      [0, 0, 0, 1, 1], [3], ["y"], 0)
+
+
+def test_sentence_order_pairs_stay_in_one_document(tmp_path,
+                                                   uncased_vocab_file):
+    """On a real corpus: about half the pairs swapped, and both halves of
+    every pair from one document, the first half before the second (no
+    random B)."""
+    documents = [[f"the {word} sat on the mat number {d} line {k} ."
+                  for k in range(6)]
+                 for d, word in enumerate(["cat", "dog"] * 20)]
+    (tmp_path / "corpus.txt").write_text(
+        "\n\n".join("\n".join(doc) for doc in documents) + "\n")
+    tokenizer = _tokenizer(uncased_vocab_file)
+    corpus = pretraining_corpus.tokenize_corpus(
+        [str(tmp_path / "corpus.txt")], tokenizer)
+    vocab = pretraining_instances.PretrainingVocab(tokenizer.vocab)
+    store, _ = pretraining_instances.create_training_instances(
+        corpus, vocab, random.Random(3), max_seq_length=48, dupe_factor=3,
+        short_seq_prob=0.1, masked_lm_prob=0.15, max_predictions_per_seq=7,
+        sentence_order=True)
+    fields = np.frombuffer(store.fields, dtype=f"i{store.fields.itemsize}"
+                           ).reshape(-1, 6)
+    labels = fields[:, 4]
+    assert 0.35 < labels.mean() < 0.65, labels.mean()
+    starts = np.asarray(corpus.document_starts)
+    sentence_starts = np.asarray(corpus.sentence_starts)
+    for a_start, a_length, b_start, b_length, label, _ in fields:
+        first, second = (a_start, b_start) if label == 0 else (b_start,
+                                                                 a_start)
+        # Both halves in one document, the first before the second.
+        document = np.searchsorted(sentence_starts[starts], first,
+                                   side="right")
+        assert np.searchsorted(sentence_starts[starts], second,
+                               side="right") == document
+        assert first < second
+
+
 def test_random_next_puts_unused_sentences_back(tmp_path, tiny_vocab_file):
     tokenizer = _tokenizer(tiny_vocab_file)
     corpus = _corpus(tmp_path, "a b\nc d\ne f\n\nx y z\n", tokenizer)
@@ -891,6 +968,30 @@ def test_script_end_to_end(tmp_path, golden_dir, uncased_vocab_file):
         _tokenizer(uncased_vocab_file), num_workers=1, **GOLDEN_FLAGS)
     for ours, reference in zip(outputs, expected):
         assert ours.read_bytes() == reference.read_bytes()
+
+
+def test_script_sentence_order_flag(tmp_path, golden_dir,
+                                    uncased_vocab_file):
+    """--pretraining_objective=mlm_sop writes the library's sentence-order
+    records (not Google's: the golden tests pin the default)."""
+    corpus = golden_dir / "create_pretraining_data" / "corpus.txt"
+    output = tmp_path / "sop.tfrecord"
+    result = _run_script(
+        f"--input_file={corpus}", f"--output_file={output}",
+        f"--vocab_file={uncased_vocab_file}", "--num_workers=1",
+        "--pretraining_objective=mlm_sop",
+        *[f"--{name}={value}" for name, value in GOLDEN_FLAGS.items()])
+    assert result.returncode == 0, result.stderr
+    expected = tmp_path / "expected.tfrecord"
+    pretraining_instances.create_pretraining_data(
+        [str(corpus)], [str(expected)], _tokenizer(uncased_vocab_file),
+        num_workers=1, sentence_order=True, **GOLDEN_FLAGS)
+    google = tmp_path / "google.tfrecord"
+    pretraining_instances.create_pretraining_data(
+        [str(corpus)], [str(google)], _tokenizer(uncased_vocab_file),
+        num_workers=1, **GOLDEN_FLAGS)
+    assert output.read_bytes() == expected.read_bytes()
+    assert output.read_bytes() != google.read_bytes()
 
 
 def test_script_reports_bad_input_without_traceback(tmp_path):

@@ -706,3 +706,102 @@ def test_whole_word_greedy_rule_on_fixed_groups(uncased_vocab_file):
                 assert ids[start] == word
                 assert positions[positions.index(start):][:group_size] == (
                     list(range(start, start + group_size)))
+
+
+# -- ALBERT's sentence order and RoBERTa's full sentences -------------------
+
+LETTERS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(
+    "abcdefghijklmnopqrstuvwxyz")
+# Four documents: 3 sentences (3, 2, 4 tokens), 2 (2, 1), 1 (6), 1 (1).
+LETTER_CORPUS = "a b c\nd e\nf g h i\n\nj k\nl\n\nm n o p q r\n\ns\n"
+
+
+@pytest.fixture(scope="module")
+def letter_files(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("letters")
+    (directory / "vocab.txt").write_text("\n".join(LETTERS) + "\n")
+    (directory / "corpus.txt").write_text(LETTER_CORPUS)
+    return str(directory / "corpus.txt"), str(directory / "vocab.txt")
+
+
+def _letter_sequences(dataset):
+    """Each example's tokens (masks undone, padding dropped), segment ids
+    and label."""
+    result = []
+    for example in _examples(dataset):
+        ids, length = _unmasked(example)
+        result.append(([LETTERS[i] for i in ids[:length]],
+                       example["segment_ids"][:length].tolist(),
+                       int(example["next_sentence_labels"])))
+    return result
+
+
+def test_full_sentences_packing_by_hand(letter_files):
+    """max_seq_length 10: 8 tokens between [CLS] and [SEP]. "a b c" + "d e"
+    = 5, + "f g h i" would be 9: the first sequence is done. "f g h i",
+    then [SEP] (a new document) "j k" and "l": 8. "m .. r" then starts a
+    sequence that "[SEP] s" fills to 8 -- the last, unfinished at the end
+    of the pass, is dropped."""
+    corpus, vocab = letter_files
+    dataset = dynamic_masking_dataset(
+        corpus, vocab, True, 1, 10, 3, is_training=False, seed=1,
+        shuffle_buffer_size=1, packing=dynamic_masking.FULL_SENTENCES)
+    assert _letter_sequences(dataset) == [
+        (["[CLS]", "a", "b", "c", "d", "e", "[SEP]"], [0] * 7, 0),
+        (["[CLS]", "f", "g", "h", "i", "[SEP]", "j", "k", "l", "[SEP]"],
+         [0] * 10, 0),
+    ]
+    # max_seq_length 6: 4 tokens. A sentence longer than a sequence is cut
+    # to it ("m .. r" to "m n o p").
+    short = dynamic_masking_dataset(
+        corpus, vocab, True, 1, 6, 2, is_training=False, seed=1,
+        shuffle_buffer_size=1, packing=dynamic_masking.FULL_SENTENCES)
+    assert [tokens for tokens, _, _ in _letter_sequences(short)] == [
+        ["[CLS]", "a", "b", "c", "[SEP]"], ["[CLS]", "d", "e", "[SEP]"],
+        ["[CLS]", "f", "g", "h", "i", "[SEP]"],
+        ["[CLS]", "j", "k", "l", "[SEP]"],  # One document: no [SEP].
+        ["[CLS]", "m", "n", "o", "p", "[SEP]"]]
+    # Every non-special position is a candidate; the [SEP] between
+    # documents is never masked.
+    for example in _examples(dataset):
+        count = int(example["masked_lm_weights"].sum())
+        # round(7 * 0.15) = 1, round(10 * 0.15) = 2 (half to even).
+        assert count == round(example["input_mask"].sum() * 0.15)
+        assert not {LETTERS[i] for i in example["masked_lm_ids"][:count]
+                    } & {"[CLS]", "[SEP]"}
+
+
+def test_sentence_order_pairs_by_hand(letter_files):
+    """Every pair is a chunk of one document split in two, in order (label
+    0) or swapped (label 1); a one-sentence chunk is split inside the
+    sentence, a one-token document ("s") makes nothing."""
+    corpus, vocab = letter_files
+    documents = [doc.replace("\n", " ").split()
+                 for doc in LETTER_CORPUS.strip().split("\n\n")]
+    # Training: endless passes over the file, new draws on each.
+    dataset = dynamic_masking_dataset(
+        corpus, vocab, True, 1, 12, 3, is_training=True, seed=4,
+        short_seq_prob=0.0, shuffle_buffer_size=1, sentence_order=True)
+    labels = []
+    for tokens, segments, label in _letter_sequences(dataset.take(36)):
+        first_sep = tokens.index("[SEP]")
+        a, b = tokens[1:first_sep], tokens[first_sep + 1:-1]
+        assert a and b
+        assert segments == [0] * (len(a) + 2) + [1] * (len(b) + 1)
+        # Target 9 tokens: a chunk is a whole document, its halves in
+        # order or swapped; "s" makes no pair.
+        text = b + a if label else a + b
+        assert any(text == document for document in documents), tokens
+        labels.append(label)
+    assert 0.3 < np.mean(labels) < 0.7, labels
+
+
+def test_sentence_order_and_full_sentences_exclude_each_other(letter_files):
+    corpus, vocab = letter_files
+    with pytest.raises(ValueError, match="no sentence order to predict"):
+        dynamic_masking_dataset(corpus, vocab, True, 1, 12, 3, True,
+                                sentence_order=True,
+                                packing=dynamic_masking.FULL_SENTENCES)
+    with pytest.raises(ValueError, match="packing must be one of"):
+        dynamic_masking_dataset(corpus, vocab, True, 1, 12, 3, True,
+                                packing="documents")

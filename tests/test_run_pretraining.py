@@ -109,7 +109,7 @@ def test_unknown_dtype_is_rejected_at_parse_time():
 def test_unknown_pretraining_objective_is_rejected_at_parse_time():
     with pytest.raises(flags.IllegalFlagValueError, match=re.escape(
             "--pretraining_objective=nsp: value should be one of "
-            "<mlm_nsp|mlm|ltr>")):
+            "<mlm_nsp|mlm|ltr|mlm_sop>")):
         parse(["--input_file=x", "--output_dir=y", "--bert_config_file=z",
                "--pretraining_objective=nsp"])
 
@@ -356,3 +356,52 @@ def test_left_to_right_with_dynamic_masking(cased_tiny_dir, golden_dir,
     run_pretraining.run(flag_values)
     assert sorted(_eval_results(output_dir)) == [
         "global_step", "lm_accuracy", "lm_loss", "loss"]
+
+
+def _dynamic_masking_args(cased_tiny_dir, golden_dir):
+    return [
+        f"--input_file={golden_dir}/create_pretraining_data/corpus.txt",
+        f"--bert_config_file={cased_tiny_dir}/bert_config.json",
+        f"--vocab_file={cased_tiny_dir}/vocab.txt", "--do_lower_case=False",
+        "--dynamic_masking=True", "--seed=3", "--do_train=True",
+        "--do_eval=True", "--train_batch_size=4", "--eval_batch_size=4",
+        f"--max_seq_length={SEQ}",
+        f"--max_predictions_per_seq={PREDICTIONS}", "--num_train_steps=2",
+        "--num_warmup_steps=0", "--learning_rate=1e-3", "--max_eval_steps=2"]
+
+
+def test_packing_needs_dynamic_masking_and_an_objective_without_pairs(
+        cased_tiny_dir, golden_dir, tmp_path):
+    common = _dynamic_masking_args(cased_tiny_dir, golden_dir)
+    with pytest.raises(ValueError, match="--pretraining_objective=mlm_nsp "
+                                         "needs sentence pairs"):
+        run_pretraining.run(parse(common + [
+            f"--output_dir={tmp_path / 'x'}", "--packing=full_sentences"]))
+    records_only = [arg for arg in common
+                    if not arg.startswith("--dynamic_masking")]
+    with pytest.raises(ValueError, match="--packing=full_sentences makes "
+                                         "sequences from raw text"):
+        run_pretraining.run(parse(records_only + [
+            f"--output_dir={tmp_path / 'y'}", "--pretraining_objective=mlm",
+            "--packing=full_sentences"]))
+
+
+@pytest.mark.slow
+def test_sentence_order_and_roberta_recipe_with_dynamic_masking(
+        cased_tiny_dir, golden_dir, tmp_path):
+    """--pretraining_objective=mlm_sop trains the pair head and reports
+    sentence_order_*; RoBERTa's recipe (mlm, full_sentences) trains the
+    masked LM alone."""
+    common = _dynamic_masking_args(cased_tiny_dir, golden_dir)
+    sop_dir = tmp_path / "sop"
+    run_pretraining.run(parse(common + [
+        f"--output_dir={sop_dir}", "--pretraining_objective=mlm_sop"]))
+    assert sorted(_eval_results(sop_dir)) == [
+        "global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
+        "sentence_order_accuracy", "sentence_order_loss"]
+    roberta_dir = tmp_path / "roberta"
+    run_pretraining.run(parse(common + [
+        f"--output_dir={roberta_dir}", "--pretraining_objective=mlm",
+        "--packing=full_sentences"]))
+    assert sorted(_eval_results(roberta_dir)) == [
+        "global_step", "loss", "masked_lm_accuracy", "masked_lm_loss"]

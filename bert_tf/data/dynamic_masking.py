@@ -81,6 +81,12 @@ _SALT_TARGET, _SALT_CHUNKS = 1, 2
 _SALT_DONOR_START, _SALT_TRUNCATE_A, _SALT_TRUNCATE_B = 3, 4, 5
 _SALT_MASK_POSITIONS, _SALT_MASK_KIND, _SALT_MASK_KEEP = 6, 7, 8
 _SALT_MASK_RANDOM_WORD, _SALT_SHORT_TARGET = 9, 10
+_SALT_SWAP, _SALT_SPLIT = 11, 12
+
+# How sequences are made (`packing`).
+SENTENCE_PAIRS = "sentence_pairs"
+FULL_SENTENCES = "full_sentences"
+PACKINGS = (SENTENCE_PAIRS, FULL_SENTENCES)
 
 
 def _seed(element_seed, salt):
@@ -146,7 +152,7 @@ def _truncate(tokens, new_length, element_seed, salt):
 
 
 def _chunk_document(sentence_lengths, max_num_tokens, short_seq_prob,
-                    element_seed):
+                    element_seed, sentence_order=False):
     """Google's walk over one document's sentences, as instance outlines.
 
     Args:
@@ -154,6 +160,8 @@ def _chunk_document(sentence_lengths, max_num_tokens, short_seq_prob,
       max_num_tokens: max_seq_length - 3.
       short_seq_prob: probability of a shorter target length.
       element_seed: int64 scalar, this document's random seed.
+      sentence_order: ALBERT's pairs: never a random next segment (B is
+        always the rest of the chunk).
 
     Returns:
       A dict of int32/bool vectors, one entry per instance:
@@ -185,7 +193,9 @@ def _chunk_document(sentence_lengths, max_num_tokens, short_seq_prob,
                             tf.int32),
                     size - 2),
                 1)
-            is_random = (size == 1) | (draws[2 * count + 1] < 0.5)
+            is_random = tf.logical_and(
+                not sentence_order,
+                (size == 1) | (draws[2 * count + 1] < 0.5))
             a_end = chunk_start + a_sentences
             length_a = cumulative[a_end] - cumulative[chunk_start]
             end = tf.where(is_random, a_end, i + 1)
@@ -238,7 +248,7 @@ class _DynamicMaskingPipeline:
 
     def __init__(self, vocab_file, do_lower_case, max_seq_length,
                  max_predictions_per_seq, masked_lm_prob, short_seq_prob,
-                 do_whole_word_mask=False):
+                 do_whole_word_mask=False, sentence_order=False):
         self.tokenizer = _tokenizer_for(vocab_file, do_lower_case)
         missing = [t for t in ("[CLS]", "[SEP]", "[MASK]")
                    if t not in self.tokenizer.vocab]
@@ -259,6 +269,7 @@ class _DynamicMaskingPipeline:
         self.short_seq_prob = short_seq_prob
         self.whitespace_pattern = python_whitespace_class()
         self.do_whole_word_mask = do_whole_word_mask
+        self.sentence_order = sentence_order
         # Whole-word masking: which ids are "##" pieces, by id.
         is_continuation = [False] * (max(self.tokenizer.vocab.values()) + 1)
         for token, index in self.tokenizer.vocab.items():
@@ -351,7 +362,8 @@ class _DynamicMaskingPipeline:
         """
         sentence_lengths = tf.cast(sentences.row_lengths(), tf.int32)
         outline = _chunk_document(sentence_lengths, self.max_num_tokens,
-                                  self.short_seq_prob, element_seed)
+                                  self.short_seq_prob, element_seed,
+                                  self.sentence_order)
         cumulative = tf.concat([[0], tf.cumsum(sentence_lengths)], axis=0)
         first, end = outline["first_sentence"], outline["end_sentence"]
         token_starts = tf.gather(cumulative, first)
@@ -362,7 +374,7 @@ class _DynamicMaskingPipeline:
         length_a = (tf.gather(cumulative, first + outline["a_sentences"])
                     - token_starts)
         num_instances = tf.size(first)
-        return {
+        instances = {
             "document_id": tf.fill([num_instances], document_id),
             "tokens": tokens,
             "sentence_lengths": lengths,
@@ -370,6 +382,23 @@ class _DynamicMaskingPipeline:
             "is_random_next": outline["is_random_next"],
             "target_b_length": outline["target_b_length"],
         }
+        if not self.sentence_order:
+            return instances
+        # ALBERT's pairs need two segments: a one-sentence chunk is split
+        # after a random token (1 .. length - 1); a one-token chunk makes
+        # no instance.
+        chunk_length = tf.cast(tokens.row_lengths(), tf.int32)
+        split = 1 + tf.minimum(
+            tf.cast(tf.floor(
+                _uniform([num_instances], element_seed, _SALT_SPLIT)
+                * tf.cast(chunk_length - 1, tf.float32)), tf.int32),
+            tf.maximum(chunk_length - 2, 0))
+        instances["length_a"] = tf.where(end - first == 1, split, length_a)
+        keep = chunk_length >= 2
+        return {name: tf.ragged.boolean_mask(value, keep)
+                if isinstance(value, tf.RaggedTensor)
+                else tf.boolean_mask(value, keep)
+                for name, value in instances.items()}
 
     @tf.autograph.experimental.do_not_convert
     def attach_donors(self, window):
@@ -418,6 +447,12 @@ class _DynamicMaskingPipeline:
             is_random,
             lambda: self._random_next_segment(instance, element_seed),
             lambda: tokens[length_a:])
+        if self.sentence_order:
+            # ALBERT: the two segments swapped half of the time (label 1).
+            is_random = _uniform([], element_seed, _SALT_SWAP) < 0.5
+            tokens_a, tokens_b = tf.cond(is_random,
+                                         lambda: (tokens_b, tokens_a),
+                                         lambda: (tokens_a, tokens_b))
         new_a, new_b = pair_lengths_after_truncation(
             tf.size(tokens_a), tf.size(tokens_b), self.max_num_tokens)
         tokens_a = _truncate(tokens_a, new_a, element_seed, _SALT_TRUNCATE_A)
@@ -441,6 +476,85 @@ class _DynamicMaskingPipeline:
         features[records.SEGMENT_IDS] = tf.ensure_shape(
             tf.pad(segment_ids, padding), [self.max_seq_length])
         features[records.NEXT_SENTENCE_LABELS] = tf.cast(is_random, tf.int32)
+        return features
+
+    @tf.autograph.experimental.do_not_convert
+    def pack_full_sentences(self, pending, document):
+        """RoBERTa's FULL-SENTENCES packing, one document at a time.
+
+        Whole sentences are appended to the sequence being filled, in
+        corpus order, crossing document boundaries with a `[SEP]` between
+        two documents, until the next sentence would not fit in
+        `max_seq_length - 2` tokens ([CLS] ... [SEP] around them); the
+        sequence is then complete and the sentence starts the next one. A
+        sentence longer than that on its own is cut to it (its end is
+        dropped).
+
+        Args:
+          pending: int32 [n], the tokens of the sequence being filled.
+          document: (document id, sentences RaggedTensor [(sentences),
+            (tokens)]).
+
+        Returns:
+          (the new pending tokens, the completed sequences' tokens
+          RaggedTensor [(sequences), (tokens)]).
+        """
+        _, sentences = document
+        capacity = self.max_seq_length - 2
+        sentence_lengths = tf.cast(sentences.row_lengths(), tf.int32)
+        flat = sentences.flat_values
+        starts = tf.concat([[0], tf.cumsum(sentence_lengths)], axis=0)
+        separator = tf.constant([self.sep_id], tf.int32)
+
+        def body(index, pending, done_values, done_lengths):
+            length = tf.minimum(sentence_lengths[index], capacity)
+            sentence = flat[starts[index]:starts[index] + length]
+            # The first sentence of a document after another document's
+            # text is preceded by [SEP].
+            prefix = tf.cond((index == 0) & (tf.size(pending) > 0),
+                             lambda: separator,
+                             lambda: tf.zeros([0], tf.int32))
+            fits = (tf.size(pending) + tf.size(prefix) + length
+                    <= capacity)  # Always when nothing is pending.
+
+            def append():
+                return (tf.concat([pending, prefix, sentence], axis=0),
+                        done_values, done_lengths)
+
+            def complete():
+                return (sentence, tf.concat([done_values, pending], axis=0),
+                        tf.concat([done_lengths, [tf.size(pending)]],
+                                  axis=0))
+
+            return (index + 1, *tf.cond(fits, append, complete))
+
+        empty = tf.zeros([0], tf.int32)
+        _, pending, values, lengths = tf.while_loop(
+            lambda index, *_: index < tf.size(sentence_lengths), body,
+            (tf.constant(0), pending, empty, empty),
+            shape_invariants=(tf.TensorShape([]), tf.TensorShape([None]),
+                              tf.TensorShape([None]),
+                              tf.TensorShape([None])))
+        return pending, tf.RaggedTensor.from_row_lengths(values, lengths)
+
+    @tf.autograph.experimental.do_not_convert
+    def sequence_to_features(self, tokens, element_seed):
+        """[CLS] tokens [SEP] (one segment, label 0), fresh masks."""
+        cls = tf.constant([self.cls_id], tf.int32)
+        sep = tf.constant([self.sep_id], tf.int32)
+        input_ids = tf.concat([cls, tokens, sep], axis=0)
+        num_tokens = tf.size(input_ids)
+        features = self._mask(input_ids, element_seed)
+        padding = [[0, self.max_seq_length - num_tokens]]
+        features[records.INPUT_IDS] = tf.ensure_shape(
+            tf.pad(features[records.INPUT_IDS], padding),
+            [self.max_seq_length])
+        features[records.INPUT_MASK] = tf.ensure_shape(
+            tf.pad(tf.ones([num_tokens], tf.int32), padding),
+            [self.max_seq_length])
+        features[records.SEGMENT_IDS] = tf.zeros([self.max_seq_length],
+                                                 tf.int32)
+        features[records.NEXT_SENTENCE_LABELS] = tf.constant(0, tf.int32)
         return features
 
     def _mask(self, input_ids, element_seed):
@@ -568,7 +682,8 @@ def dynamic_masking_dataset(text_patterns, vocab_file, do_lower_case,
                             input_context=None, seed=None,
                             masked_lm_prob=0.15, short_seq_prob=0.1, *,
                             shuffle_buffer_size=None,
-                            do_whole_word_mask=False):
+                            do_whole_word_mask=False, sentence_order=False,
+                            packing=SENTENCE_PAIRS):
     """Pretraining batches with fresh sentence pairs and masks every pass.
 
     Args:
@@ -593,6 +708,16 @@ def dynamic_masking_dataset(text_patterns, vocab_file, do_lower_case,
       do_whole_word_mask: Google's whole-word masking: a word's "##"
         pieces are masked together (each position still gets its own
         80/10/10 draw), at most `max_predictions_per_seq` positions.
+      sentence_order: ALBERT's sentence-order pairs instead of Google's
+        next-sentence pairs: B is always the rest of A's chunk (a
+        one-sentence chunk is split after a random token, a one-token one
+        dropped), and the two are swapped half of the time, label 1.
+      packing: `SENTENCE_PAIRS` (Google's [CLS] A [SEP] B [SEP]) or
+        `FULL_SENTENCES` (RoBERTa's: `[CLS]` + whole sentences in corpus
+        order, across documents with a `[SEP]` between two, up to
+        `max_seq_length - 2` tokens, + `[SEP]`; one segment, label 0,
+        `short_seq_prob` unused; the last, unfinished sequence of a pass
+        is dropped).
 
     Returns:
       A `tf.data.Dataset` of dicts with the features, dtypes and shapes of
@@ -604,10 +729,16 @@ def dynamic_masking_dataset(text_patterns, vocab_file, do_lower_case,
     """
     _validate(batch_size, max_seq_length, max_predictions_per_seq,
               masked_lm_prob, short_seq_prob)
+    if packing not in PACKINGS:
+        raise ValueError(f"packing must be one of {', '.join(PACKINGS)}, "
+                         f"got {packing!r}")
+    if sentence_order and packing == FULL_SENTENCES:
+        raise ValueError(f"{FULL_SENTENCES} packing makes one segment per "
+                         f"sequence: there is no sentence order to predict")
     files = file_io.expand_input_patterns(text_patterns, sort=True)
     pipeline = _DynamicMaskingPipeline(
         vocab_file, do_lower_case, max_seq_length, max_predictions_per_seq,
-        masked_lm_prob, short_seq_prob, do_whole_word_mask)
+        masked_lm_prob, short_seq_prob, do_whole_word_mask, sentence_order)
 
     num_pipelines, pipeline_id = 1, 0
     if input_context is not None:
@@ -660,6 +791,21 @@ def dynamic_masking_dataset(text_patterns, vocab_file, do_lower_case,
         return sentences.nrows() > 0
 
     documents = documents.filter(has_sentences)
+    buffer_size = shuffle_buffer_size or (
+        _SHUFFLE_EXAMPLES_PER_BATCH_ITEM * batch_size)
+    if packing == FULL_SENTENCES:
+        sequences = documents.scan(tf.zeros([0], tf.int32),
+                                   pipeline.pack_full_sentences).unbatch()
+        sequences = sequences.shuffle(buffer_size, seed=derived_seed(2),
+                                      reshuffle_each_iteration=is_training)
+        examples = tf.data.Dataset.zip(
+            (sequences, tf.data.Dataset.random(
+                seed=derived_seed(3), rerandomize_each_iteration=is_training)))
+        examples = examples.map(
+            pipeline.sequence_to_features,
+            num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+        batches = examples.batch(batch_size, drop_remainder=True)
+        return batches.prefetch(tf.data.AUTOTUNE)
 
     @tf.autograph.experimental.do_not_convert
     def to_instances(document, element_seed):
@@ -673,8 +819,6 @@ def dynamic_masking_dataset(text_patterns, vocab_file, do_lower_case,
     instances = instances.map(
         to_instances, num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=deterministic).unbatch()
-    buffer_size = shuffle_buffer_size or (
-        _SHUFFLE_EXAMPLES_PER_BATCH_ITEM * batch_size)
     # Evaluation sees the same instances in the same order on every pass.
     instances = instances.shuffle(buffer_size, seed=derived_seed(2),
                                   reshuffle_each_iteration=is_training)

@@ -180,7 +180,7 @@ def validate_arguments(max_seq_length, dupe_factor, short_seq_prob,
 def create_training_instances(corpus, vocab, rng, max_seq_length,
                               dupe_factor, short_seq_prob, masked_lm_prob,
                               max_predictions_per_seq,
-                              do_whole_word_mask=False):
+                              do_whole_word_mask=False, sentence_order=False):
     """All instances of `corpus`, and the order Google's script writes them.
 
     Args:
@@ -189,6 +189,15 @@ def create_training_instances(corpus, vocab, rng, max_seq_length,
       rng: the `random.Random(random_seed)` that drives everything.
       max_seq_length, dupe_factor, short_seq_prob, masked_lm_prob,
         max_predictions_per_seq, do_whole_word_mask: Google's flags.
+      sentence_order: ALBERT's sentence-order prediction (SOP) pairs
+        instead of Google's next-sentence pairs: chunks are made as
+        Google's, A is the chunk's first `a_end` sentences (one draw, as
+        Google's) and B always the rest of the chunk -- a one-sentence
+        chunk is split after `1 + randbelow(length - 1)` tokens, a
+        one-token one makes no instance -- then one `random() < 0.5` swaps
+        them: [CLS] B [SEP] A [SEP], label 1 (0: in order). Truncation and
+        masking are Google's. Runs in Python (the C loop is Google's
+        only). False (the default): Google's records, byte for byte.
 
     Returns:
       (store, order): an `InstanceStore` with the instances in creation
@@ -223,7 +232,10 @@ def create_training_instances(corpus, vocab, rng, max_seq_length,
             unit="pass")
         progress.start(f"{num_documents} documents, --dupe_factor="
                        f"{dupe_factor}")
-        native_loop = exact_random.native_instance_loop(draws)
+        # The C loop is Google's algorithm only: sentence-order pairs are
+        # made by the Python loop.
+        native_loop = (None if sentence_order
+                       else exact_random.native_instance_loop(draws))
         if native_loop is not None:
             # The same pass in C (bert_tf/data/_pretraining_native.c).
             native_arguments = (
@@ -250,7 +262,7 @@ def create_training_instances(corpus, vocab, rng, max_seq_length,
                     store, corpus, vocab, draws, first_sentence,
                     num_sentences, max_seq_length, short_seq_prob,
                     masked_lm_prob, max_predictions_per_seq,
-                    do_whole_word_mask)
+                    do_whole_word_mask, sentence_order)
             progress.update(done, note=f"{len(store)} instances")
         progress.close(note=f"{len(store)} instances")
         order = array("i" if len(store) < 2 ** 31 else "q",
@@ -270,10 +282,12 @@ def _num_to_predict_table(max_seq_length, masked_lm_prob,
 def _append_all_instances(store, corpus, vocab, draws, first_sentence,
                           num_sentences, max_seq_length, short_seq_prob,
                           masked_lm_prob, max_predictions_per_seq,
-                          do_whole_word_mask):
+                          do_whole_word_mask, sentence_order=False):
     """One pass of Google's `create_instances_from_document` over all docs.
 
-    `draws` (`exact_random.replayed`) makes the draws of Google's RNG.
+    `draws` (`exact_random.replayed`) makes the draws of Google's RNG. With
+    `sentence_order`, pairs are ALBERT's sentence-order pairs instead of
+    next-sentence pairs (see `create_training_instances`).
     Sentences of a document are consecutive in the corpus token array, so a
     chunk, its A and its B are (start, length) pairs into that array.
     """
@@ -321,7 +335,27 @@ def _append_all_instances(store, corpus, vocab, draws, first_sentence,
                 a_start = chunk_start
                 a_length = (sentence_starts[first + chunk_first + a_end]
                             - a_start)
-                if chunk_size == 1 or uniform() < 0.5:
+                if sentence_order:
+                    # ALBERT's sentence-order pair: B is the rest of the
+                    # chunk (a one-sentence chunk is split at a random
+                    # token), and half of the time the two are swapped.
+                    if chunk_size == 1:
+                        chunk_length = chunk_end - chunk_start
+                        if chunk_length < 2:
+                            # One token: no pair to order.
+                            chunk_first = i + 1
+                            chunk_start = sentence_starts[first + chunk_first]
+                            i += 1
+                            continue
+                        a_length = 1 + randbelow(chunk_length - 1)
+                    b_start = a_start + a_length
+                    b_length = chunk_end - b_start
+                    is_random_next = 0
+                    if uniform() < 0.5:
+                        is_random_next = 1  # The label: swapped.
+                        a_start, a_length, b_start, b_length = (
+                            b_start, b_length, a_start, a_length)
+                elif chunk_size == 1 or uniform() < 0.5:
                     is_random_next = 1
                     target_b_length = target_seq_length - a_length
                     # Up to 10 tries for another document; after 10 the last
@@ -724,7 +758,8 @@ def create_pretraining_data(input_files, output_files, tokenizer,
                             random_seed=12345, dupe_factor=10,
                             masked_lm_prob=0.15, short_seq_prob=0.1,
                             do_whole_word_mask=False, num_workers=1,
-                            num_logged_examples=20, word_segmentation=None):
+                            num_logged_examples=20, word_segmentation=None,
+                            sentence_order=False):
     """Google's `create_pretraining_data.py`, from files to files.
 
     Args:
@@ -738,6 +773,9 @@ def create_pretraining_data(input_files, output_files, tokenizer,
       word_segmentation: None (Google's), or with `do_whole_word_mask` one
         of `chinese_words.SEGMENTATIONS`: the characters of a Chinese word
         are masked together (`chinese_words`).
+      sentence_order: ALBERT's sentence-order pairs instead of Google's
+        next-sentence pairs (`create_training_instances`); the records'
+        `next_sentence_labels` then hold 1 for a swapped pair.
 
     Returns:
       The number of records written.
@@ -761,7 +799,8 @@ def create_pretraining_data(input_files, output_files, tokenizer,
     rng = random.Random(random_seed)
     store, order = create_training_instances(
         corpus, vocab, rng, max_seq_length, dupe_factor, short_seq_prob,
-        masked_lm_prob, max_predictions_per_seq, do_whole_word_mask)
+        masked_lm_prob, max_predictions_per_seq, do_whole_word_mask,
+        sentence_order)
     logging.info("*** Writing to output files ***")
     for output_file in output_files:
         logging.info("  %s", output_file)

@@ -62,7 +62,8 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
                                     label_list, is_regression, has_text_b)
 
 
-# A variable of run_squad.py --span_bilstm's BiLSTM, [units, 4 * units].
+# A variable of the BiLSTM of run_squad.py --span_bilstm and run_tagging.py
+# --tagging_bilstm, [units, 4 * units].
 BILSTM_RECURRENT_KERNEL = "bilstm/fw/lstm_cell/recurrent_kernel"
 
 
@@ -125,6 +126,10 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
       use_crf: whether the model has a CRF; None: whether the checkpoint
         holds `crf/transitions`.
 
+    A checkpoint of `run_tagging.py --tagging_bilstm` (it holds
+    `bilstm/fw/lstm_cell/...`) gets its BiLSTM, with the units its
+    variables have.
+
     Raises:
       ValueError: bad lengths, no label, or `use_crf` contradicting the
         checkpoint.
@@ -135,16 +140,19 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
     _check_length(max_seq_length, bert_config)
     if not label_list:
         raise ValueError("tagging needs at least one label")
-    has_crf = CRF_TRANSITIONS in checkpoints.checkpoint_shapes(
-        init_checkpoint)
+    shapes = checkpoints.checkpoint_shapes(init_checkpoint)
+    has_crf = CRF_TRANSITIONS in shapes
+    recurrent_kernel = shapes.get(BILSTM_RECURRENT_KERNEL)
     if use_crf is not None and use_crf != has_crf:
         raise ValueError(
             f"--use_crf={str(use_crf).lower()}, but the checkpoint "
             f"{init_checkpoint} {'has' if has_crf else 'has no'} "
             f"{CRF_TRANSITIONS}")
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
-    model = TaggingModel(bert_config, len(label_list), use_crf=has_crf,
-                         causal_attention=causal_attention)
+    model = TaggingModel(
+        bert_config, len(label_list), use_crf=has_crf,
+        causal_attention=causal_attention,
+        bilstm_units=None if recurrent_kernel is None else recurrent_kernel[0])
     export = serving.TaggingExport(model, tokenizer, max_seq_length,
                                    doc_stride, label_list)
     _load(model, init_checkpoint)

@@ -103,18 +103,22 @@ class ClassifierHead(_OutputWeightsHead):
     `run_classifier.py` names them.
     """
 
-    def __init__(self, config, num_labels, name="classifier", **kwargs):
+    def __init__(self, config, num_labels, name="classifier",
+                 input_size=None, **kwargs):
         """Args:
           config: the encoder's `BertConfig`.
           num_labels: number of classes, a positive int.
           name: the Keras layer name (the variables have no scope).
+          input_size: the size of each input vector (default:
+            `config.hidden_size`, the encoder's).
           **kwargs: Keras layer arguments (`dtype`, `trainable`).
 
         Raises:
           TypeError: `config` is not a BertConfig.
           ValueError: `num_labels` is not a positive int.
         """
-        super().__init__(config, num_labels, name=name, **kwargs)
+        super().__init__(config, num_labels, name=name,
+                         input_size=input_size, **kwargs)
         if (isinstance(num_labels, bool) or not isinstance(num_labels, int)
                 or num_labels < 1):
             raise ValueError(
@@ -359,13 +363,15 @@ class TokenClassifierHead(ClassifierHead):
     variables `output_weights` [num_labels, hidden_size] and `output_bias`
     [num_labels] at the checkpoint's root, the names Google's classifier
     (and the common BERT-NER ports of it) use, with its dropout (0.1) and
-    initializer (stddev 0.02).
+    initializer (stddev 0.02). `input_size` replaces hidden_size when the
+    head reads something else (e.g. a `BiLSTM`'s states).
     """
 
     def __init__(self, config, num_labels, name="token_classifier",
-                 **kwargs):
+                 input_size=None, **kwargs):
         """Args: as `ClassifierHead`'s (`num_labels`: number of tags)."""
-        super().__init__(config, num_labels, name=name, **kwargs)
+        super().__init__(config, num_labels, name=name,
+                         input_size=input_size, **kwargs)
 
     def call(self, sequence_output, training=False):
         """Scores every tag at every position.
@@ -380,3 +386,6 @@ class TokenClassifierHead(ClassifierHead):
         sequence_output = dropout(sequence_output, CLASSIFIER_DROPOUT,
                                   training)
         return self._logits(sequence_output)
+
+    def get_config(self):
+        return {**super().get_config(), "input_size": self.input_size}

@@ -101,6 +101,55 @@ def define_flags(flag_values=FLAGS, *, max_seq_length, train_batch_size=32,
         flags.mark_flag_as_required(name, flag_values=flag_values)
 
 
+def define_bilstm_flags(flag_values, prefix, head):
+    """Defines `--<prefix>_bilstm` and `--<prefix>_bilstm_units`.
+
+    A randomly initialized bidirectional LSTM between the encoder and the
+    runner's head (variables `bilstm/fw/...`, `bilstm/bw/...`), the BERT
+    paper's "LTR & No NSP + BiLSTM" (section 5.1).
+
+    Args:
+      flag_values: where to define them.
+      prefix: the flags' prefix ("span" in run_squad.py, "tagging" in
+        run_tagging.py).
+      head: the head's name in the help text ("the span head").
+    """
+    flags.DEFINE_bool(
+        f"{prefix}_bilstm", False,
+        f"Put a randomly initialized bidirectional LSTM between the encoder "
+        f"and {head} (variables bilstm/fw/... and bilstm/bw/...), as the "
+        f"BERT paper's 'LTR & No NSP + BiLSTM' (section 5.1): it gives a "
+        f"left-to-right encoder (--causal_attention) right context. A model "
+        f"fine-tuned with it predicts (--init_checkpoint of its output) "
+        f"with it again.", flag_values=flag_values)
+    flags.DEFINE_integer(
+        f"{prefix}_bilstm_units", None,
+        f"--{prefix}_bilstm: the state size of each direction (default: "
+        f"half the encoder's hidden_size, so the two together are as wide "
+        f"as the encoder's output).", flag_values=flag_values)
+
+
+def bilstm_units(flag_values, prefix, bert_config):
+    """The BiLSTM's per-direction size from `define_bilstm_flags`' flags,
+    or None without `--<prefix>_bilstm`.
+
+    Raises:
+      ValueError: `--<prefix>_bilstm_units` without `--<prefix>_bilstm`, or
+        not positive.
+    """
+    enabled = flag_values[f"{prefix}_bilstm"].value
+    units = flag_values[f"{prefix}_bilstm_units"].value
+    if units is not None:
+        if not enabled:
+            raise ValueError(f"--{prefix}_bilstm_units needs --{prefix}_bilstm")
+        if units <= 0:
+            raise ValueError(f"--{prefix}_bilstm_units={units} must be "
+                             f"positive")
+    if not enabled:
+        return None
+    return units if units is not None else max(1, bert_config.hidden_size // 2)
+
+
 def validate_flags(flag_values):
     """Checks the shared flags; raises ValueError naming the first bad one."""
     runner_flags.require(flag_values, "vocab_file", "bert_config_file",

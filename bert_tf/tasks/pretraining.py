@@ -1,11 +1,17 @@
 """BERT pretraining: masked LM + next sentence prediction, as Google's original.
 
-Three objectives, those compared in the BERT paper's ablation (Devlin et al.,
-2019, section 5.1); the model's variables are the same for all three:
+Four objectives, those compared in the BERT paper's ablation (Devlin et al.,
+2019, section 5.1) and ALBERT's; the model's variables are the same for all:
 
 - `mlm_nsp` (Google's, the default): masked LM + next sentence prediction;
 - `mlm` ("No NSP"): the masked-LM loss alone; the next-sentence head exists
   (and is saved) but gets no loss, so it keeps its initial values;
+- `mlm_sop` (ALBERT's sentence-order prediction, Lan et al., 2020): the
+  loss of `mlm_nsp`, with the same `cls/seq_relationship` head, on pairs
+  whose B is always A's continuation and that are swapped half of the time
+  (label 1): `create_pretraining_data.py --pretraining_objective=mlm_sop`
+  records, or dynamic masking with `sentence_order`. Eval reports
+  `sentence_order_accuracy` / `sentence_order_loss`;
 - `ltr` ("LTR & No NSP"): a left-to-right LM. The encoder attends causally
   (position i sees positions <= i) and the hidden state at position t
   predicts the original token at t + 1, through the masked-LM head's
@@ -47,7 +53,10 @@ MASKED_LM_DENOMINATOR_EPSILON = 1e-5
 MLM_NSP = "mlm_nsp"
 MLM = "mlm"
 LTR = "ltr"
-OBJECTIVES = (MLM_NSP, MLM, LTR)
+MLM_SOP = "mlm_sop"
+OBJECTIVES = (MLM_NSP, MLM, LTR, MLM_SOP)
+# The objectives with a sentence-pair loss on `cls/seq_relationship`.
+SENTENCE_PAIR_OBJECTIVES = (MLM_NSP, MLM_SOP)
 
 
 def check_objective(objective):
@@ -56,7 +65,8 @@ def check_objective(objective):
         raise ValueError(
             f"--pretraining_objective={objective!r} is not one of "
             f"{', '.join(OBJECTIVES)} (mlm_nsp: masked LM + next sentence, "
-            f"Google's; mlm: masked LM only; ltr: left-to-right LM)")
+            f"Google's; mlm: masked LM only; ltr: left-to-right LM; "
+            f"mlm_sop: masked LM + ALBERT's sentence order)")
 
 
 # -- losses (Google's formulas, usable on their own) -------------------------
@@ -233,7 +243,7 @@ class BertPretrainingModel(save_signature.TaskModel):
                 encoder_outputs["sequence_output"],
                 features[records.MASKED_LM_POSITIONS]),
         }
-        if self.objective == MLM_NSP:
+        if self.objective in SENTENCE_PAIR_OBJECTIVES:
             outputs["next_sentence_logits"] = self.next_sentence(
                 encoder_outputs["pooled_output"])
         return outputs
@@ -279,6 +289,11 @@ class PretrainingDataConfig:
       short_seq_prob: probability of a shorter sequence (dynamic masking).
       do_whole_word_mask: mask a word's "##" pieces together (dynamic
         masking only; records carry their masks).
+      packing: how dynamic masking makes sequences:
+        `dynamic_masking.SENTENCE_PAIRS` (Google's A/B pairs) or
+        `FULL_SENTENCES` (RoBERTa's: whole sentences packed across
+        documents, one segment; for the objectives without a sentence-pair
+        loss, mlm and ltr).
       seed: shuffling (and dynamic masking) seed; None for a random one.
     """
     input_patterns: Sequence[str]
@@ -290,6 +305,7 @@ class PretrainingDataConfig:
     masked_lm_prob: float = 0.15
     short_seq_prob: float = 0.1
     do_whole_word_mask: bool = False
+    packing: str = "sentence_pairs"
     seed: Optional[int] = None
 
     def __post_init__(self):
@@ -314,6 +330,13 @@ class PretrainingDataConfig:
                 "--do_whole_word_mask masks raw text: it needs "
                 "--dynamic_masking (records were masked when they were "
                 "made: create_pretraining_data.py --do_whole_word_mask)")
+        if self.packing not in ("sentence_pairs", "full_sentences"):
+            raise ValueError(f"--packing={self.packing!r} is not one of "
+                             f"sentence_pairs, full_sentences")
+        if self.packing != "sentence_pairs" and not self.dynamic_masking:
+            raise ValueError(
+                f"--packing={self.packing} makes sequences from raw text: "
+                f"it needs --dynamic_masking")
 
 
 class PretrainingTask(base.Task):
@@ -342,6 +365,12 @@ class PretrainingTask(base.Task):
         """
         check_objective(objective)
         bert_config.check_max_seq_length(data_config.max_seq_length)
+        if (objective in SENTENCE_PAIR_OBJECTIVES
+                and data_config.packing != "sentence_pairs"):
+            raise ValueError(
+                f"--pretraining_objective={objective} needs sentence pairs; "
+                f"--packing={data_config.packing} makes one segment per "
+                f"sequence (use mlm, RoBERTa's recipe, or ltr)")
         self.bert_config = bert_config
         self.data_config = data_config
         self.objective = objective
@@ -364,7 +393,9 @@ class PretrainingTask(base.Task):
                 input_context=input_context, seed=data.seed,
                 masked_lm_prob=data.masked_lm_prob,
                 short_seq_prob=data.short_seq_prob,
-                do_whole_word_mask=data.do_whole_word_mask)
+                do_whole_word_mask=data.do_whole_word_mask,
+                sentence_order=self.objective == MLM_SOP,
+                packing=data.packing)
         return pretraining_dataset.pretraining_dataset(
             list(data.input_patterns), per_replica_batch_size,
             data.max_seq_length, data.max_predictions_per_seq, is_training,
@@ -488,11 +519,14 @@ class PretrainingTask(base.Task):
         }
         if self.objective == MLM:
             return results
+        # The pair head's task: next sentence, or ALBERT's sentence order.
+        pair = ("sentence_order" if self.objective == MLM_SOP
+                else "next_sentence")
         results.update({
-            "next_sentence_accuracy": base.safe_ratio(
+            f"{pair}_accuracy": base.safe_ratio(
                 totals["next_sentence_correct"],
                 totals["next_sentence_count"]),
-            "next_sentence_loss": base.safe_ratio(
+            f"{pair}_loss": base.safe_ratio(
                 totals["next_sentence_loss_sum"],
                 totals["next_sentence_count"]),
         })

@@ -42,7 +42,7 @@ from bert_tf import file_io
 from bert_tf.data import tagging_examples
 from bert_tf.data import tagging_features as features_lib
 from bert_tf.data import tagging_metrics
-from bert_tf.modeling import BertModel, TokenClassifierHead
+from bert_tf.modeling import BertModel, BiLSTM, TokenClassifierHead
 from bert_tf.modeling import save_signature
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
@@ -77,13 +77,16 @@ def sentence_entities(words, labels, chunk_scheme):
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class TaggingModel(save_signature.TaskModel):
-    """`BertModel` + `TokenClassifierHead` (+ `LinearChainCRF`).
+    """`BertModel` (+ `BiLSTM`) + `TokenClassifierHead` (+ `LinearChainCRF`).
 
     Called on a tagging feature dict; returns, per window and word slot
     (`word_positions`): `logits` float32 [batch, seq, num_labels],
     `predicted_ids` int32 [batch, seq] (argmax, or the Viterbi path), and
     with a CRF, when the features have `label_ids`, `log_likelihood`
-    float32 [batch] of them.
+    float32 [batch] of them. With a BiLSTM (variables `bilstm/fw/...`,
+    `bilstm/bw/...`, as `run_squad.py --span_bilstm`'s; see
+    `bert_tf.modeling.bilstm`) the classifier reads its [batch, seq,
+    2 * units] states instead of the encoder's output.
 
     Keras-native: `.keras` files round-trip, and `tf.saved_model.save`
     exports int32 `input_ids`, `input_mask`, `segment_ids`,
@@ -92,14 +95,18 @@ class TaggingModel(save_signature.TaskModel):
     """
 
     def __init__(self, bert_config, num_labels, use_crf=False,
-                 causal_attention=False, name="bert_tagging_model",
-                 **kwargs):
+                 causal_attention=False, bilstm_units=None,
+                 name="bert_tagging_model", **kwargs):
         """Args:
           bert_config: a `BertConfig`.
           num_labels: number of tags.
           use_crf: a `LinearChainCRF` over each window's words.
           causal_attention: the encoder attends left to right only (see
             `BertModel`).
+          bilstm_units: None, or the state size of each direction of a
+            randomly initialized `BiLSTM` between the encoder and the
+            classifier (the paper's "+ BiLSTM": right context for a
+            left-to-right encoder).
           name: Keras model name (not part of any variable's path).
           **kwargs: Keras model arguments.
         """
@@ -109,20 +116,31 @@ class TaggingModel(save_signature.TaskModel):
         self.num_labels = num_labels
         self.use_crf = use_crf
         self.causal_attention = bool(causal_attention)
+        self.bilstm_units = (None if bilstm_units is None
+                             else int(bilstm_units))
         self.bert = BertModel(bert_config,
                               causal_attention=self.causal_attention)
-        self.classifier = TokenClassifierHead(bert_config, num_labels)
+        self.bilstm = (None if self.bilstm_units is None
+                       else BiLSTM(self.bilstm_units))
+        self.classifier = TokenClassifierHead(
+            bert_config, num_labels,
+            input_size=(None if self.bilstm is None
+                        else 2 * self.bilstm_units))
         self.crf = LinearChainCRF(num_labels) if use_crf else None
         # Create every variable now (the optimizer and restore need them).
         dummy = tf.zeros([1, 2], tf.int32)
         self({name: dummy for name in features_lib.SEQUENCE_FEATURES})
 
     def call(self, features, training=False):
+        input_mask = features[features_lib.INPUT_MASK]
         sequence_output = self.bert(
-            features[features_lib.INPUT_IDS],
-            input_mask=features[features_lib.INPUT_MASK],
+            features[features_lib.INPUT_IDS], input_mask=input_mask,
             segment_ids=features[features_lib.SEGMENT_IDS],
             training=training)["sequence_output"]
+        if self.bilstm is not None:
+            sequence_output = self.bilstm(sequence_output,
+                                          input_mask=input_mask,
+                                          training=training)
         token_logits = self.classifier(sequence_output, training=training)
         # The logits of each word's first piece, in word order.
         logits = tf.gather(token_logits,
@@ -144,7 +162,8 @@ class TaggingModel(save_signature.TaskModel):
 
     def task_config(self):
         return {"num_labels": self.num_labels, "use_crf": self.use_crf,
-                "causal_attention": self.causal_attention}
+                "causal_attention": self.causal_attention,
+                "bilstm_units": self.bilstm_units}
 
     def saved_input_specs(self):
         """int32 [batch, seq]: the encoder's inputs and the words' first
@@ -206,7 +225,8 @@ class TaggingTask(base.InMemoryArraysTask):
     name = "tagging"
 
     def __init__(self, bert_config, label_list, data_config, use_crf=False,
-                 init_checkpoint=None, causal_attention=False):
+                 init_checkpoint=None, causal_attention=False,
+                 bilstm_units=None):
         """Args:
           bert_config: a `BertConfig`.
           label_list: the labels; ids are indexes into it.
@@ -215,6 +235,8 @@ class TaggingTask(base.InMemoryArraysTask):
           init_checkpoint: see `base.Task.init_checkpoint`.
           causal_attention: fine-tune the encoder left to right only (see
             `BertModel`).
+          bilstm_units: None, or the per-direction size of a BiLSTM
+            between the encoder and the classifier (see `TaggingModel`).
 
         Raises:
           ValueError: `max_seq_length` exceeds `max_position_embeddings`, or
@@ -229,12 +251,14 @@ class TaggingTask(base.InMemoryArraysTask):
         self.use_crf = use_crf
         self.init_checkpoint = init_checkpoint
         self.causal_attention = causal_attention
+        self.bilstm_units = bilstm_units
         self.chunk_scheme = is_chunk_scheme(self.label_list)
 
     def build_model(self):
         return TaggingModel(self.bert_config, len(self.label_list),
                             self.use_crf,
-                            causal_attention=self.causal_attention)
+                            causal_attention=self.causal_attention,
+                            bilstm_units=self.bilstm_units)
 
     def _set(self, mode):
         data = self.data_config
