@@ -113,3 +113,15 @@ def test_multi_label_needs_the_generic_task(workspace, tmp_path):
     assert error == (
         "run_classifier.py: error: --multi_label needs --task_name=generic "
         "(your own files), not sst-2")
+
+
+def test_repeated_label_column_is_refused(workspace, tmp_path):
+    # --label_column=sports,sports would train and score one label twice.
+    error = error_line_in_process(
+        run_classifier, "--do_train", "--task_name=generic",
+        "--multi_label=true", f"--data_dir={workspace / 'data'}",
+        "--label_column=sports,art, sports", f"--output_dir={tmp_path}",
+        "--max_seq_length=16", workspace=workspace)
+    assert error == (
+        "run_classifier.py: error: --label_column=sports,art, sports names "
+        "column(s) 'sports' more than once; each label column once")

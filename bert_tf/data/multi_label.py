@@ -51,6 +51,15 @@ class MultiLabelProcessor(glue_processors.GenericProcessor):
                               if name.strip()]
         if not self.label_columns:
             raise ValueError("--label_column names no column")
+        repeated = sorted({name for name in self.label_columns
+                           if self.label_columns.count(name) > 1})
+        if repeated:
+            # A repeated column would be a second label with the same
+            # values: trained twice, counted twice in the metrics.
+            raise ValueError(
+                f"--label_column={label_column} names column(s) "
+                f"{', '.join(repr(name) for name in repeated)} more than "
+                "once; each label column once")
         if len(self.label_columns) == 1 and not label_delimiter:
             raise ValueError("--label_delimiter must not be empty")
         super().__init__(text_a_column=text_a_column,
