@@ -1,9 +1,9 @@
 """Exports a fine-tuned checkpoint as a SavedModel that serves raw text.
 
-    python export_saved_model.py --task_name=MRPC \
-      --bert_config_file=$BERT_BASE_DIR/bert_config.json \
-      --vocab_file=$BERT_BASE_DIR/vocab.txt \
-      --init_checkpoint=/tmp/mrpc_output/model.ckpt-343 \
+    python export_saved_model.py --task_name=MRPC \\
+      --bert_config_file=$BERT_BASE_DIR/bert_config.json \\
+      --vocab_file=$BERT_BASE_DIR/vocab.txt \\
+      --init_checkpoint=/tmp/mrpc_output/model.ckpt-343 \\
       --max_seq_length=128 --export_dir=/tmp/mrpc_saved_model
 
 The SavedModel's `serving_default` signature takes strings and does what
@@ -44,6 +44,7 @@ startup.quiet_start()
 from absl import app
 from absl import flags
 
+from bert_tf import cli
 from bert_tf.runners import flags as runner_flags
 from bert_tf.runners import multi_label as multi_label_runner
 
@@ -345,4 +346,5 @@ def main(argv, flag_values=FLAGS):
 
 if __name__ == "__main__":
     define_flags()
+    cli.list_every_flag_in_help()
     app.run(main)
