@@ -198,7 +198,12 @@ def run(flag_values):
         files[mode], num_records[mode] = _write_records(
             examples, label_list, run, flag_values, file_name,
             is_regression, batch_size)
+
+    def log_phase(mode):
+        # Google's heading of each phase, when the phase starts (not when
+        # its records are written, all before training).
         logging.info("***** Running %s *****", _PHASE_NAMES[mode])
+        examples = phases[mode][1]
         if mode == base.TRAIN:
             logging.info("  Num examples = %d", len(examples))
             logging.info("  Batch size = %d", flag_values.train_batch_size)
@@ -223,7 +228,8 @@ def run(flag_values):
     # The records are padded for TPUs already (`_write_records`).
     return finetune.run_phases(
         trainer, flag_values, num_predict_examples=num_records.get(base.PREDICT),
-        pad_to_full_batches=False, predicted=task.predicted_probabilities)
+        pad_to_full_batches=False, predicted=task.predicted_probabilities,
+        before_phase=log_phase)
 
 
 def main(argv, flag_values=FLAGS):
