@@ -12,6 +12,7 @@ as a user's shell would hand it the line.
 import functools
 import importlib
 import json
+import os
 import pathlib
 import re
 import shlex
@@ -178,3 +179,62 @@ def test_work_directories_are_ignored_by_git():
     ignored = (REPO_ROOT / ".gitignore").read_text().split("\n")
     for directory in ("/work/", "/work_dir/"):
         assert directory in ignored
+
+
+def _shell_block_of(program):
+    """The lines of the README's ```sh block that runs `program`."""
+    blocks = re.findall(r"```sh\n(.*?)```", README.read_text(encoding="utf-8"),
+                        re.S)
+    return next(block for block in blocks if f"python {program}.py" in block)
+
+
+# Appended to the README's runner command: the same command, tiny.
+TINY_OVERRIDES = ["--max_seq_length=32", "--doc_stride=16",
+                  "--train_batch_size=8", "--num_train_epochs=0.02"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("program", ["run_tagging", "run_multiple_choice"])
+def test_readme_task_section_runs(program, tmp_path, monkeypatch,
+                                  cased_tiny_dir):
+    """The README's tagging and multiple-choice blocks, run as written
+    (in this process, from a fresh directory, `$BERT_BASE_DIR` a tiny
+    model), the training made tiny by flags appended at the end."""
+    from bert_tf.data import task_corpora
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    for path in cased_tiny_dir.iterdir():
+        (model_dir / path.name).write_bytes(path.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BERT_BASE_DIR", str(model_dir))
+    monkeypatch.setenv("PWD", str(tmp_path))
+    block = _shell_block_of(program).replace("\\\n", " ")
+    for line in block.split("\n"):
+        words = shlex.split(line, comments=True)
+        if not words or words[0] == "pip":
+            continue
+        words = [os.path.expandvars(word) for word in words]
+        if words[0] == "export":
+            name, value = words[1].split("=", 1)
+            monkeypatch.setenv(name, value)
+            continue
+        module_name, arguments = _program(words[1:])
+        if module_name == "bert_tf.data.task_corpora":
+            try:
+                task_corpora.package_file(
+                    arguments[0].split("=", 1)[1])
+            except FileNotFoundError as error:
+                pytest.skip(str(error))
+            task_corpora.run(cli.parse_flags(
+                module_name, task_corpora.define_flags, arguments))
+            continue
+        module = importlib.import_module(module_name)
+        overrides = [flag for flag in TINY_OVERRIDES
+                     if program == "run_tagging"
+                     or not flag.startswith("--doc_stride")]
+        flag_values = cli.parse_flags(module_name, module.define_flags,
+                                      arguments + overrides)
+        results = module.run(flag_values)
+        assert "eval" in results and "predict" in results
+        output_dir = pathlib.Path(flag_values.output_dir)
+        assert (output_dir / "eval_results.txt").exists()
