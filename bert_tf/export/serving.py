@@ -76,7 +76,8 @@ def _as_batch(value, spec):
     # unknown). A few microseconds per request.
     actual = tf.io.parse_tensor(tf.io.serialize_tensor(value), value.dtype)
     given = tf.rank(actual)
-    message = (f"input {spec.name!r} must have rank {rank - 1} (one "
+    # (No quotes: TensorFlow's assertion message would escape them.)
+    message = (f"input {spec.name} must have rank {rank - 1} (one "
                f"example) or {rank} (a batch)")
     with tf.control_dependencies([
             tf.debugging.assert_greater_equal(given, rank - 1,
