@@ -54,6 +54,7 @@ import time
 from absl import app
 from absl import flags
 
+from bert_tf import cli
 from bert_tf.runners.workflow import DEFAULT
 from bert_tf.runners.workflow import DEFAULT_SAMPLE_TEXT
 from bert_tf.runners.workflow import Interrupted
@@ -167,4 +168,5 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
+    cli.list_every_flag_in_help()
     app.run(main)

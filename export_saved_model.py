@@ -1,9 +1,9 @@
 """Exports a fine-tuned checkpoint as a SavedModel that serves raw text.
 
-    python export_saved_model.py --task_name=MRPC \
-      --bert_config_file=$BERT_BASE_DIR/bert_config.json \
-      --vocab_file=$BERT_BASE_DIR/vocab.txt \
-      --init_checkpoint=/tmp/mrpc_output/model.ckpt-343 \
+    python export_saved_model.py --task_name=MRPC \\
+      --bert_config_file=$BERT_BASE_DIR/bert_config.json \\
+      --vocab_file=$BERT_BASE_DIR/vocab.txt \\
+      --init_checkpoint=/tmp/mrpc_output/model.ckpt-343 \\
       --max_seq_length=128 --export_dir=/tmp/mrpc_saved_model
 
 The SavedModel's `serving_default` signature takes strings and does what
@@ -14,6 +14,9 @@ post-processing:
 - a run_classifier.py task (cola, mnli, mnli-mm, mrpc, xnli, sst-2, qqp,
   qnli, rte, wnli, sts-b, generic): `text_a` (and `text_b` for pair tasks)
   -> `probabilities`, `label`, `label_id`, `logits` (sts-b: `score`);
+  a `--multi_label` checkpoint (its run wrote `multi_label.json` beside
+  it): sigmoid `probabilities`, `predicted` (0/1 at the run's
+  `--threshold`), `labels` (the predicted labels' names, "" elsewhere);
 - `squad`: `question`, `context` -> `answer`, `probability`, `score`,
   the n-best list (`nbest_text`, ...), `null_score_diff`;
 - `tagging` (run_tagging.py, softmax or CRF): `text` (words separated by
@@ -44,7 +47,9 @@ startup.quiet_start()
 from absl import app
 from absl import flags
 
+from bert_tf import cli
 from bert_tf.runners import flags as runner_flags
+from bert_tf.runners import multi_label as multi_label_runner
 
 FLAGS = flags.FLAGS
 PROGRAM = "export_saved_model.py"
@@ -119,6 +124,8 @@ def define_flags(flag_values=FLAGS):
         "data_format", "tsv", ("tsv", "csv"),
         "--task_name=generic: the format of --data_dir's files.",
         flag_values=flag_values)
+    # --multi_label, --label_delimiter, --threshold, as run_classifier.py's.
+    multi_label_runner.define_flags(flag_values)
     # SQuAD and tagging.
     flags.DEFINE_integer(
         "doc_stride", None,
@@ -189,6 +196,62 @@ def _classification_labels(flag_values, task_name):
             "--task_name=generic needs --label_list (the labels in label-id "
             "order: run_classifier.py sorts them) or --data_dir")
     return processor.get_labels(flag_values.data_dir), False, has_text_b
+
+
+def _multi_label_head(flag_values, task_name):
+    """None for a single-label classifier, else `(label_list, threshold)`.
+
+    A `run_classifier.py --multi_label` run records itself beside its
+    checkpoints (`multi_label.json`): its weights look like a softmax
+    classifier's, whose probabilities would not be the runner's. That
+    record makes the export multi-label; `--multi_label=false` against it
+    is refused. Without the record (`--multi_label` given), the labels come
+    from `--label_list` or `--data_dir`/`--label_column`, as the runner
+    reads them, the threshold from `--threshold`.
+
+    Raises:
+      ValueError: the flags contradict the record, or name no labels.
+    """
+    from bert_tf import checkpoints
+    from bert_tf.data import multi_label as multi_label_data
+    record = multi_label_data.read_head_file(
+        checkpoints.resolve_checkpoint(flag_values.init_checkpoint))
+    asked = flag_values["multi_label"]
+    if record is not None and asked.present and not asked.value:
+        raise ValueError(
+            f"--init_checkpoint={flag_values.init_checkpoint} was trained "
+            f"with --multi_label ({multi_label_data.HEAD_FILE} beside it); "
+            "a single-label export would serve other probabilities: leave "
+            "out --multi_label=false")
+    if record is None and not asked.value:
+        return None
+    if task_name != GENERIC:
+        raise ValueError("--multi_label needs --task_name=generic, as in "
+                         f"run_classifier.py, not {task_name}")
+    threshold = (flag_values.threshold
+                 if flag_values["threshold"].present or record is None
+                 else record["threshold"])
+    if flag_values.label_list:
+        labels = list(flag_values.label_list)
+    elif record is not None:
+        labels = record["label_list"]
+    else:
+        processor = multi_label_data.MultiLabelProcessor(
+            label_column=flag_values.label_column,
+            label_delimiter=flag_values.label_delimiter,
+            file_format=flag_values.data_format)
+        if processor.one_column and not flag_values.data_dir:
+            raise ValueError(
+                "--multi_label with one --label_column needs --label_list "
+                "(the labels in label-id order: run_classifier.py sorts "
+                "them) or --data_dir")
+        labels = processor.get_labels(flag_values.data_dir)
+    if record is not None and labels != record["label_list"]:
+        raise ValueError(
+            f"--label_list {','.join(labels)} is not the training run's "
+            f"labels {','.join(record['label_list'])} "
+            f"({multi_label_data.HEAD_FILE})")
+    return labels, threshold
 
 
 def _tagging_labels(flag_values):
@@ -287,13 +350,22 @@ def run(flag_values):
     elif task_name == EMBEDDINGS:
         export = builders.embedding_export(**common)
     else:
-        label_list, is_regression, has_text_b = _classification_labels(
-            flag_values, task_name)
-        export = builders.classifier_export(
-            label_list=label_list, is_regression=is_regression,
-            has_text_b=has_text_b, **common)
-    serving.save_export(export, flag_values.export_dir,
-                        overwrite=flag_values.overwrite)
+        multi_label = _multi_label_head(flag_values, task_name)
+        if multi_label is None:
+            label_list, is_regression, has_text_b = _classification_labels(
+                flag_values, task_name)
+            export = builders.classifier_export(
+                label_list=label_list, is_regression=is_regression,
+                has_text_b=has_text_b, **common)
+        else:
+            label_list, threshold = multi_label
+            export = builders.classifier_export(
+                label_list=label_list, has_text_b=bool(
+                    flag_values.text_b_column),
+                multi_label=True, threshold=threshold, **common)
+    with startup.tensorflow_python_info_hidden():
+        serving.save_export(export, flag_values.export_dir,
+                            overwrite=flag_values.overwrite)
     logging.info("Exported %s to %s", task_name, flag_values.export_dir)
 
 
@@ -305,4 +377,5 @@ def main(argv, flag_values=FLAGS):
 
 if __name__ == "__main__":
     define_flags()
+    cli.list_every_flag_in_help()
     app.run(main)

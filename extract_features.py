@@ -120,4 +120,5 @@ def main(_):
 
 
 if __name__ == "__main__":
+    cli.list_every_flag_in_help()
     app.run(main)

@@ -3,11 +3,11 @@
 A command line written for google-research/bert's run_classifier.py runs
 unchanged:
 
-    python run_classifier.py --task_name=MRPC --do_train=true --do_eval=true \
-      --data_dir=$GLUE_DIR/MRPC --vocab_file=$BERT_BASE_DIR/vocab.txt \
-      --bert_config_file=$BERT_BASE_DIR/bert_config.json \
-      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
-      --max_seq_length=128 --train_batch_size=32 --learning_rate=2e-5 \
+    python run_classifier.py --task_name=MRPC --do_train=true --do_eval=true \\
+      --data_dir=$GLUE_DIR/MRPC --vocab_file=$BERT_BASE_DIR/vocab.txt \\
+      --bert_config_file=$BERT_BASE_DIR/bert_config.json \\
+      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \\
+      --max_seq_length=128 --train_batch_size=32 --learning_rate=2e-5 \\
       --num_train_epochs=3.0 --output_dir=/tmp/mrpc_output/
 
 It writes what the original writes: `train.tf_record`, `eval.tf_record`,
@@ -38,6 +38,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from bert_tf import cli
 from bert_tf.runners import finetune
 from bert_tf.runners import flags as runner_flags
 from bert_tf.runners import multi_label as multi_label_runner
@@ -201,7 +202,12 @@ def run(flag_values):
         files[mode], num_records[mode] = _write_records(
             examples, label_list, run, flag_values, file_name,
             is_regression, batch_size)
+
+    def log_phase(mode):
+        # Google's heading of each phase, when the phase starts (not when
+        # its records are written, all before training).
         logging.info("***** Running %s *****", _PHASE_NAMES[mode])
+        examples = phases[mode][1]
         if mode == base.TRAIN:
             logging.info("  Num examples = %d", len(examples))
             logging.info("  Batch size = %d", flag_values.train_batch_size)
@@ -226,7 +232,8 @@ def run(flag_values):
     # The records are padded for TPUs already (`_write_records`).
     return finetune.run_phases(
         trainer, flag_values, num_predict_examples=num_records.get(base.PREDICT),
-        pad_to_full_batches=False, predicted=task.predicted_probabilities)
+        pad_to_full_batches=False, predicted=task.predicted_probabilities,
+        before_phase=log_phase)
 
 
 def main(argv, flag_values=FLAGS):
@@ -236,4 +243,5 @@ def main(argv, flag_values=FLAGS):
 
 if __name__ == "__main__":
     define_flags()
+    cli.list_every_flag_in_help()
     app.run(main)

@@ -1,11 +1,11 @@
 """BERT fine-tuning for multiple choice: SWAG, OpenBookQA, PIQA, ...
 
-    python run_multiple_choice.py --do_train=true --do_eval=true \
-      --data_dir=$SWAG_DIR --input_format=swag \
-      --vocab_file=$BERT_BASE_DIR/vocab.txt \
-      --bert_config_file=$BERT_BASE_DIR/bert_config.json \
-      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
-      --max_seq_length=128 --train_batch_size=16 --learning_rate=2e-5 \
+    python run_multiple_choice.py --do_train=true --do_eval=true \\
+      --data_dir=$SWAG_DIR --input_format=swag \\
+      --vocab_file=$BERT_BASE_DIR/vocab.txt \\
+      --bert_config_file=$BERT_BASE_DIR/bert_config.json \\
+      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \\
+      --max_seq_length=128 --train_batch_size=16 --learning_rate=2e-5 \\
       --num_train_epochs=3.0 --output_dir=/tmp/swag_output/
 
 Input: `--data_dir` with SWAG's `train.csv`, `val.csv`, `test.csv`
@@ -33,6 +33,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from bert_tf import cli
 from bert_tf.runners import finetune
 from bert_tf.runners import flags as runner_flags
 
@@ -164,4 +165,5 @@ def main(argv, flag_values=FLAGS):
 
 if __name__ == "__main__":
     define_flags()
+    cli.list_every_flag_in_help()
     app.run(main)

@@ -32,6 +32,7 @@ startup.quiet_start()
 from absl import app
 from absl import flags
 
+from bert_tf import cli
 from bert_tf.runners import flags as runner_flags
 
 FLAGS = flags.FLAGS
@@ -202,4 +203,5 @@ def main(argv, flag_values=FLAGS):
 
 if __name__ == "__main__":
     define_flags()
+    cli.list_every_flag_in_help()
     app.run(main)

@@ -3,12 +3,12 @@
 A command line written for google-research/bert's run_squad.py runs
 unchanged:
 
-    python run_squad.py --vocab_file=$BERT_BASE_DIR/vocab.txt \
-      --bert_config_file=$BERT_BASE_DIR/bert_config.json \
-      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
-      --do_train=True --train_file=$SQUAD_DIR/train-v1.1.json \
-      --do_predict=True --predict_file=$SQUAD_DIR/dev-v1.1.json \
-      --train_batch_size=12 --learning_rate=3e-5 --num_train_epochs=2.0 \
+    python run_squad.py --vocab_file=$BERT_BASE_DIR/vocab.txt \\
+      --bert_config_file=$BERT_BASE_DIR/bert_config.json \\
+      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \\
+      --do_train=True --train_file=$SQUAD_DIR/train-v1.1.json \\
+      --do_predict=True --predict_file=$SQUAD_DIR/dev-v1.1.json \\
+      --train_batch_size=12 --learning_rate=3e-5 --num_train_epochs=2.0 \\
       --max_seq_length=384 --doc_stride=128 --output_dir=/tmp/squad_base/
 
 It writes what the original writes: `train.tf_record`, `eval.tf_record`,
@@ -40,6 +40,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from bert_tf import cli
 from bert_tf.runners import finetune
 from bert_tf.runners import flags as runner_flags
 
@@ -286,4 +287,5 @@ def main(argv, flag_values=FLAGS):
 
 if __name__ == "__main__":
     define_flags()
+    cli.list_every_flag_in_help()
     app.run(main)

@@ -1,10 +1,10 @@
 """BERT fine-tuning for token tagging: named entities, part of speech.
 
-    python run_tagging.py --do_train=true --do_eval=true --do_predict=true \
-      --data_dir=$CONLL_DIR --vocab_file=$BERT_BASE_DIR/vocab.txt \
-      --bert_config_file=$BERT_BASE_DIR/bert_config.json \
-      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --do_lower_case=false \
-      --max_seq_length=128 --train_batch_size=32 --learning_rate=5e-5 \
+    python run_tagging.py --do_train=true --do_eval=true --do_predict=true \\
+      --data_dir=$CONLL_DIR --vocab_file=$BERT_BASE_DIR/vocab.txt \\
+      --bert_config_file=$BERT_BASE_DIR/bert_config.json \\
+      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --do_lower_case=false \\
+      --max_seq_length=128 --train_batch_size=32 --learning_rate=5e-5 \\
       --num_train_epochs=3.0 --output_dir=/tmp/conll_output/
 
 Input: `--data_dir` with CoNLL-2003's `train.txt`, `dev.txt`, `test.txt`,
@@ -45,6 +45,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from bert_tf import cli
 from bert_tf.runners import finetune
 from bert_tf.runners import flags as runner_flags
 
@@ -291,4 +292,5 @@ def main(argv, flag_values=FLAGS):
 
 if __name__ == "__main__":
     define_flags()
+    cli.list_every_flag_in_help()
     app.run(main)

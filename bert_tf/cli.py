@@ -25,6 +25,28 @@ def exit_with_error(program, error):
     sys.exit(f"{program}: error: {error}")
 
 
+def list_every_flag_in_help(flag_values=flags.FLAGS):
+    """Makes `--help` of an `app.run` program list every flag it takes.
+
+    absl's `--help` lists only the main module's "key flags": the flags the
+    program file defines itself. A runner defines most of its flags through
+    shared modules (`bert_tf.runners.flags`: `--vocab_file`,
+    `--init_checkpoint`, `--output_dir`, `--do_train`, ...), which `--help`
+    then left out. Every flag defined outside absl's own modules
+    (`--verbosity` and the like stay under `--helpfull`) becomes a key
+    flag of the main module. Call it after the flags are defined.
+
+    Args:
+      flag_values: the program's flags (absl's global FLAGS).
+    """
+    main_module = sys.argv[0]
+    for module, module_flags in flag_values.flags_by_module_dict().items():
+        if module.startswith("absl."):
+            continue
+        for flag in module_flags:
+            flag_values.register_key_flag_for_module(main_module, flag)
+
+
 # Each asks for the program's help (absl's own help flags belong to
 # `app.run`'s global flags, not to a program's fresh `FlagValues`).
 HELP_ARGUMENTS = ("-h", "-help", "--help", "--helpshort", "--helpfull")

@@ -59,6 +59,38 @@ def read_bytes(path, description="file"):
                       f"{error.strerror or error}") from error
 
 
+def split_lines(text, keepends=False):
+    """The lines of `text`, broken at "\\n" only ("\\r\\n" is one break).
+
+    `str.splitlines` also breaks at form feed, vertical tab, U+0085, U+2028,
+    U+2029, lone "\\r" and more; a data file holding one of these inside a
+    line would then have more lines than a text editor or `wc -l` counts,
+    predictions written back line for line would shift, and messages would
+    name the wrong line. Every reader of line-based data splits with this.
+
+    Args:
+      text: the decoded text.
+      keepends: keep each line's "\\n" or "\\r\\n" (for `csv.reader`,
+        which needs them inside quoted multi-line fields).
+
+    Returns:
+      A list of lines; a final line break ends the last line (no empty line
+      after it), as `str.splitlines`.
+    """
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # The text ends with a line break (or is empty).
+        ends = ["\n"] * len(lines)
+    else:
+        ends = ["\n"] * (len(lines) - 1) + [""]
+    result = []
+    for line, end in zip(lines, ends):
+        if end and line.endswith("\r"):
+            line, end = line[:-1], "\r\n"
+        result.append(line + end if keepends else line)
+    return result
+
+
 def _glob(pattern):
     if is_remote(pattern):
         import tensorflow as tf  # Only remote files need it: slow to import.

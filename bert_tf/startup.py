@@ -34,8 +34,10 @@ is already imported (a test, a notebook), nothing is changed: it would be too
 late for the C++ side, and the environment would leak into child processes.
 """
 
+import contextlib
 import ctypes
 import importlib.util
+import logging as python_logging
 import os
 import re
 import sys
@@ -139,3 +141,49 @@ def quiet_start(argv=None, environ=None, abseil_cpp=True):
 
 
 
+
+
+class _TensorFlowInfoFilter(python_logging.Filter):
+    """Drops the INFO (and DEBUG) records logged from TensorFlow's or Keras'
+    own files; warnings, errors and every other file's lines pass."""
+
+    def __init__(self):
+        super().__init__()
+        self._directories = []
+        for package in ("tensorflow", "keras", "tf_keras"):
+            spec = importlib.util.find_spec(package)
+            if spec is not None and spec.submodule_search_locations:
+                self._directories += [os.path.join(directory, "") for directory
+                                      in spec.submodule_search_locations]
+
+    def filter(self, record):
+        return record.levelno >= python_logging.WARNING or not any(
+            record.pathname.startswith(directory)
+            for directory in self._directories)
+
+
+@contextlib.contextmanager
+def tensorflow_python_info_hidden():
+    """Hides TensorFlow's own Python INFO lines inside the block.
+
+    `tf.saved_model.save` logs, at INFO, through absl and TensorFlow's
+    logger, lines that need no one's attention (`Function ... contains input
+    name(s) ...`, `Sharding callback duration`, `Assets written to` twice,
+    `Writing fingerprint`); programs that save a SavedModel wrap the save in
+    this. The program's own INFO lines stay; at `--verbosity=1` or more
+    TensorFlow's stay too, as `quiet_start` leaves its C++ lines.
+    """
+    from absl import logging as absl_logging
+    if absl_logging.get_verbosity() >= absl_logging.DEBUG:
+        yield
+        return
+    loggers = [python_logging.getLogger(name)
+               for name in ("absl", "tensorflow")]
+    info_filter = _TensorFlowInfoFilter()
+    for logger in loggers:
+        logger.addFilter(info_filter)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(info_filter)

@@ -828,3 +828,76 @@ def test_export_rebuilds_a_tagging_model_with_its_bilstm(workspace):
                 "word_mask": np.ones((2, 12), np.int32)}
     np.testing.assert_allclose(export.model(features)["logits"],
                                trained(features)["logits"], atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def tagging_export(workspace):
+    """The softmax tagger, exported as a user does (a process of its own;
+    its stderr kept as `tagging_export.stderr`) and loaded here."""
+    export_dir = workspace / "exports" / "tagging_inputs"
+    process = run_runner(
+        "export_saved_model.py", workspace / "cased", "--task_name=tagging",
+        f"--init_checkpoint={workspace / 'tagging' / 'model.ckpt'}",
+        "--do_lower_case=false", *TAGGING_FLAGS,
+        f"--export_dir={export_dir}")
+    import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
+    serve = tf.saved_model.load(str(export_dir)).signatures["serving_default"]
+    serve.stderr = process.stderr
+    return serve
+
+
+def test_export_prints_none_of_tensorflows_info_lines(tagging_export):
+    """The quiet start holds for the save: no `Function ... contains input
+    name(s)`, `Sharding callback duration`, `Assets written to`; the
+    program's own lines stay."""
+    lines = tagging_export.stderr.splitlines()
+    assert any("] Exported tagging to " in line for line in lines), lines
+    for noise in ("contains input name(s)", "Sharding callback duration",
+                  "Assets written to", "Writing fingerprint"):
+        assert not any(noise in line for line in lines), noise
+
+
+def _decoded(tensor):
+    return [[value.decode("utf-8") for value in row]
+            for row in tensor.numpy().tolist()]
+
+
+def test_tagging_words_keep_a_nul_character(tagging_export):
+    """run_tagging.py's reader splits with str.split(), which keeps a NUL
+    inside its word; the tokenizer then drops it (Google's _clean_text), so
+    "a\\x00b" is labelled as "ab" is."""
+    texts = ["a\x00b EU rejects", "ab EU rejects", "\x00 x"]
+    outputs = tagging_export(text=tf.constant(texts))
+    assert _decoded(outputs["words"]) == [
+        text.split() + [""] * (3 - len(text.split())) for text in texts]
+    assert outputs["num_words"].numpy().tolist() == [3, 3, 2]
+    labels = _decoded(outputs["labels"])
+    assert labels[0] == labels[1]
+
+
+def test_a_single_example_is_a_batch_of_one(workspace, tagging_export):
+    """A scalar string (and one example's choices) is served as a batch of
+    one, with the outputs of the same example in a batch; a rank too high
+    is an error naming the input."""
+    sentence = "Who's there? Bernardo"
+    single = tagging_export(text=tf.constant(sentence))
+    batch = tagging_export(text=tf.constant([sentence, "x"]))
+    assert _decoded(single["labels"]) == [
+        _decoded(batch["labels"])[0][:3]]
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"input text must have rank 0 \(one example\) "
+                             r"or 1 \(a batch\)"):
+        tagging_export(text=tf.constant([[sentence]]))
+    export_dir = _export(
+        workspace, "cased", "choices_inputs", "--task_name=multiple_choice",
+        f"--init_checkpoint={workspace / 'multiple_choice' / 'model.ckpt'}",
+        "--do_lower_case=false", "--input_format=swag",
+        f"--max_seq_length={MULTIPLE_CHOICE_SEQ_LENGTH}")
+    serve = tf.saved_model.load(str(export_dir)).signatures["serving_default"]
+    record = MULTIPLE_CHOICE_RECORDS[0]
+    single = serve(context=tf.constant(record["context"]),
+                   choices=tf.constant(record["choices"]))
+    batch = serve(context=tf.constant([record["context"]] * 2),
+                  choices=tf.constant([record["choices"]] * 2))
+    np.testing.assert_allclose(single["probabilities"].numpy(),
+                               batch["probabilities"].numpy()[:1], atol=1e-6)

@@ -133,3 +133,25 @@ def test_only_a_full_disk_becomes_a_write_error(tmp_path):
             with file_io.naming_write_errors("/x/m", "checkpoint"):
                 raise error
         assert raised.value is error
+
+
+# -- split_lines: line breaks are "\n" (and "\r\n") only ----------------------
+
+@pytest.mark.parametrize("text, lines, with_ends", [
+    ("", [], []),
+    ("a", ["a"], ["a"]),
+    ("a\n", ["a"], ["a\n"]),
+    ("a\r\nb", ["a", "b"], ["a\r\n", "b"]),
+    ("\n\n", ["", ""], ["\n", "\n"]),
+    # Form feed, vertical tab, U+0085, U+2028, U+2029, a lone "\r", \x1c:
+    # str.splitlines breaks at each; a text editor and `wc -l` do not.
+    ("a\x0cb\x0bc\x85d\u2028e\u2029f\rg\x1ch\nnext\n",
+     ["a\x0cb\x0bc\x85d\u2028e\u2029f\rg\x1ch", "next"],
+     ["a\x0cb\x0bc\x85d\u2028e\u2029f\rg\x1ch\n", "next\n"]),
+])
+def test_split_lines_breaks_at_newline_only(text, lines, with_ends):
+    assert file_io.split_lines(text) == lines
+    assert file_io.split_lines(text, keepends=True) == with_ends
+    # The count a user sees: `wc -l` (+1 when the last line has no "\n").
+    assert len(lines) == text.count("\n") + (not text.endswith("\n")
+                                             and text != "")

@@ -264,6 +264,32 @@ def test_invalid_utf8_names_the_line(tmp_path):
         create_processor("sst-2").get_train_examples(tmp_path)
 
 
+@pytest.mark.parametrize("character",
+                         ["\x0c", "\x0b", "\x1c", "\x85", "\u2028", "\u2029"])
+def test_lines_end_at_newline_only(tmp_path, character):
+    # str.splitlines() breaks at each of these; an editor and `wc -l` do not.
+    (tmp_path / "train.tsv").write_text(
+        f"sentence\tlabel\ngood{character}film\t1\nbad\t0\nworse\tx\n",
+        encoding="utf-8", newline="")
+    processor = create_processor("sst-2")
+    with pytest.raises(DataFormatError,
+                       match=r"train\.tsv, line 4: unknown label 'x'"):
+        processor.get_train_examples(tmp_path)
+    (tmp_path / "dev.tsv").write_text(
+        f"sentence\tlabel\ngood{character}film\t1\nbad\t0\n",
+        encoding="utf-8", newline="")
+    examples = processor.get_dev_examples(tmp_path)
+    assert [(e.guid, e.text_a) for e in examples] == [
+        ("dev-1", f"good{character}film"), ("dev-2", "bad")]
+
+
+def test_lone_carriage_return_names_its_line(tmp_path):
+    (tmp_path / "train.tsv").write_bytes(
+        b"sentence\tlabel\ngood\t1\nbad\rworse\t0\n")
+    with pytest.raises(DataFormatError, match=r"train\.tsv, line 3: "):
+        create_processor("sst-2").get_train_examples(tmp_path)
+
+
 def test_unknown_task_lists_known_ones():
     with pytest.raises(ValueError, match=r"Task not found: squad .*mrpc"):
         create_processor("squad")

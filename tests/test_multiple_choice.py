@@ -74,6 +74,75 @@ def test_jsonl_errors_name_the_line(tmp_path, record, message):
         mc.read_jsonl(path)
 
 
+@pytest.mark.parametrize("record, message", [
+    ({"question": None, "choices": ["a", "b", "c"]},
+     r"data.jsonl:2: 'question' must be a string, not null"),
+    ({"question": {"text": "q"}, "choices": ["a", "b", "c"]},
+     r"data.jsonl:2: 'question' must be a string, not an object"),
+    ({"question": 7, "choices": ["a", "b", "c"]},
+     r"data.jsonl:2: 'question' must be a string, not the number 7"),
+    ({"question": "q", "context": ["c"], "choices": ["a", "b", "c"]},
+     r"data.jsonl:2: 'context' must be a string, not a list"),
+    ({"question": "q", "passage": 1.5, "choices": ["a", "b", "c"]},
+     r"data.jsonl:2: 'passage' must be a string, not the number 1.5"),
+    ({"question": "q", "options": ["A. a", "B. b", "C. c"]},
+     r"data.jsonl:2: 'options' must be a string \(a choice per line\), "
+     r"not a list"),
+    ({"question": "q", "choices": ["a", None, "c"]},
+     r"data.jsonl:2: 'choices' must be a list of strings"),
+])
+def test_jsonl_wrong_types_name_the_line(tmp_path, record, message):
+    path = _jsonl(tmp_path, [
+        {"question": "q", "choices": ["a", "b", "c"], "answer": 0}, record])
+    with pytest.raises(mc.MultipleChoiceDataError, match=message):
+        mc.read_jsonl(path)
+
+
+# Characters that str.splitlines() takes for line breaks (JSON strings may
+# hold U+2028/U+2029 unescaped; the others escaped or not, as written).
+NOT_LINE_BREAKS = ["\x0c", "\x0b", "\x1c", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("character", NOT_LINE_BREAKS)
+def test_jsonl_records_end_at_newline_only(tmp_path, character):
+    records = [{"question": f"Q{character}1?", "choices": ["a", "b"]},
+               {"question": "Q2?", "options": f"A. x{character}y\nB. z"},
+               {"question": "Q3?", "choices": ["a"]}]
+    path = tmp_path / "data.jsonl"
+    path.write_text("".join(json.dumps(record, ensure_ascii=False) + "\n"
+                            for record in records), encoding="utf-8")
+    with pytest.raises(mc.MultipleChoiceDataError,
+                       match=r"data.jsonl:3: 1 choice"):
+        mc.read_jsonl(str(path))
+    path.write_text("".join(json.dumps(record, ensure_ascii=False) + "\n"
+                            for record in records[:2]), encoding="utf-8")
+    examples = mc.read_jsonl(str(path))
+    assert [e.line_number for e in examples] == [1, 2]
+    assert examples[0].context == f"Q{character}1?"
+    assert examples[1].choices == [f"x{character}y", "z"]
+
+
+@pytest.mark.parametrize("character", NOT_LINE_BREAKS)
+def test_swag_lines_end_at_newline_only(tmp_path, character):
+    path = tmp_path / "val.csv"
+    path.write_text(
+        "sent1,sent2,ending0,ending1,label\n"
+        f"A man{character}sits.,He,eats.,runs.,1\n"
+        '"Two\nlines.",She,reads.,"sings,\nloudly.",0\n'
+        "Rain.,It,falls.,rises.,7\n", encoding="utf-8", newline="")
+    # The bad label is on line 6: the quoted record spans lines 3-5.
+    with pytest.raises(mc.MultipleChoiceDataError,
+                       match=r"val.csv:6: label '7' is not a choice index"):
+        mc.read_swag(str(path))
+    text = path.read_text(encoding="utf-8").replace(",7\n", ",0\n")
+    path.write_text(text, encoding="utf-8", newline="")
+    examples = mc.read_swag(str(path))
+    assert [e.line_number for e in examples] == [2, 3, 6]
+    assert examples[0].context == f"A man{character}sits."
+    assert examples[1].context == "Two\nlines."
+    assert examples[1].choices == ["She reads.", "She sings,\nloudly."]
+
+
 def test_model_scores_each_choice_with_the_shared_head(tiny_config,
                                                        tmp_path):
     vocab = tmp_path / "vocab.txt"

@@ -297,3 +297,45 @@ def test_minilm_on_rotten_tomatoes(tmp_path):
         timeout=None, env=runner_environment(CUDA_VISIBLE_DEVICES=None))
     results = read_eval_results(output_dir)
     assert results["eval_accuracy"] > 0.8, results
+
+
+def test_phase_headings_come_when_each_phase_starts(workspace, tmp_path,
+                                                    caplog):
+    """Google's `***** Running evaluation *****` comes after training's last
+    line, not before training; the training input is released only once
+    evaluation has said what it does (its wind-down was a silence between
+    training and the first evaluation line)."""
+    from bert_tf.training import trainer as trainer_lib
+    from runner_harness import run_in_process
+    released = []
+    original = trainer_lib.Trainer.release_train_input
+
+    def release(trainer):
+        released.append([record.getMessage() for record in caplog.records])
+        original(trainer)
+
+    trainer_lib.Trainer.release_train_input = release
+    try:
+        with caplog.at_level("INFO"):
+            run_in_process(
+                run_classifier_program, "--task_name=SST-2", "--do_train",
+                "--do_eval", f"--data_dir={workspace / 'sst'}",
+                f"--output_dir={tmp_path / 'out'}", "--max_seq_length=24",
+                "--train_batch_size=16", "--num_train_epochs=0.1",
+                "--eval_batch_size=100", "--seed=1", workspace=workspace)
+    finally:
+        trainer_lib.Trainer.release_train_input = original
+    messages = [record.getMessage() for record in caplog.records]
+    training_end = max(index for index, message in enumerate(messages)
+                       if message.startswith("train classification: 5/5"))
+    headings = [index for index, message in enumerate(messages)
+                if message.startswith("***** Running ")]
+    assert [messages[index] for index in headings] == [
+        "***** Running training *****", "***** Running evaluation *****"]
+    assert headings[0] < messages.index(next(
+        message for message in messages if message.startswith(
+            "Training classification from step 0")))
+    assert headings[1] > training_end
+    # First released when evaluation had logged its start.
+    assert released[0][-1].startswith(
+        "evaluate classification: 0 batches, preparing the input")

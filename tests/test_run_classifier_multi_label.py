@@ -12,7 +12,7 @@ import pytest
 from sklearn import metrics as sk_metrics
 
 from runner_harness import (error_line_in_process, read_eval_results,
-                            run_runner)
+                            run_in_process, run_runner)
 import run_classifier
 
 FILLER = [f"w{i}" for i in range(30)]
@@ -95,6 +95,7 @@ def test_learns_and_predicts(workspace, label_flags, columns):
                                average="macro") > 0.9
     if columns[0] == "sports":
         return
+    _check_export(workspace, output_dir, probabilities)
     reloaded = workspace / "reloaded"
     run_runner("run_classifier.py", workspace, "--do_predict",
                f"--data_dir={workspace / 'data'}", f"--output_dir={reloaded}",
@@ -102,6 +103,44 @@ def test_learns_and_predicts(workspace, label_flags, columns):
                *label_flags, "--predict_batch_size=7")
     np.testing.assert_allclose(_probabilities(reloaded), probabilities,
                                atol=1e-6)
+
+
+def _check_export(workspace, output_dir, probabilities):
+    """The training run's record makes export_saved_model.py export a
+    multi-label model: its served probabilities are the runner's
+    test_results.tsv, `predicted` and `labels` are at the run's threshold;
+    --multi_label=false against the record is refused."""
+    import tensorflow as tf
+
+    import export_saved_model
+    assert json.loads((output_dir / "multi_label.json").read_text()) == {
+        "multi_label": True, "label_list": ["art", "sports"],
+        "threshold": 0.5}
+    common = ["--task_name=generic", f"--init_checkpoint={output_dir}",
+              "--max_seq_length=16"]
+    refused = error_line_in_process(
+        export_saved_model, *common, "--multi_label=false",
+        f"--export_dir={workspace / 'single_label_export'}",
+        workspace=workspace)
+    assert refused == (
+        f"export_saved_model.py: error: --init_checkpoint={output_dir} was "
+        "trained with --multi_label (multi_label.json beside it); a "
+        "single-label export would serve other probabilities: leave out "
+        "--multi_label=false")
+    export_dir = workspace / "multi_label_export"
+    run_in_process(export_saved_model, *common, f"--export_dir={export_dir}",
+                   workspace=workspace)
+    texts = [line.split("\t")[0] for line in (
+        workspace / "data" / "test.tsv").read_text().splitlines()[1:]]
+    served = tf.saved_model.load(str(export_dir)).signatures[
+        "serving_default"](text_a=tf.constant(texts))
+    np.testing.assert_allclose(served["probabilities"].numpy(),
+                               probabilities, atol=2e-6)
+    predicted = probabilities >= 0.5
+    np.testing.assert_array_equal(served["predicted"].numpy(), predicted)
+    assert served["labels"].numpy().astype(str).tolist() == [
+        [name if on else "" for name, on in zip(["art", "sports"], row)]
+        for row in predicted]
 
 
 def test_multi_label_needs_the_generic_task(workspace, tmp_path):
@@ -113,3 +152,15 @@ def test_multi_label_needs_the_generic_task(workspace, tmp_path):
     assert error == (
         "run_classifier.py: error: --multi_label needs --task_name=generic "
         "(your own files), not sst-2")
+
+
+def test_repeated_label_column_is_refused(workspace, tmp_path):
+    # --label_column=sports,sports would train and score one label twice.
+    error = error_line_in_process(
+        run_classifier, "--do_train", "--task_name=generic",
+        "--multi_label=true", f"--data_dir={workspace / 'data'}",
+        "--label_column=sports,art, sports", f"--output_dir={tmp_path}",
+        "--max_seq_length=16", workspace=workspace)
+    assert error == (
+        "run_classifier.py: error: --label_column=sports,art, sports names "
+        "column(s) 'sports' more than once; each label column once")

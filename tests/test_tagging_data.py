@@ -127,6 +127,59 @@ def test_predictions_written_back_line_for_line(tmp_path):
     assert again.sentences[1].labels == ["y"] * 7
 
 
+# Characters that str.splitlines() takes for line breaks; none is one for a
+# text editor or `wc -l`.
+NOT_LINE_BREAKS = ["\x0c", "\x0b", "\x1c", "\x85", "\u2028", "\u2029", "\r"]
+
+
+@pytest.mark.parametrize("character", NOT_LINE_BREAKS)
+def test_conll_lines_are_newline_ended(tmp_path, character):
+    text = ("-DOCSTART- O\n\nEU\tB-ORG\n"
+            f"Ger{character}man\tB-MISC\n"
+            "rejects\tO\n\nPeter\tbad label\n")
+    path = _write(tmp_path, "test.txt", text)
+    # Line 7 (as `wc -l` and an editor count) holds the bad label.
+    with pytest.raises(examples_lib.TaggingDataError,
+                       match=r"test.txt:7: label 'bad label' contains white"):
+        examples_lib.read_conll(path)
+    text = text.replace("bad label", "B-PER")
+    data = examples_lib.read_conll(_write(tmp_path, "test.txt", text))
+    assert len(data.lines) == text.count("\n") == 7
+    assert data.sentences[0].words[1] == f"Ger{character}man"
+    assert data.sentences[0].line_numbers == [3, 4, 5]
+    assert data.sentences[1].line_numbers == [7]
+    lines = examples_lib.predicted_file_lines(data, [["O"] * 3, ["O"]])
+    assert len(lines) == 7
+    assert lines[3] == f"Ger{character}man\tB-MISC\tO"
+
+
+@pytest.mark.parametrize("line, message", [
+    ("\tNNP\tB-NP\tO", r"bad.txt:2: empty word \(the first column\)"),
+    ("EU\tNNP B-NP", r"bad.txt:2: label 'NNP B-NP' contains white space"),
+    ("EU\tNNP\tB-NP\tB ORG", r"bad.txt:2: label 'B ORG' contains white"),
+])
+def test_conll_empty_word_and_spaced_label_are_errors(tmp_path, line,
+                                                      message):
+    path = _write(tmp_path, "bad.txt", f"a\tb\tc\tO\n{line}\n")
+    with pytest.raises(examples_lib.TaggingDataError, match=message):
+        examples_lib.read_conll(path)
+
+
+@pytest.mark.parametrize("character", NOT_LINE_BREAKS)
+def test_peoples_daily_lines_are_newline_ended(tmp_path, character):
+    # White space inside a line separates tokens; only "\n" ends the line.
+    text = f"甲/n{character}丙/v\n丁/n\n戊\n"
+    with pytest.raises(examples_lib.TaggingDataError,
+                       match=r"pd.txt:3: token '戊' is not word/TAG"):
+        examples_lib.read_peoples_daily(_write(tmp_path, "pd.txt", text))
+    data = examples_lib.read_peoples_daily(_write(tmp_path, "pd.txt",
+                                                  text[:-2]))
+    assert len(data.lines) == 2
+    assert [sentence.words for sentence in data.sentences] == [["甲", "丙"],
+                                                               ["丁"]]
+    assert [sentence.line_numbers[0] for sentence in data.sentences] == [1, 2]
+
+
 def test_features_first_piece_labels(tokenizer):
     sentence = examples_lib.TaggedSentence(
         ["Peter", "Blackburns", "\x00"], ["B-PER", "I-PER", "O"], [1, 2, 3])

@@ -25,6 +25,8 @@ import dataclasses
 import os
 from typing import Optional, Union
 
+from bert_tf import file_io
+
 
 class DataFormatError(ValueError):
     """A data file whose content does not have its task's layout."""
@@ -63,20 +65,27 @@ class Row:
 
 
 def _decoded_lines(binary_file, path):
-    """Yields the lines of a UTF-8 file, naming the line of a bad byte."""
-    for line_number, raw_line in enumerate(binary_file, start=1):
-        try:
-            line = raw_line.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise DataFormatError(
-                f"{path}, line {line_number}: not UTF-8 text "
-                f"({error.reason} at byte {error.start} of the line)"
-            ) from error
-        if line_number == 1 and line.startswith("\ufeff"):
-            # A byte-order mark would otherwise become part of the first
-            # column's name.
-            line = line[1:]
-        yield line
+    """The lines of a UTF-8 file, each with its line break, naming the line
+    of a bad byte.
+
+    Lines end at "\\n" only (`file_io.split_lines`): a form feed or U+2028
+    inside a field stays in it.
+    """
+    data = binary_file.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line_start = data.rfind(b"\n", 0, error.start) + 1
+        line_number = data.count(b"\n", 0, error.start) + 1
+        raise DataFormatError(
+            f"{path}, line {line_number}: not "
+            f"UTF-8 text ({error.reason} at byte "
+            f"{error.start - line_start} of the line)") from error
+    if text.startswith("\ufeff"):
+        # A byte-order mark would otherwise become part of the first
+        # column's name.
+        text = text[1:]
+    return file_io.split_lines(text, keepends=True)
 
 
 def read_delimited_file(path, delimiter="\t", quotechar=None):

@@ -26,9 +26,7 @@ file of the run) with another number of choices is an error naming its
 file and line.
 """
 
-import csv
 import dataclasses
-import io
 import json
 import re
 import string
@@ -36,6 +34,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from bert_tf import file_io
 from bert_tf.data import classifier_features
 from bert_tf.data import glue_processors
 
@@ -78,8 +77,8 @@ def _check_count(path, number, choices, num_choices):
             "needs two at least")
 
 
-def _open_utf8(path, newline=None):
-    """The text of a UTF-8 file as an open text file (`open`'s `newline`).
+def _read_utf8(path):
+    """The text of a UTF-8 file.
 
     Raises:
       MultipleChoiceDataError: a byte that is not UTF-8, naming the file,
@@ -97,7 +96,7 @@ def _open_utf8(path, newline=None):
             f"{path}:{line}: not UTF-8 text ({error.reason}: byte "
             f"0x{data[error.start]:02x} at column {column}); save the file "
             f"as UTF-8") from None
-    return io.StringIO(text, newline=newline)
+    return text
 
 
 def _json_reason(error):
@@ -113,24 +112,28 @@ def read_swag(path, num_choices=None):
     Returns:
       A list of `MultipleChoiceExample`s.
     """
-    with _open_utf8(path, newline="") as reader:
-        rows = list(csv.reader(reader))
-    if not rows:
+    _read_utf8(path)  # A bad byte named as the JSON-lines reader names it.
+    try:
+        # Google's CSV dialect; each record knows its first line, lines end
+        # at "\n" only (a form feed or U+2028 stays inside its field).
+        records = glue_processors.read_delimited_file(path, ",", '"')
+    except glue_processors.DataFormatError as error:
+        raise MultipleChoiceDataError(str(error)) from None
+    if not records:
         raise MultipleChoiceDataError(f"{path}:1: empty file, expected a "
                                       "header")
-    header = rows[0]
+    header = records[0].fields
     columns = {name: index for index, name in enumerate(header)}
     endings = sorted((name for name in header if re.fullmatch(
         r"ending\d+", name)), key=lambda name: int(name[6:]))
     missing = [name for name in ("sent1", "sent2") if name not in columns]
     if missing or not endings:
         raise MultipleChoiceDataError(
-            f"{path}:1: a SWAG header needs sent1, sent2 and ending0..; "
-            f"got {', '.join(header)}")
+            f"{path}:{records[0].line_number}: a SWAG header needs sent1, "
+            f"sent2 and ending0..; got {', '.join(header)}")
     examples = []
-    for number, row in enumerate(rows[1:], start=2):
-        if not row:
-            continue
+    for record in records[1:]:
+        number, row = record.line_number, record.fields
         if len(row) != len(header):
             raise MultipleChoiceDataError(
                 f"{path}:{number}: {len(row)} columns, expected "
@@ -153,6 +156,21 @@ def read_swag(path, num_choices=None):
     return examples
 
 
+def _json_type(value):
+    """The JSON name of a decoded value's type, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
 def _options(path, number, record):
     if "choices" in record:
         choices = record["choices"]
@@ -163,7 +181,12 @@ def _options(path, number, record):
         return list(choices)
     if "options" in record:
         choices = []
-        for line in str(record["options"]).splitlines():
+        options = record["options"]
+        if not isinstance(options, str):
+            raise MultipleChoiceDataError(
+                f"{path}:{number}: 'options' must be a string (a choice per "
+                f"line), not {_json_type(options)}")
+        for line in file_io.split_lines(options):
             if not line.strip():
                 continue
             match = _OPTION.match(line)
@@ -216,8 +239,18 @@ def parse_record(path, number, record, num_choices=None):
     if not isinstance(record, dict) or "question" not in record:
         raise MultipleChoiceDataError(
             f"{path}:{number}: expected an object with 'question'")
-    context = record.get("context", record.get("passage"))
-    question = str(record["question"])
+    question = record["question"]
+    if not isinstance(question, str):
+        # str(None) would train on the text "None", a dict on its repr.
+        raise MultipleChoiceDataError(
+            f"{path}:{number}: 'question' must be a string, not "
+            f"{_json_type(question)}")
+    context_key = "context" if "context" in record else "passage"
+    context = record.get(context_key)
+    if context is not None and not isinstance(context, str):
+        raise MultipleChoiceDataError(
+            f"{path}:{number}: {context_key!r} must be a string, not "
+            f"{_json_type(context)}")
     text = f"{context} {question}" if context else question
     choices = _options(path, number, record)
     _check_count(path, number, choices, num_choices)
@@ -235,19 +268,20 @@ def read_jsonl(path, num_choices=None):
       A list of `MultipleChoiceExample`s.
     """
     examples = []
-    with _open_utf8(path) as reader:
-        for number, line in enumerate(reader, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise MultipleChoiceDataError(
-                    f"{path}:{number}: not JSON ({_json_reason(error)})"
-                ) from None
-            example = parse_record(path, number, record, num_choices)
-            num_choices = len(example.choices)
-            examples.append(example)
+    # One record per "\n"-ended line; U+2028 and the like are JSON text.
+    for number, line in enumerate(file_io.split_lines(_read_utf8(path)),
+                                  start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise MultipleChoiceDataError(
+                f"{path}:{number}: not JSON ({_json_reason(error)})"
+            ) from None
+        example = parse_record(path, number, record, num_choices)
+        num_choices = len(example.choices)
+        examples.append(example)
     return examples
 
 

@@ -110,7 +110,7 @@ def _read_lines(path):
         line = data[:error.start].count(b"\n") + 1
         raise TaggingDataError(
             f"{path}:{line}: not UTF-8 text ({error.reason})") from None
-    return text.splitlines()
+    return file_io.split_lines(text)
 
 
 def _conll_columns(line):
@@ -170,6 +170,17 @@ def read_conll(path, label_column=-1):
             label = columns[index]
             if not label:
                 raise TaggingDataError(f"{path}:{number}: empty label")
+            if len(label.split()) != 1:
+                # A tab-separated line whose label column holds spaces
+                # ("NNP B-NP") would train on one label "NNP B-NP".
+                raise TaggingDataError(
+                    f"{path}:{number}: label {label!r} contains white space; "
+                    "a label is one column without spaces")
+        if not columns[0]:
+            # "\tNNP\tB-NP\tO": the word column is empty.
+            raise TaggingDataError(
+                f"{path}:{number}: empty word (the first column) in "
+                f"{line!r}")
         words.append(columns[0])
         labels.append(label)
         numbers.append(number)

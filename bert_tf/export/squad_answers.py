@@ -38,9 +38,9 @@ second "a").
 """
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from bert_tf.export import windows as windows_lib
+from bert_tf.text import graph_tokenizer
 
 # Google's `is_whitespace` for SQuAD contexts, as an RE2 pattern.
 CONTEXT_WHITESPACE_PATTERN = r"[ \t\r\n\x{202F}]+"
@@ -114,8 +114,8 @@ class SquadAnswerer:
 
     def _document(self, context):
         """The context's words and pieces, and where each piece sits."""
-        words = tf_text.regex_split(context[tf.newaxis],
-                                    CONTEXT_WHITESPACE_PATTERN).flat_values
+        words = graph_tokenizer.split_at(
+            context[tf.newaxis], CONTEXT_WHITESPACE_PATTERN).flat_values
         basic, pieces, piece_starts, piece_ends = (
             self.tokenizer.tokenize_with_offsets(words))
         # pieces: [words, (basic tokens), (pieces)].

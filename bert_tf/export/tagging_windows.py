@@ -25,10 +25,10 @@ owning window) back in its sentence.
 """
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from bert_tf.data import tagging_features as features_lib
 from bert_tf.export import windows as windows_lib
+from bert_tf.text import graph_tokenizer
 from bert_tf.text.graph_tokenizer import python_whitespace_class
 
 
@@ -75,7 +75,7 @@ class TaggingWindows:
           `labels`
           needs, with `words` (string `RaggedTensor` [batch, (words)]).
         """
-        words = tf_text.regex_split(text, self._separator)
+        words = graph_tokenizer.split_at(text, self._separator)
         flat_words = words.flat_values
         num_words = tf.shape(flat_words)[0]
         pieces = self.tokenizer.tokenize(flat_words)  # [words, (pieces)]

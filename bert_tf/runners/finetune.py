@@ -387,6 +387,7 @@ def run_phases(trainer, flag_values, *, num_predict_examples,
                 num_examples=num_predict_examples,
                 pad_to_full_batches=pad_to_full_batches)
             results["predict"] = predicted(state)
+    trainer.release_train_input()
     return results
 
 

@@ -79,6 +79,11 @@ def run(flag_values, bert_config):
         for phase, phase_examples in examples.items()}
     logging.info("Multi-label classification: %d labels (%s)",
                  len(label_list), ", ".join(label_list))
+    from bert_tf.training import distribution
+    if flag_values.do_train and distribution.is_chief(run_setup.strategy):
+        # For export_saved_model.py: these checkpoints are multi-label.
+        data_lib.write_head_file(flag_values.output_dir, label_list,
+                                 flag_values.threshold)
 
     task = task_lib.MultiLabelTask(
         bert_config, label_list, base.ArraysDataConfig(

@@ -98,6 +98,28 @@ def python_whitespace_class():
                                                              characters)))
 
 
+def split_at(text, separator_pattern):
+    """Splits each string at the runs of `separator_pattern`; no empty part.
+
+    `tensorflow_text.regex_split` would do it, but it ends a string at its
+    first NUL character ("a\\x00b EU" gave one word, "a"); `str.split()`
+    keeps the NUL inside its word (the tokenizer then removes it). Here the
+    separators become single spaces (`tf.strings.regex_replace` keeps NULs)
+    and the split is at those spaces.
+
+    Args:
+      text: string tensor [batch].
+      separator_pattern: RE2 pattern of one run of separators, e.g.
+        `python_whitespace_class() + "+"`; it must match " ".
+
+    Returns:
+      A string `RaggedTensor` [batch, (parts)].
+    """
+    spaced = tf.strings.regex_replace(text, separator_pattern, " ")
+    parts = tf.strings.split(spaced, sep=" ")
+    return tf.ragged.boolean_mask(parts, tf.strings.length(parts) > 0)
+
+
 def _to_ranges(code_points):
     """Sorted inclusive (first, last) ranges covering `code_points`."""
     ranges = []

@@ -217,6 +217,7 @@ class Trainer:
           bert_tf.checkpoints.CheckpointError: the checkpoint to resume from
             does not fit the model or optimizer.
         """
+        self._finished_train_input = None  # See `train`.
         config.validate()
         self.task = task
         self.config = config
@@ -683,7 +684,22 @@ class Trainer:
                 last_logged = self._train_until_done(iterator, progress)
             finally:
                 progress.close()
+        # Destroying the iterator waits for its pipeline to wind down
+        # (seconds; tens of seconds with a large input), which used to be
+        # a silence between the last training line and the first
+        # evaluation line. It is kept until the next phase has said what
+        # it does (`release_train_input`).
+        self._finished_train_input = iterator
         return last_logged
+
+    def release_train_input(self):
+        """Drops the input iterator of a finished `train`.
+
+        Evaluation and prediction call it once they have logged their start
+        (the wind-down then happens under their "tracing" line); a program
+        calls it after its last phase.
+        """
+        self._finished_train_input = None
 
     def _describe_setup(self):
         """Replicas, batch, precision and what XLA compiles, in words."""
@@ -854,6 +870,7 @@ class Trainer:
             first_interval_note="tracing included")
         progress.start("preparing the input and tracing the evaluation step "
                        "(the first batch includes it)")
+        self.release_train_input()
         dataset = self.strategy.distribute_datasets_from_function(
             lambda context: self.task.build_inputs(
                 modes.EVAL, per_replica_batch_size, context))
@@ -973,6 +990,7 @@ class Trainer:
                 task.prediction_inputs(mode), global_batch_size,
                 pad_to_full_batches=pad_to_full_batches,
                 num_examples=num_examples, mode=mode):
+            self.release_train_input()  # Its start is logged: see `train`.
             state = task.aggregate_predictions(state, outputs, mode)
         metrics = task.reduce_predictions(state, mode)
         if self.is_chief:
