@@ -10,6 +10,8 @@ MODEL_GARDEN = [
     "tf-keras==2.20.1",
 ]
 
+KERAS_HUB = "keras-hub>=0.25,<1"
+
 setup(
     name="bert_tf",
     version="0.1.0",
@@ -49,7 +51,7 @@ setup(
     install_requires=[
         "tensorflow>=2.20,<2.21",
         "tensorflow-text>=2.20,<2.21",
-        "keras>=3.10,<4",
+        "keras>=3.12,<4",
         "absl-py>=1.4,<3",
         "numpy>=1.26,<3",
         "safetensors>=0.4,<1",
@@ -70,6 +72,9 @@ setup(
             "tokenizers>=0.20,<1",
             # Reference for the tagging metrics (tests/test_tagging_metrics.py).
             "seqeval>=1.2.2,<2",
+            # Loads google_to_keras_hub's presets, saves its own
+            # (tests/test_keras_hub_preset.py).
+            KERAS_HUB,
         ] + MODEL_GARDEN,
         # benchmarks/: Model Garden is the peer each speed is compared with.
         "benchmarks": MODEL_GARDEN,
@@ -89,7 +94,7 @@ setup(
         "hf": [
             "tokenizers>=0.20,<1",
             "transformers>=4.40,<6",
-            "keras-hub>=0.20,<1",
+            KERAS_HUB,
         ],
         # create_pretraining_data_beam.py (pulls protobuf 6.33).
         "beam": [
