@@ -48,7 +48,9 @@ def _setup_call():
                                                        node.values)}
         return ast.literal_eval(node)
 
-    return {keyword.arg: value(keyword.value) for keyword in call.keywords}
+    return {keyword.arg: value(keyword.value) for keyword in call.keywords
+            if keyword.arg in ("python_requires", "install_requires",
+                               "extras_require")}
 
 
 def _name(requirement):
