@@ -27,10 +27,12 @@ pretraining heads `cls/...` and SQuAD's head (left out, logged).
 
 keras-hub's BertTokenizer is not Google's: it normalizes with
 tensorflow-text. The presets written here ask it to strip accents when
-lower-casing as Google's uncased models do; it still case-folds with NFKC
-(so, e.g., the ligature "ﬁ" becomes "fi" where Google keeps it) and keeps
-control characters that Google removes. On ordinary English text the ids are
-Google's (tests/test_keras_hub_preset.py).
+lower-casing, as Google's uncased models do; it still case-folds with NFKC
+(the ligature "ﬁ" becomes "fi", full-width letters ASCII, where Google keeps
+them), splits words at control and zero-width characters that Google deletes,
+and maps Hangul to [UNK] where Google gives jamo pieces. On English text the
+ids are Google's (tests/test_keras_hub_preset.py; README "Checkpoints and
+conversion" lists the differences measured).
 """
 
 import json
