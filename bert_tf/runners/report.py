@@ -14,6 +14,7 @@ protocol buffers, of which the few fields a scalar needs are decoded here
 from the protocol-buffer wire format.
 """
 
+import base64
 import dataclasses
 import datetime
 import glob
@@ -28,6 +29,8 @@ REPORT_FILE = "report.html"
 # TensorBoard scalars that describe the machine, not the model.
 _SPEED_TAGS = ("examples_per_second", "global_step/sec")
 EVAL_SUBDIRECTORY = "eval"
+# What `training_charts(..., metrics_only=True)` keeps besides the loss.
+_METRIC_WORDS = ("accuracy", "f1", "exact_match")
 
 # -- TensorBoard event files, without TensorFlow ------------------------------
 
@@ -355,7 +358,7 @@ def _eval_tag(tag):
     return tag
 
 
-def training_charts(run_dir):
+def training_charts(run_dir, metrics_only=False):
     """SVG charts of one training run: each training curve (with the
     evaluation results of the same quantity as points), then the
     evaluation-only quantities.
@@ -363,6 +366,8 @@ def training_charts(run_dir):
     Args:
       run_dir: a runner's --output_dir (events there, evaluation's in
         `eval/`).
+      metrics_only: only the loss and the metrics (accuracy, F1, exact
+        match), not the learning rate or the heads' separate losses.
 
     Returns:
       A list of SVG strings (empty when the run wrote no summaries).
@@ -370,8 +375,14 @@ def training_charts(run_dir):
     train = read_scalars(run_dir)
     evaluation = read_scalars(os.path.join(run_dir, EVAL_SUBDIRECTORY))
     charts, shown, drawn = [], set(), []
-    for tag in sorted(train, key=_tag_order):
+    def wanted(tag):
         if tag in _SPEED_TAGS:
+            return False
+        return not metrics_only or tag == "loss" or any(
+            word in tag for word in _METRIC_WORDS)
+
+    for tag in sorted(train, key=_tag_order):
+        if not wanted(tag):
             continue
         if train[tag] in drawn:
             # The classifier logs its loss twice (`loss`, `train_loss`);
@@ -387,6 +398,8 @@ def training_charts(run_dir):
             shown.add(eval_tag)
         charts.append(line_chart(tag.replace("_", " "), series, "step"))
     for tag in sorted(set(evaluation) - shown, key=_tag_order):
+        if not wanted(tag):
+            continue
         if any(evaluation[tag] == evaluation[other] for other in shown):
             continue  # the same values under another name, already drawn
         shown.add(tag)
@@ -395,6 +408,17 @@ def training_charts(run_dir):
             [Series("evaluation", evaluation[tag], _COLORS[1], line=False)],
             "step"))
     return [chart for chart in charts if chart]
+
+
+def png_image(path, alt):
+    """An <img> of a PNG file, inlined (the page stays one file), or ""
+    when the file does not exist."""
+    if not os.path.isfile(path):
+        return ""
+    with open(path, "rb") as reader:
+        data = base64.b64encode(reader.read()).decode("ascii")
+    return (f'<img src="data:image/png;base64,{data}" '
+            f'alt="{html.escape(alt)}" style="max-width: 100%">')
 
 
 @dataclasses.dataclass
