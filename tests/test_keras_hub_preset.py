@@ -71,20 +71,26 @@ backbone.save_to_preset(resaved)
 tokenizer.save_to_preset(resaved)
 # A classifier of keras-hub's own, every weight random, and its logits.
 keras.utils.set_random_seed(7)
+vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [
+    f"w{i}" for i in range(45)]
 random_classifier = keras_hub.models.BertTextClassifier(
     backbone=keras_hub.models.BertBackbone(
         vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=16,
         intermediate_dim=24, max_sequence_length=12, num_segments=2),
-    num_classes=3, preprocessor=None)
+    num_classes=3,
+    preprocessor=keras_hub.models.BertTextClassifierPreprocessor(
+        keras_hub.models.BertTokenizer(vocabulary=vocabulary),
+        sequence_length=12))
 rng = np.random.default_rng(7)
 for variable in random_classifier.weights:
     variable.assign(rng.normal(0, 0.5, variable.shape).astype("float32"))
 random_classifier.save_to_preset(random_preset)
 ids = np.array(cases["random_ids"], "int32")
-results["random_logits"] = np.asarray(random_classifier.predict(
+# Called directly: predict() would run the preprocessor on these ids.
+results["random_logits"] = np.asarray(random_classifier(
     {"token_ids": ids, "segment_ids": np.array(cases["random_segments"],
                                                 "int32"),
-     "padding_mask": (ids > 0).astype("int32")}, verbose=0)).tolist()
+     "padding_mask": (ids > 0).astype("int32")}, training=False)).tolist()
 with open(out_file, "w") as writer:
     json.dump(results, writer)
 """
@@ -230,7 +236,9 @@ def test_keras_hub_classifier_converts_with_its_logits(keras_hub_run):
         keras_hub_run["work"] / "random", google_dir)
     assert sorted(os.listdir(google_dir)) == [
         "bert_config.json", "bert_model.ckpt.data-00000-of-00001",
-        "bert_model.ckpt.index", "checkpoint"]  # no tokenizer: no vocab
+        "bert_model.ckpt.index", "checkpoint", "vocab.txt"]
+    assert (google_dir / "vocab.txt").read_text().split("\n")[:6] == [
+        "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "w0"]
     config = BertConfig.from_json_file(google_dir / "bert_config.json")
     assert (config.vocab_size, config.num_hidden_layers,
             config.hidden_size, config.max_position_embeddings) == (
