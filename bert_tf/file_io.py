@@ -3,6 +3,7 @@ a half-written file under the real name."""
 
 import contextlib
 import errno
+import fnmatch
 import glob
 import os
 import re
@@ -98,8 +99,42 @@ def _glob(pattern):
     if os.path.isfile(pattern):
         return [pattern]  # A literal name, even with glob characters in it.
     # Like TensorFlow's glob, names starting with a dot match too.
-    return [path for path in glob.glob(pattern, include_hidden=True)
-            if not os.path.isdir(path)]
+    if sys.version_info >= (3, 11):
+        paths = glob.glob(pattern, include_hidden=True)
+    else:
+        paths = _glob_including_hidden(pattern)
+    return [path for path in paths if not os.path.isdir(path)]
+
+
+_MAGIC = re.compile(r"[*?[]")
+
+
+def _glob_including_hidden(pattern):
+    """`glob.glob(pattern, include_hidden=True)` for Python 3.10, whose glob
+    has no `include_hidden`: each component of the pattern matched with
+    `fnmatch` against every name in the directories matched so far."""
+    head, tail = os.path.split(pattern)
+    if not tail:
+        return [head] if os.path.lexists(head) else []
+    if not head or head == pattern:
+        directories = [""]
+    elif _MAGIC.search(head):
+        directories = [path for path in _glob_including_hidden(head)
+                       if os.path.isdir(path)]
+    else:
+        directories = [head] if os.path.isdir(head) else []
+    if not _MAGIC.search(tail):
+        return [os.path.join(directory, tail) for directory in directories
+                if os.path.lexists(os.path.join(directory, tail))]
+    matches = []
+    for directory in directories:
+        try:
+            names = os.listdir(directory or os.curdir)
+        except OSError:
+            continue
+        matches.extend(os.path.join(directory, name)
+                       for name in fnmatch.filter(names, tail))
+    return matches
 
 
 def expand_input_patterns(input_patterns, *, sort=False):

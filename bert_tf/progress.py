@@ -48,6 +48,13 @@ def format_duration(seconds):
     return str(datetime.timedelta(seconds=int(round(max(seconds, 0.0)))))
 
 
+def bar(fraction, width=BAR_WIDTH):
+    """`[#####.......]`: a text bar `fraction` (0 to 1) full."""
+    fraction = min(max(fraction, 0.0), 1.0)
+    filled = int(round(fraction * width))
+    return f"[{'#' * filled}{'.' * (width - filled)}]"
+
+
 def _plural(unit, count):
     if count == 1:
         return unit
@@ -199,8 +206,7 @@ class Progress:
                     f"{_plural(self.unit, self.total)} "
                     f"({100 * fraction:.0f}%)")
             if self._terminal:
-                filled = int(round(fraction * BAR_WIDTH))
-                text = f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] " + text
+                text = f"{bar(fraction)} " + text
             parts.append(text)
         else:
             parts.append(f"{self.count} {_plural(self.unit, self.count)}")

@@ -631,9 +631,13 @@ def main(argv):
                                     time.time() - started, to_run, FLAGS.jobs)
     text = write_results(results_dir, runs, paths, settings, command,
                          FLAGS.jobs)
+    report_file = miniature.write_report(
+        work_dir, "A small Chinese BERT on People's Daily", runs, text)
     print(f"\n{text}\nwall time: "
           f"{workflow.format_seconds(time.time() - started)}; results in "
-          f"{workflow.display_path(results_dir)}", flush=True)
+          f"{workflow.display_path(results_dir)}\nTraining curves and "
+          f"results, to look at: {workflow.display_path(report_file)} (open "
+          f"it in a browser)", flush=True)
     if failed:
         raise SystemExit(f"{len(failed)} runs failed or did not run: "
                          f"{', '.join(sorted(failed))}")

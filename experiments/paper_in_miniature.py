@@ -97,6 +97,7 @@ from absl import app
 from absl import flags
 
 # The steps and command helpers demo.py runs too.
+from bert_tf.runners import report
 from bert_tf.runners import workflow
 from bert_tf import file_io
 from bert_tf.data import task_corpora
@@ -1335,6 +1336,38 @@ def write_results(results_dir, runs, paths, settings, command, jobs):
     return tables
 
 
+def write_report(work_dir, title, runs, tables, images=()):
+    """Writes `<work_dir>/report.html`: each finished pretraining run's
+    curves (loss, masked-LM and next-sentence accuracy, learning rate), the
+    loss and metric curves of the first finished seed of each fine-tuning
+    group (task, variant, layers), the result plots `images` (PNG paths),
+    and the results tables.
+
+    Returns:
+      The report's path.
+    """
+    sections = [report.Section(f"Pretraining: {run.output_dir.name}",
+                               charts=report.training_charts(run.output_dir))
+                for run in runs if run.task == PRETRAIN and run.done()]
+    first_seeds = {}
+    for run in runs:
+        if run.task != PRETRAIN and run.done():
+            first_seeds.setdefault((run.task, run.variant, run.layers), run)
+    sections.extend(
+        report.Section(f"Fine-tuning: {run.name}",
+                       "Training curves of this seed; evaluation as points.",
+                       report.training_charts(run.output_dir,
+                                              metrics_only=True))
+        for run in first_seeds.values())
+    pictures = [report.png_image(path, pathlib.Path(path).stem)
+                for path in images]
+    if any(pictures):
+        sections.append(report.Section("Results",
+                                       charts=[p for p in pictures if p]))
+    return report.write_report(pathlib.Path(work_dir) / report.REPORT_FILE,
+                               title, sections, tables)
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -1387,9 +1420,14 @@ def main(argv):
                           to_run, FLAGS.jobs)
     tables = write_results(results_dir, runs, paths, settings, command,
                            FLAGS.jobs)
+    report_file = write_report(
+        work_dir, "The paper in miniature", runs, tables,
+        [results_dir / ABLATION_PNG, results_dir / MODEL_SIZE_PNG])
     print(f"\n{tables}\nwall time: "
           f"{workflow.format_seconds(time.time() - started)}; results in "
-          f"{workflow.display_path(results_dir)}", flush=True)
+          f"{workflow.display_path(results_dir)}\nTraining curves and "
+          f"results, to look at: {workflow.display_path(report_file)} (open "
+          f"it in a browser)", flush=True)
     if failed:
         raise SystemExit(f"{len(failed)} runs failed or did not run: "
                          f"{', '.join(sorted(failed))}")

@@ -17,7 +17,40 @@ def pytest_addoption(parser):
                      help="also run tests marked slow or real_data")
 
 
+# `-m smoke`: the short run .ci/run makes on the lowest and the highest
+# supported Python (the full suite runs on the main interpreter). One check
+# per thing that can depend on the interpreter or on the versions pip picks
+# there: Python's RNG replica and the C extension (Google's records),
+# tokenization (unicodedata) and modeling against Google and Model Garden,
+# a runner end to end, the checkpoint converters with Hugging Face's and
+# keras-hub's formats, the demo's report. Each entry is a test file's
+# `::test_name`, every parametrization included.
+SMOKE_TESTS = (
+    "test_create_pretraining_data.py::test_reproduces_googles_records",
+    "test_exact_random.py::test_draws_and_state_equal_pythons",
+    "test_tokenization.py::test_same_ids_as_model_garden_on_multilingual_text",
+    "test_tokenization.py::"
+    "test_every_bmp_code_point_and_astral_samples_match_model_garden",
+    "test_modeling.py::test_outputs_match_numpy_reference",
+    "test_modeling.py::test_model_garden_bert_encoder_agrees",
+    "test_extract_features.py::test_library_reproduces_google_output",
+    "test_extract_features.py::test_script_reproduces_google_output",
+    "test_run_classifier.py::test_single_sentence_task_learns",
+    "test_convert.py::test_google_to_hf_to_google_is_bit_identical",
+    "test_keras_hub_preset.py::"
+    "test_keras_hub_backbone_gives_googles_golden_outputs",
+    "test_keras_hub_preset.py::"
+    "test_preset_keras_hub_saved_converts_back_to_googles_outputs",
+    "test_demo.py::test_report_reads_tensorboard_summaries",
+    "test_demo.py::test_progress_lines_become_a_bar_on_a_terminal",
+)
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = f"{item.path.name}::{item.originalname}"
+        if name in SMOKE_TESTS:
+            item.add_marker(pytest.mark.smoke)
     if config.getoption("--runslow"):
         return
     skip = pytest.mark.skip(reason="slow; run with --runslow")

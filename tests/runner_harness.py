@@ -18,6 +18,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import sysconfig
 
 from absl import flags
 import pytest
@@ -125,6 +126,26 @@ def parse_runner_flags(runner, *flags_, workspace=None):
     command = runner_command(program, workspace, *flags_)[1:]
     flag_values([program, *command[1:]])
     return flag_values
+
+
+def console_script(name):
+    """The path of an installed console script (TensorFlow's
+    `saved_model_cli`), found next to this interpreter, never through PATH
+    (which may lead to another Python, or to none when the environment is
+    not activated). In a virtual environment that sees its base
+    interpreter's packages (`--system-site-packages`), the script of a
+    package installed there lies next to the base interpreter."""
+    directories = [os.path.dirname(sys.executable),
+                   sysconfig.get_path("scripts"),
+                   sysconfig.get_path("scripts", vars={
+                       "base": sys.base_prefix,
+                       "platbase": sys.base_exec_prefix})]
+    for directory in directories:
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    pytest.fail(f"{name} is not installed next to {sys.executable} (looked "
+                f"in {', '.join(dict.fromkeys(directories))})")
 
 
 def run_in_process(runner, *flags_, workspace=None):

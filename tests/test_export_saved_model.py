@@ -34,7 +34,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from runner_harness import (REPO_ROOT, error_line_in_process,
+from runner_harness import (REPO_ROOT, console_script, error_line_in_process,
                             run_in_process, run_runner)
 import export_saved_model
 
@@ -596,7 +596,8 @@ def test_tagging_serving_ids_converts_to_tflite(workspace, exports,
 def test_saved_model_cli_show_and_run(exports):
     export_dir = str(exports["mrpc"])
     shown = subprocess.run(
-        ["saved_model_cli", "show", "--all", "--dir", export_dir],
+        [console_script("saved_model_cli"), "show", "--all", "--dir",
+         export_dir],
         capture_output=True, text=True, timeout=300)
     assert shown.returncode == 0, shown.stderr[-3000:]
     for line in ("signature_def['serving_default']",

@@ -155,3 +155,27 @@ def test_split_lines_breaks_at_newline_only(text, lines, with_ends):
     # The count a user sees: `wc -l` (+1 when the last line has no "\n").
     assert len(lines) == text.count("\n") + (not text.endswith("\n")
                                              and text != "")
+
+
+@pytest.mark.parametrize("pattern", [
+    "*", ".*", "d/*", "d/.h*", "*/x*", "*/*", "d/[x.]*", "d/?hidden",
+    "d/x1.txt", "missing/*", "d/*/deep"])
+def test_glob_including_hidden_equals_pythons(tmp_path, monkeypatch,
+                                              pattern):
+    """Python 3.10's stand-in for glob's include_hidden=True, against
+    Python 3.11's glob itself (where the tests run on 3.11 or later)."""
+    import glob
+    import sys
+    if sys.version_info < (3, 11):
+        pytest.skip("the reference, glob's include_hidden, is Python 3.11+")
+    monkeypatch.chdir(tmp_path)
+    for name in ("x1.txt", ".hidden", ".h2", "y"):
+        (tmp_path / "d").mkdir(exist_ok=True)
+        (tmp_path / "d" / name).write_text("")
+    (tmp_path / ".top").mkdir()
+    (tmp_path / ".top" / "x2").write_text("")
+    (tmp_path / "d" / "sub").mkdir()
+    (tmp_path / "d" / "sub" / "deep").write_text("")
+    for form in (pattern, str(tmp_path / pattern)):
+        assert sorted(file_io._glob_including_hidden(form)) == sorted(
+            glob.glob(form, include_hidden=True)), form

@@ -99,7 +99,9 @@ def test_smoke_run_prints_every_table():
     result = subprocess.run(
         ["bash", str(BENCHMARKS / "gpu_suite.sh"), "--smoke",
          "--budget_s=100000"],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800)
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800,
+        # This interpreter, not whichever `python` PATH finds first.
+        env={**os.environ, "PYTHON": sys.executable})
     assert result.returncode == 0, result.stderr[-3000:]
     output = result.stdout
     for title in ("extract_features (golden checkpoint)",

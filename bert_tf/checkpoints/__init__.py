@@ -3,7 +3,8 @@
 `load_checkpoint(model, path)` assigns each variable the tensor named by its
 `.path` (Google's names); `save_checkpoint(tensors, prefix)` writes a TF1
 checkpoint Google's code reads; `huggingface` converts Hugging Face BERT
-safetensors to and from Google's format.
+safetensors to and from Google's format, `keras_hub_preset` keras-hub
+presets.
 """
 
 from bert_tf.checkpoints.huggingface import ConversionError
@@ -16,6 +17,8 @@ from bert_tf.checkpoints.huggingface import hf_config_to_google
 from bert_tf.checkpoints.huggingface import hf_to_google_name
 from bert_tf.checkpoints.huggingface import hf_to_google_tensors
 from bert_tf.checkpoints.huggingface import read_hf_safetensors
+from bert_tf.checkpoints.keras_hub_preset import convert_google_to_keras_hub
+from bert_tf.checkpoints.keras_hub_preset import convert_keras_hub_to_google
 from bert_tf.checkpoints.tf1_checkpoint import CheckpointError
 from bert_tf.checkpoints.tf1_checkpoint import CheckpointNotFoundError
 from bert_tf.checkpoints.tf1_checkpoint import CheckpointTensors

@@ -15,8 +15,9 @@ What lives here:
 - key results read back from each step's outputs (`read_key_values`,
   `last_training_loss`, `majority_class_accuracy`, ...);
 - running: `run_command` (output to a log, a filtered echo on the console),
-  `run_steps`, signals forwarded to the running step (`Interrupted`), and
-  `summary_table`.
+  `run_steps`, signals forwarded to the running step (`Interrupted`),
+  `summary_table`, and the job's pictures (`write_job_report`:
+  `report.html`, see bert_tf/runners/report.py).
 
 Nothing here reads flags or imports TensorFlow: `demo.py` and
 `experiments/paper_in_miniature.py` define the flags and pass `Options` in.
@@ -36,6 +37,9 @@ import subprocess
 import sys
 import threading
 import time
+
+from bert_tf import progress
+from bert_tf.runners import report
 
 # The repository: the runner scripts and samples/ the steps use.
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -345,6 +349,18 @@ class WorkPaths:
     def records(self):
         return self.work_dir / "pretraining_data.tfrecord"
 
+    @property
+    def pretraining(self):
+        return self.work_dir / "pretraining"
+
+    @property
+    def sentiment_data(self):
+        return self.work_dir / "rotten_tomatoes"
+
+    @property
+    def classifier(self):
+        return self.work_dir / "classifier"
+
 
 def build_steps(work_dir, options):
     """The job's steps, in order.
@@ -365,9 +381,9 @@ def build_steps(work_dir, options):
     vocab = options.vocab_file or paths.vocab
     config_file = work_dir / "bert_config.json"
     records = paths.records
-    pretrain_dir = work_dir / "pretraining"
-    sst2_dir = work_dir / "rotten_tomatoes"
-    classifier_dir = work_dir / "classifier"
+    pretrain_dir = paths.pretraining
+    sst2_dir = paths.sentiment_data
+    classifier_dir = paths.classifier
     features = work_dir / "features_pretrained.jsonl"
     minilm_dir = work_dir / "minilm_google"
     minilm_features = work_dir / "features_minilm.jsonl"
@@ -546,17 +562,7 @@ def config_result(path):
 
 def count_tfrecords(path):
     """Records in a TFRecord file (read by its framing, without TensorFlow)."""
-    count = 0
-    with open(path, "rb") as reader:
-        while True:
-            header = reader.read(12)  # uint64 length, uint32 crc
-            if not header:
-                return count
-            if len(header) < 12:
-                raise ValueError(f"{path}: truncated record header")
-            length = int.from_bytes(header[:8], "little")
-            reader.seek(length + 4, os.SEEK_CUR)  # data, uint32 crc
-            count += 1
+    return sum(1 for _ in report.iter_tfrecords(path, read_payloads=False))
 
 
 def read_key_values(path):
@@ -661,6 +667,57 @@ def console_line(line, verbose=False):
     if not verbose and (_NOISE.search(line) or not line.strip()):
         return None
     return "    " + _ABSL_HEADER.sub("", line)
+
+
+# The lines of a step that say how far it is: a `Progress` report
+# ("train: 120/1000 steps (12%), ...") or a training log line ("step
+# 120/1000: loss = ..."), once `console_line` has indented them.
+_PROGRESS_LINE = re.compile(
+    r"^\s*(?:step (\d+)/(\d+):|[^:]+: (\d+)/(\d+) \w+ \(\d+%\))")
+
+
+class ConsoleBar:
+    """On a terminal, a step's progress lines become one bar redrawn in
+    place at the bottom, its other lines scrolling above it; elsewhere
+    (a pipe, a file) nothing changes. The step's log keeps every line.
+    """
+
+    def __init__(self, stream=None):
+        self._stream = stream if stream is not None else sys.stdout
+        try:
+            self.terminal = bool(self._stream.isatty())
+        except (AttributeError, ValueError):
+            self.terminal = False
+        self._text = None
+
+    def _draw(self):
+        width = shutil.get_terminal_size().columns - 1
+        self._stream.write("\r\x1b[K" + self._text[:width])
+        self._stream.flush()
+
+    def show(self, line):
+        """Prints a console line: a progress line as the bar (on a
+        terminal), any other line above the bar."""
+        match = _PROGRESS_LINE.match(line) if self.terminal else None
+        if match:
+            count, total = [int(value) for value in match.groups()
+                            if value is not None]
+            fraction = count / total if total else 0.0
+            self._text = f"    {progress.bar(fraction)} {line.strip()}"
+            self._draw()
+            return
+        if self._text is not None:
+            self._stream.write("\r\x1b[K")
+        print(line, file=self._stream, flush=True)
+        if self._text is not None:
+            self._draw()
+
+    def finish(self):
+        """Leaves the bar's last state on its own line."""
+        if self._text is not None:
+            self._stream.write("\n")
+            self._stream.flush()
+            self._text = None
 
 
 @dataclasses.dataclass
@@ -774,6 +831,7 @@ def run_command(command, log_file, verbose=False, echo=True,
             _running_children.add(process)
             if _received_signal:  # came while it started
                 process.send_signal(_received_signal[0])
+        console = ConsoleBar()
         try:
             for line in process.stdout:
                 log.write(line)
@@ -782,12 +840,13 @@ def run_command(command, log_file, verbose=False, echo=True,
                 log.flush()
                 shown = console_line(line, verbose) if echo else None
                 if shown is not None:
-                    print(shown, flush=True)
+                    console.show(shown)
         except BaseException:
             process.kill()
             process.wait()
             raise
         finally:
+            console.finish()
             with _running_children_lock:
                 _running_children.discard(process)
         returncode = process.wait()
@@ -882,3 +941,42 @@ def summary_table(records, work_dir):
         lines.append("  ".join(cell.ljust(width) for cell, width
                                in zip(row[:5], widths)) + "  " + row[5])
     return "\n".join(line.rstrip() for line in lines)
+
+
+def write_job_report(work_dir, summary):
+    """Writes `<work_dir>/report.html`: the pretraining curves (loss,
+    masked-LM and next-sentence accuracy, learning rate; evaluation as
+    points), the fine-tuned classifier's dev accuracy beside the majority
+    class, its training curves, and the summary table.
+
+    Args:
+      work_dir: the job's work directory (`WorkPaths`' layout).
+      summary: the summary table's text (`summary_table`).
+
+    Returns:
+      The report's path.
+    """
+    paths = WorkPaths(pathlib.Path(work_dir))
+    pretraining = report.Section(
+        "Pretraining (masked LM + next sentence): run_pretraining.py",
+        charts=report.training_charts(paths.pretraining))
+    if (paths.pretraining / "eval_results.txt").exists():
+        pretraining.text = pretrain_result(
+            paths.pretraining, log_file_of(work_dir, "pretrain"))
+    finetuning = report.Section(
+        "Fine-tuning on SST-2 (Rotten Tomatoes): run_classifier.py")
+    results = paths.classifier / "eval_results.txt"
+    if results.exists():
+        accuracy = float(read_key_values(results)["eval_accuracy"])
+        majority, _ = majority_class_accuracy(paths.sentiment_data /
+                                              "dev.tsv")
+        finetuning.text = classifier_result(paths.classifier,
+                                            paths.sentiment_data)
+        finetuning.charts.append(report.bar_chart(
+            "SST-2 dev accuracy", [("fine-tuned small BERT", accuracy),
+                                   ("majority class", majority)]))
+    finetuning.charts.extend(report.training_charts(paths.classifier))
+    return report.write_report(
+        paths.work_dir / report.REPORT_FILE,
+        f"bert_tf main job: {display_path(paths.work_dir)}",
+        [pretraining, finetuning], summary)

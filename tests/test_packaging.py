@@ -1,0 +1,139 @@
+"""Packaging: ranges in setup.py, exact versions in constraints.txt, the
+README's commands and .ci/run agreeing, the smoke list naming real tests.
+
+References: the files themselves, parsed with `packaging` (pip's own
+requirement parser) and `ast`; what pip does with them is checked by
+.ci/run's fresh environments (README "Set up").
+"""
+
+import ast
+import pathlib
+import re
+
+import pytest
+
+from tests.conftest import SMOKE_TESTS
+
+requirements = pytest.importorskip("packaging.requirements")
+markers = pytest.importorskip("packaging.markers")
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+# Packages bert_tf never imports (tests/ and benchmarks/ compare with them).
+MODEL_GARDEN = {"tf-models-official", "tf-keras"}
+
+
+def _setup_call():
+    tree = ast.parse((REPO_ROOT / "setup.py").read_text())
+    constants = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            try:
+                constants[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    call = next(node.value for node in tree.body
+                if isinstance(node, ast.Expr)
+                and isinstance(node.value, ast.Call)
+                and getattr(node.value.func, "id", "") == "setup")
+
+    def value(node):
+        if isinstance(node, ast.Name):
+            return constants[node.id]
+        if isinstance(node, ast.BinOp):
+            return value(node.left) + value(node.right)
+        if isinstance(node, ast.List):
+            return [value(element) for element in node.elts]
+        if isinstance(node, ast.Dict):
+            return {value(k): value(v) for k, v in zip(node.keys,
+                                                       node.values)}
+        return ast.literal_eval(node)
+
+    return {keyword.arg: value(keyword.value) for keyword in call.keywords
+            if keyword.arg in ("python_requires", "install_requires",
+                               "extras_require")}
+
+
+def _name(requirement):
+    return re.sub(r"[-_.]+", "-", requirement.name).lower()
+
+
+def _constraints():
+    """name -> [(Requirement, marker)] of constraints.txt."""
+    pins = {}
+    for number, line in enumerate(
+            (REPO_ROOT / "constraints.txt").read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        requirement = requirements.Requirement(line)
+        specifiers = list(requirement.specifier)
+        assert len(specifiers) == 1 and specifiers[0].operator == "==", (
+            f"constraints.txt line {number}: {line!r} is not an exact pin")
+        pins.setdefault(_name(requirement), []).append(requirement)
+    return pins
+
+
+PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
+
+
+def _pin_for(pins, name, python):
+    """The version constraints.txt gives `name` on Python `python`."""
+    environment = {"python_version": python,
+                   "python_full_version": python + ".0"}
+    chosen = [r for r in pins.get(name, [])
+              if r.marker is None or r.marker.evaluate(environment)]
+    assert len(chosen) <= 1, (name, python, chosen)
+    return next(iter(chosen[0].specifier)).version if chosen else None
+
+
+def test_install_requires_are_ranges_and_model_garden_is_not_one():
+    setup = _setup_call()
+    assert setup["python_requires"] == ">=3.10,<3.14"
+    for line in setup["install_requires"]:
+        requirement = requirements.Requirement(line)
+        assert _name(requirement) not in MODEL_GARDEN
+        operators = {spec.operator for spec in requirement.specifier}
+        assert operators == {">=", "<"}, line
+    extras = setup["extras_require"]
+    assert {_name(requirements.Requirement(r)) for r in extras["benchmarks"]
+            } == MODEL_GARDEN
+    assert MODEL_GARDEN <= {_name(requirements.Requirement(r))
+                            for r in extras["test"]}
+    assert [requirements.Requirement(r).extras for r in extras["gpu"]] == [
+        {"and-cuda"}]
+
+
+def test_constraints_pin_every_requirement_within_its_range():
+    """Every package setup.py names has one exact version per supported
+    Python in constraints.txt, inside setup.py's range."""
+    setup = _setup_call()
+    pins = _constraints()
+    lines = list(setup["install_requires"]) + [
+        line for extra, extra_lines in setup["extras_require"].items()
+        if extra not in ("gpu", "beam") for line in extra_lines]
+    for line in lines:
+        requirement = requirements.Requirement(line)
+        for python in PYTHONS:
+            version = _pin_for(pins, _name(requirement), python)
+            assert version is not None, (line, python)
+            assert requirement.specifier.contains(version), (
+                line, python, version)
+
+
+def test_readme_commands_use_the_constraints_and_ci_runs_them_verbatim():
+    readme = (REPO_ROOT / "README.md").read_text()
+    main_job, tests = re.findall(
+        r"```sh\n(pip install -c constraints\.txt -e [^\n]*)\n```", readme)[:2]
+    assert main_job.endswith("python demo.py --work_dir=work_dir")
+    assert tests.endswith("python -m pytest -q tests")
+    ci = (REPO_ROOT / ".ci" / "run").read_text()
+    assert f"  {tests}\n" in ci
+
+
+def test_smoke_tests_name_existing_tests():
+    for entry in SMOKE_TESTS:
+        file_name, test_name = entry.split("::")
+        tree = ast.parse((REPO_ROOT / "tests" / file_name).read_text())
+        names = {node.name for node in tree.body
+                 if isinstance(node, ast.FunctionDef)}
+        assert test_name in names, entry
