@@ -245,6 +245,9 @@ class SquadTask(base.Task):
     """SQuAD v1.1/v2.0 span prediction with Google's head and loss."""
 
     name = "squad"
+    # Padded back to max_seq_length after a batch cut to its length; the
+    # answers are read from real tokens only.
+    sequence_outputs = (START_LOGITS, END_LOGITS)
 
     def __init__(self, bert_config, data_config,
                  postprocess_config=SquadPostprocessConfig(),
