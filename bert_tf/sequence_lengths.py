@@ -210,24 +210,42 @@ def _cut(features, names, length):
     return cut
 
 
-def _pad_back(outputs, names, full_length, static_full_length):
-    """The named outputs' axis 1 padded with zeros back to `full_length`
-    (in a dict, or in the dicts of a tuple)."""
+def output_fills(sequence_outputs):
+    """`{name: fill value}` from a tuple of names (fill 0) or a dict."""
+    if isinstance(sequence_outputs, dict):
+        return dict(sequence_outputs)
+    return {name: 0 for name in sequence_outputs}
+
+
+def _pad_back(outputs, fills, lengths, full_length, static_full_length):
+    """The named outputs' axis 1 back at `full_length`, every position at or
+    beyond its row's real length (`lengths`) set to the output's fill.
+
+    Filling each row's padding (not only what the cut removed) makes the
+    outputs independent of which batch a row ran in. Applies to a dict, or
+    to the dicts of a tuple.
+    """
     if isinstance(outputs, (tuple, list)):
-        return type(outputs)(_pad_back(value, names, full_length,
+        return type(outputs)(_pad_back(value, fills, lengths, full_length,
                                        static_full_length)
                              for value in outputs)
-    if not isinstance(outputs, dict) or not names:
+    if not isinstance(outputs, dict) or not fills:
         return outputs
     padded = dict(outputs)
-    for name in names:
+    for name, fill in fills.items():
         if name not in padded:
             continue
         value = padded[name]
+        fill = tf.cast(fill, value.dtype)
+        positions = tf.range(tf.shape(value)[1], dtype=tf.int32)
+        real = positions[tf.newaxis, :] < lengths[:, tf.newaxis]
+        real = tf.reshape(real, tf.concat(
+            [tf.shape(real), tf.ones([value.shape.rank - 2], tf.int32)], 0))
+        value = tf.where(real, value, fill)
         missing = full_length - tf.shape(value)[1]
         paddings = ([[0, 0], [0, missing]]
                     + [[0, 0]] * (value.shape.rank - 2))
-        value = tf.pad(value, paddings)
+        value = tf.pad(value, paddings, constant_values=fill)
         if static_full_length is not None:
             shape = value.shape.as_list()
             shape[1] = static_full_length
@@ -250,8 +268,11 @@ def call_at_length(fn, features, policy, sequence_features,
       sequence_features: the names of the features whose last axis is the
         sequence (cut); others pass unchanged.
       sequence_outputs: names of `fn`'s dict outputs whose axis 1 is the
-        sequence: padded back with zeros to the full length, so that every
-        batch's outputs have the full-length shape.
+        sequence (a tuple, fill 0, or a dict from name to fill value):
+        padded back to the full length, so that every batch's outputs have
+        the full-length shape; each row's positions from its real length on
+        hold the fill value (whatever length its batch ran at). A
+        fixed-length policy leaves them as the model computed them.
       mask_name: the feature whose non-zeros are the real tokens.
 
     Returns:
@@ -266,12 +287,16 @@ def call_at_length(fn, features, policy, sequence_features,
             and policy.is_fixed_length(static_full_length)):
         return fn(features)
     full_length = tf.shape(mask)[-1]
-    longest = tf.reduce_max(real_lengths(mask))
+    lengths = real_lengths(mask)
+    if lengths.shape.rank == 0:
+        lengths = lengths[tf.newaxis]
+    longest = tf.reduce_max(lengths)
+    fills = output_fills(sequence_outputs)
 
     if not (policy.buckets or policy.static_shapes):
         length = _round_up(longest, policy.pad_to_multiple_of, full_length)
         return _pad_back(fn(_cut(features, sequence_features, length)),
-                         sequence_outputs, full_length, static_full_length)
+                         fills, lengths, full_length, static_full_length)
 
     if static_full_length is None:
         raise ValueError(
@@ -287,7 +312,7 @@ def call_at_length(fn, features, policy, sequence_features,
                     shape = cut[name].shape.as_list()
                     shape[-1] = bucket
                     cut[name] = tf.ensure_shape(cut[name], shape)
-            return _pad_back(fn(cut), sequence_outputs, full_length,
+            return _pad_back(fn(cut), fills, lengths, full_length,
                              static_full_length)
         return run
 

@@ -574,7 +574,7 @@ class Trainer:
         return sequence_lengths.call_at_length(
             fn, features, self.length_policy,
             tuple(self.task.sequence_features),
-            tuple(self.task.sequence_outputs))
+            self.task.sequence_outputs)
 
     def _prediction_outputs(self, features, outputs, mode):
         """The task's `prediction_outputs`, floating tensors as float32."""
