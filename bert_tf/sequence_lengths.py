@@ -141,6 +141,8 @@ class LengthPolicy:
         if not self.buckets and not self.static_shapes:
             return ()
         if not self.buckets:
+            if self.pad_to_multiple_of >= max_seq_length:
+                return (max_seq_length,)
             return default_buckets(max_seq_length)
         return tuple(b for b in self.buckets if b < max_seq_length) + (
             max_seq_length,)

@@ -108,6 +108,7 @@ def validate_flags(flag_values):
     if flag_values.predict_batch_size <= 0:
         raise ValueError(f"--predict_batch_size="
                          f"{flag_values.predict_batch_size} must be positive")
+    runner_flags.length_settings_from_flags(flag_values)
     if flag_values.do_train:
         if flag_values.num_train_epochs <= 0:
             raise ValueError(
