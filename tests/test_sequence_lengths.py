@@ -289,3 +289,26 @@ def test_xla_runs_one_program_per_bucket(tmp_path, initial_checkpoint):
         np.testing.assert_allclose(
             trainer.checkpoint_tensors()[name].numpy(), variable.numpy(),
             rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def test_serving_packs_a_request_to_its_longest_text():
+    from bert_tf.export import packing
+    ids_a = tf.ragged.constant([[5, 6, 7], [8], [9, 10, 11, 12, 13]],
+                               tf.int32)
+    ids_b = tf.ragged.constant([[20, 21], [], [22]], tf.int32)
+    full = packing.pack_inputs(ids_a, ids_b, 32, cls_id=1, sep_id=2)
+    short = packing.pack_inputs(ids_a, ids_b, 32, cls_id=1, sep_id=2,
+                                pad_to_multiple_of=8)
+    # Longest row: [CLS] 5 pieces [SEP] 1 piece [SEP] = 9 -> 16.
+    assert short["input_ids"].shape == (3, 16)
+    for name in full:
+        np.testing.assert_array_equal(short[name], full[name][:, :16])
+        assert not np.any(full[name][:, 16:])
+    np.testing.assert_array_equal(
+        short["input_ids"][2, :9], [1, 9, 10, 11, 12, 13, 2, 22, 2])
+    # Truncation stays at max_seq_length.
+    capped = packing.pack_inputs(ids_a, ids_b, 6, cls_id=1, sep_id=2,
+                                 pad_to_multiple_of=8)
+    np.testing.assert_array_equal(
+        capped["input_ids"],
+        packing.pack_inputs(ids_a, ids_b, 6, cls_id=1, sep_id=2)["input_ids"])
