@@ -27,7 +27,7 @@ def _load(model, init_checkpoint):
 def classifier_export(bert_config, vocab_file, do_lower_case,
                       init_checkpoint, max_seq_length, label_list,
                       is_regression=False, has_text_b=False,
-                      causal_attention=False):
+                      causal_attention=False, pad_to_multiple_of=None):
     """A `ClassifierExport` of a fine-tuned run_classifier.py checkpoint.
 
     Args:
@@ -42,6 +42,9 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
       has_text_b: the task classifies text pairs.
       causal_attention: the model was fine-tuned with `--causal_attention`
         (left-to-right encoder; the checkpoint's weights do not say so).
+      pad_to_multiple_of: `serving_default` packs a request to its longest
+        text rounded up to a multiple of this (default 8, see
+        `serving._TextExport`); `max_seq_length` packs to the full length.
 
     Raises:
       ValueError: bad lengths or labels.
@@ -58,8 +61,11 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
                                       causal_attention=causal_attention),
                   init_checkpoint)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
+    lengths = {} if pad_to_multiple_of is None else {
+        "pad_to_multiple_of": pad_to_multiple_of}
     return serving.ClassifierExport(model, tokenizer, max_seq_length,
-                                    label_list, is_regression, has_text_b)
+                                    label_list, is_regression, has_text_b,
+                                    **lengths)
 
 
 # A variable of run_squad.py --span_bilstm's BiLSTM, [units, 4 * units].

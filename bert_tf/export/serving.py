@@ -131,7 +131,8 @@ class ClassifierExport(_TextExport):
     """Sequence (pair) classification or regression, as run_classifier.py."""
 
     def __init__(self, model, tokenizer, max_seq_length, label_list,
-                 is_regression=False, has_text_b=False):
+                 is_regression=False, has_text_b=False,
+                 pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF):
         """Args:
           model: a `ClassificationModel`.
           tokenizer: a `GraphFullTokenizer`.
@@ -142,9 +143,11 @@ class ClassifierExport(_TextExport):
           has_text_b: the task reads text pairs: `serving_default` takes
             `text_b` too (an empty one gives the one-text layout, as in
             Google's code).
+          pad_to_multiple_of: see `_TextExport`.
         """
         super().__init__(model, tokenizer, max_seq_length,
-                         name="classifier_export")
+                         name="classifier_export",
+                         pad_to_multiple_of=pad_to_multiple_of)
         self.is_regression = is_regression
         self.has_text_b = has_text_b
         self.label_names = tf.constant(
