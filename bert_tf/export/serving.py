@@ -26,8 +26,9 @@ runner's outputs:
 
 Length-aware: `serving_default` packs a request to its longest text (in
 pieces, rounded up to a multiple of `pad_to_multiple_of`, 8 by default),
-not to `max_seq_length`, and SQuAD's and tagging's windows run at their
-longest real window (`bert_tf.sequence_lengths`): a short request costs a
+not to `max_seq_length`, and tagging's windows (SQuAD's too, when asked:
+see `SquadExport`) run at their longest real window
+(`bert_tf.sequence_lengths`): a short request costs a
 short request's compute, with the outputs of the full-length packing.
 
 `serving_ids` takes int32 `input_ids`, `input_mask`, `segment_ids`
@@ -219,19 +220,24 @@ class SquadExport(_TextExport):
     def __init__(self, model, tokenizer, max_seq_length, doc_stride,
                  max_query_length, n_best_size=20, max_answer_length=30,
                  version_2_with_negative=False,
-                 null_score_diff_threshold=0.0):
+                 null_score_diff_threshold=0.0, pad_to_multiple_of=None):
         """Args:
           model: a `SquadModel`.
           tokenizer: a `GraphFullTokenizer`.
           max_seq_length, doc_stride, max_query_length, n_best_size,
           max_answer_length, version_2_with_negative,
           null_score_diff_threshold: `run_squad.py`'s flags.
+          pad_to_multiple_of: run_squad.py's flag: None (its default) runs
+            windows at `max_seq_length`, whose n-best lists rank the
+            padding's logits as Google's do.
 
         Raises:
           ValueError: the lengths cannot work (Google's checks).
         """
         super().__init__(model, tokenizer, max_seq_length,
-                         name="squad_export")
+                         name="squad_export",
+                         pad_to_multiple_of=pad_to_multiple_of
+                         or max_seq_length)
         self._answerer = squad_answers.SquadAnswerer(
             tokenizer, max_seq_length, doc_stride, max_query_length,
             n_best_size, max_answer_length, version_2_with_negative,

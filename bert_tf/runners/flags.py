@@ -140,7 +140,10 @@ def define_tpu_flags(flag_values=FLAGS):
         flag_values=flag_values)
 
 
-def define_runtime_flags(flag_values=FLAGS):
+def define_runtime_flags(flag_values=FLAGS, *,
+                         pad_to_multiple_of=(
+                             sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF),
+                         pad_to_multiple_of_note=""):
     """The new flags; each default keeps the original's behaviour.
 
     `--distribution_strategy`, `--optimizer`, `--num_accumulation_steps`,
@@ -201,21 +204,35 @@ def define_runtime_flags(flag_values=FLAGS):
         "Random seed for initialization, dropout and input shuffling; unset "
         "(the original) gives a different run every time.",
         flag_values=flag_values)
-    define_length_flags(flag_values, training=True)
+    define_length_flags(flag_values, training=True,
+                        pad_to_multiple_of=pad_to_multiple_of,
+                        pad_to_multiple_of_note=pad_to_multiple_of_note)
 
 
-def define_length_flags(flag_values=FLAGS, training=False):
+def define_length_flags(flag_values=FLAGS, training=False,
+                        pad_to_multiple_of=(
+                            sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF),
+                        pad_to_multiple_of_note=""):
     """`--pad_to_multiple_of`, `--length_buckets` (and, for runners that
     train, `--group_by_length`): at which length batches run
-    (`bert_tf.sequence_lengths`)."""
+    (`bert_tf.sequence_lengths`).
+
+    Args:
+      flag_values: where to define them.
+      training: also define `--group_by_length`.
+      pad_to_multiple_of: the runner's default; None: `--max_seq_length`
+        (every batch at the full length).
+      pad_to_multiple_of_note: added to the flag's help (why the default).
+    """
     flags.DEFINE_integer(
-        "pad_to_multiple_of", sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF,
+        "pad_to_multiple_of", pad_to_multiple_of,
         "Run each batch at its longest real sequence rounded up to a "
         "multiple of this, not at --max_seq_length: the same outputs, "
         "without computing on padding (prediction also batches examples of "
         "similar length together, outputs in input order). The records on "
         "disk keep --max_seq_length. --pad_to_multiple_of=<max_seq_length> "
-        "runs every batch at the full length, as the original does.",
+        "(or unset, where the default is None) runs every batch at the "
+        "full length, as the original does." + pad_to_multiple_of_note,
         flag_values=flag_values)
     flags.DEFINE_string(
         "length_buckets", "",
@@ -243,7 +260,9 @@ def length_settings_from_flags(flag_values):
       ValueError: naming the flag with a bad value.
     """
     multiple = flag_values.pad_to_multiple_of
-    if multiple is None or multiple <= 0:
+    if multiple is None:
+        multiple = flag_values.max_seq_length
+    if multiple <= 0:
         raise ValueError(f"--pad_to_multiple_of={multiple} must be a "
                          "positive integer")
     buckets = sequence_lengths.parse_length_buckets(
