@@ -223,11 +223,14 @@ def test_windows_run_at_their_length_give_the_same_answers(workspace,
     before = read_json(v1_run / "nbest_predictions.json")
     for qid, entries in before.items():
         assert ours[qid][0]["text"] == entries[0]["text"]
-        # The padding's logits no longer take n-best places: the
-        # full-length run's candidates are all there, with their logits.
+        # The padding's logits no longer take n-best places, so other
+        # candidates can take them; those in both lists have the same
+        # logits.
         logits = {e["text"]: (e["start_logit"], e["end_logit"])
                   for e in ours[qid]}
-        for entry in entries:
+        shared = [e for e in entries if e["text"] in logits]
+        assert len(shared) >= min(3, len(entries)), qid
+        for entry in shared:
             np.testing.assert_allclose(
                 logits[entry["text"]],
                 (entry["start_logit"], entry["end_logit"]), atol=1e-4)
