@@ -24,6 +24,7 @@ from absl import flags
 from absl import logging
 
 from bert_tf import cli
+from bert_tf.runners import flags as runner_flags
 
 FLAGS = flags.FLAGS
 
@@ -68,9 +69,22 @@ flags.DEFINE_bool("use_one_hot_embeddings", False,
                   "lookup is a gather on every device, which gives the same "
                   "numbers.")
 
+runner_flags.define_length_flags(FLAGS)
+
 for _name in ("input_file", "output_file", "bert_config_file",
               "init_checkpoint", "vocab_file"):
     flags.mark_flag_as_required(_name)
+
+
+def length_settings():
+    """`--pad_to_multiple_of` and `--length_buckets` as arguments of
+    `extract_features` (a bad value: FeatureExtractionError naming it)."""
+    from bert_tf.features import FeatureExtractionError
+    try:
+        multiple, buckets = runner_flags.length_settings_from_flags(FLAGS)
+    except ValueError as error:
+        raise FeatureExtractionError(str(error)) from None
+    return {"pad_to_multiple_of": multiple, "length_buckets": buckets}
 
 
 def main(_):
@@ -110,7 +124,8 @@ def main(_):
             max_seq_length=FLAGS.max_seq_length,
             do_lower_case=FLAGS.do_lower_case,
             batch_size=FLAGS.batch_size,
-            strategy=strategy)
+            strategy=strategy,
+            **length_settings())
     except (OSError, file_io.OutputIsInputError, BertConfigError,
             CheckpointError, DistributionError,
             FeatureExtractionError, UnknownVocabularyEntryError) as error:

@@ -63,6 +63,19 @@ def define_flags(flag_values=FLAGS):
     finetune.define_flags(
         flag_values, max_seq_length=384, train_batch_size=32,
         learning_rate=5e-5, has_eval=False,
+        # Google's span loss is a softmax over every position, padding
+        # included, and its n-best list ranks the logits of padding too:
+        # a shorter batch changes both, so it is an option here.
+        pad_to_multiple_of=None,
+        pad_to_multiple_of_note=(
+            " run_squad.py's default is the full length: Google's span loss "
+            "is a softmax over all --max_seq_length positions (padding "
+            "included) and its n-best candidates are the top logits of all "
+            "positions (padding ranked, then dropped), so a window run at "
+            "its real length trains on a softmax over its real tokens and "
+            "can list more candidates in nbest_predictions.json; "
+            "predictions.json changes only when a padding logit outranks "
+            "the answer's runners-up (rare for a trained model)."),
         do_predict_help="Whether to predict answers for --predict_file (and "
                         "score them when it has answers).")
     flags.DEFINE_string(

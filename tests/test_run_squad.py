@@ -206,6 +206,36 @@ def test_predictions_from_fine_tuned_checkpoint_reproduce(workspace, v1_run):
     assert not list(output_dir.glob("model.ckpt*"))  # predicting saves nothing
 
 
+def test_windows_run_at_their_length_give_the_same_answers(workspace,
+                                                          v1_run):
+    # --pad_to_multiple_of: each batch of windows (grouped by length) runs
+    # at its longest window; the fixture ran Google's full-length batches.
+    output_dir = workspace / "v1_length_aware"
+    run_program(workspace, "--do_predict=true",
+                f"--predict_file={workspace / 'dev-v1.1.json'}",
+                f"--output_dir={output_dir}",
+                f"--init_checkpoint={v1_run / 'model.ckpt-160'}",
+                "--predict_batch_size=5", "--pad_to_multiple_of=8",
+                *LENGTH_FLAGS)
+    assert (read_json(output_dir / "predictions.json")
+            == read_json(v1_run / "predictions.json"))
+    ours = read_json(output_dir / "nbest_predictions.json")
+    before = read_json(v1_run / "nbest_predictions.json")
+    for qid, entries in before.items():
+        assert ours[qid][0]["text"] == entries[0]["text"]
+        # The padding's logits no longer take n-best places, so other
+        # candidates can take them; those in both lists have the same
+        # logits.
+        logits = {e["text"]: (e["start_logit"], e["end_logit"])
+                  for e in ours[qid]}
+        shared = [e for e in entries if e["text"] in logits]
+        assert len(shared) >= min(3, len(entries)), qid
+        for entry in shared:
+            np.testing.assert_allclose(
+                logits[entry["text"]],
+                (entry["start_logit"], entry["end_logit"]), atol=1e-4)
+
+
 def test_predict_file_without_answers_is_not_scored(workspace, v1_run):
     output_dir = workspace / "v1_test_set"
     process = run_program(workspace, "--do_predict=true",

@@ -28,7 +28,7 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
                       init_checkpoint, max_seq_length, label_list,
                       is_regression=False, has_text_b=False,
                       causal_attention=False, multi_label=False,
-                      threshold=0.5):
+                      threshold=0.5, pad_to_multiple_of=None):
     """A `ClassifierExport` of a fine-tuned run_classifier.py checkpoint.
 
     Args:
@@ -46,6 +46,9 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
       multi_label: a `run_classifier.py --multi_label` model (a sigmoid per
         label; one label is enough).
       threshold: its `--threshold`.
+      pad_to_multiple_of: `serving_default` packs a request to its longest
+        text rounded up to a multiple of this (default 8, see
+        `serving._TextExport`); `max_seq_length` packs to the full length.
 
     Raises:
       ValueError: bad lengths or labels.
@@ -62,10 +65,12 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
                                       causal_attention=causal_attention),
                   init_checkpoint)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
+    lengths = {} if pad_to_multiple_of is None else {
+        "pad_to_multiple_of": pad_to_multiple_of}
     return serving.ClassifierExport(model, tokenizer, max_seq_length,
                                     label_list, is_regression, has_text_b,
                                     multi_label=multi_label,
-                                    threshold=threshold)
+                                    threshold=threshold, **lengths)
 
 
 # A variable of the BiLSTM of run_squad.py --span_bilstm and run_tagging.py

@@ -5,7 +5,9 @@
     [CLS] a [SEP]              segment ids 0 ... 0            (one text)
     [CLS] a [SEP] b [SEP]      segment ids 0 ... 0 1 ... 1    (a pair)
 
-then pads with zeros to `max_seq_length`. One text keeps its first
+then pads with zeros to `max_seq_length` -- or, for serving, only to the
+longest row of the request rounded up to `pad_to_multiple_of` (the model's
+outputs for a row do not depend on the padding after it). One text keeps its first
 `max_seq_length - 2` pieces; a pair is cut to `max_seq_length - 3` pieces
 one at a time from the end of the longer text (of text b when both are as
 long). Here the same happens to a whole batch of ragged ids at once; the
@@ -46,7 +48,8 @@ def truncated_pair_lengths(length_a, length_b, budget):
     return new_a, new_b
 
 
-def pack_inputs(ids_a, ids_b, max_seq_length, cls_id, sep_id):
+def pack_inputs(ids_a, ids_b, max_seq_length, cls_id, sep_id,
+                pad_to_multiple_of=None):
     """Model inputs for a batch of one text or of text pairs.
 
     Args:
@@ -56,10 +59,13 @@ def pack_inputs(ids_a, ids_b, max_seq_length, cls_id, sep_id):
       max_seq_length: the length of every output row (Python int >= 3).
       cls_id: the id of "[CLS]".
       sep_id: the id of "[SEP]".
+      pad_to_multiple_of: None pads every row to `max_seq_length`; an int
+        pads to the batch's longest row rounded up to a multiple of it (at
+        most `max_seq_length`). Truncation is `max_seq_length`'s either way.
 
     Returns:
-      A dict of int32 tensors [batch, max_seq_length]: `input_ids`,
-      `input_mask`, `segment_ids`.
+      A dict of int32 tensors [batch, length]: `input_ids`, `input_mask`,
+      `segment_ids`; `length` is `max_seq_length`, or the rounded length.
     """
     ids_a = tf.cast(ids_a, tf.int32)
     batch_size = ids_a.nrows()
@@ -91,7 +97,14 @@ def pack_inputs(ids_a, ids_b, max_seq_length, cls_id, sep_id):
     segments = tf.concat([
         tf.zeros_like(column(0)), tf.zeros_like(kept_a), column(0),
         tf.ones_like(kept_b), tf.ones_like(second_sep)], axis=1)
-    shape = [batch_size, max_seq_length]
+    length = max_seq_length
+    if pad_to_multiple_of is not None:
+        longest = tf.cast(tf.reduce_max(tf.concat(
+            [ids.row_lengths(), [1]], 0)), tf.int32)
+        length = tf.cast(tf.minimum(
+            (longest + pad_to_multiple_of - 1) // pad_to_multiple_of
+            * pad_to_multiple_of, max_seq_length), batch_size.dtype)
+    shape = [batch_size, length]
     return {
         "input_ids": ids.to_tensor(0, shape=shape),
         "input_mask": tf.ones_like(ids).to_tensor(0, shape=shape),

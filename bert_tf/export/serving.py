@@ -25,12 +25,20 @@ runner's outputs:
   `test_results.tsv`), `label` (the index of the likeliest choice) and
   `logits`.
 
+Length-aware: `serving_default` packs a request to its longest text (in
+pieces, rounded up to a multiple of `pad_to_multiple_of`, 8 by default),
+not to `max_seq_length`, and tagging's windows (SQuAD's too, when asked:
+see `SquadExport`) run at their longest real window
+(`bert_tf.sequence_lengths`): a short request costs a
+short request's compute, with the outputs of the full-length packing.
+
 `serving_ids` takes int32 `input_ids`, `input_mask`, `segment_ids`
 [batch, seq_length] (multiple choice: [batch, num_choices, seq_length];
 tagging also `word_positions` and `word_mask`, the first piece of each word
 of a window) and returns the model's outputs (logits or pooled outputs)
-for callers that tokenize themselves; it has no string ops, so it converts
-to TensorFlow Lite.
+for callers that tokenize themselves, at any length up to
+`max_seq_length` (it runs at the length it is given); it has no string ops,
+so it converts to TensorFlow Lite, where the converter fixes one shape.
 """
 
 import json
@@ -39,6 +47,7 @@ import os
 import tensorflow as tf
 
 from bert_tf import file_io
+from bert_tf import sequence_lengths
 from bert_tf.export import packing
 from bert_tf.export import squad_answers
 from bert_tf.export import tagging_windows
@@ -114,12 +123,16 @@ class _TextExport(tf.Module):
     ID_INPUTS = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)
     ID_RANK = 2
 
-    def __init__(self, model, tokenizer, max_seq_length, name=None):
+    def __init__(self, model, tokenizer, max_seq_length, name=None,
+                 pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF):
         """Args:
           model: a Keras model with its final weights.
           tokenizer: a `GraphFullTokenizer` of the model's vocabulary.
           max_seq_length: the runner's `--max_seq_length`.
           name: the module's name.
+          pad_to_multiple_of: `serving_default` runs a request at its
+            longest text rounded up to a multiple of this;
+            `max_seq_length` packs every request to the full length.
         """
         super().__init__(name=name)
         self.model = model
@@ -132,6 +145,9 @@ class _TextExport(tf.Module):
         self.vocab_table = tokenizer.vocab_table
         self._tokenizer = tokenizer
         self.max_seq_length = max_seq_length
+        self.pad_to_multiple_of = pad_to_multiple_of
+        self.length_policy = sequence_lengths.LengthPolicy(
+            pad_to_multiple_of=pad_to_multiple_of)
         self._cls_id = tokenizer.token_id("[CLS]")
         self._sep_id = tokenizer.token_id("[SEP]")
 
@@ -139,7 +155,8 @@ class _TextExport(tf.Module):
         ids_b = None if text_b is None else self._tokenizer.tokenize(text_b)
         return packing.pack_inputs(
             self._tokenizer.tokenize(text_a), ids_b, self.max_seq_length,
-            self._cls_id, self._sep_id)
+            self._cls_id, self._sep_id,
+            pad_to_multiple_of=self.pad_to_multiple_of)
 
     def text_signature(self):
         """(function, input specs) of `serving_default`."""
@@ -163,7 +180,8 @@ class ClassifierExport(_TextExport):
 
     def __init__(self, model, tokenizer, max_seq_length, label_list,
                  is_regression=False, has_text_b=False, multi_label=False,
-                 threshold=0.5):
+                 threshold=0.5,
+                 pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF):
         """Args:
           model: a `ClassificationModel`.
           tokenizer: a `GraphFullTokenizer`.
@@ -180,9 +198,11 @@ class ClassifierExport(_TextExport):
             least `threshold`, and `labels` [batch, num_labels] the
             predicted labels' names ("" elsewhere).
           threshold: the runner's `--threshold` (multi_label only).
+          pad_to_multiple_of: see `_TextExport`.
         """
         super().__init__(model, tokenizer, max_seq_length,
-                         name="classifier_export")
+                         name="classifier_export",
+                         pad_to_multiple_of=pad_to_multiple_of)
         self.is_regression = is_regression
         self.has_text_b = has_text_b
         self.multi_label = multi_label
@@ -264,19 +284,24 @@ class SquadExport(_TextExport):
     def __init__(self, model, tokenizer, max_seq_length, doc_stride,
                  max_query_length, n_best_size=20, max_answer_length=30,
                  version_2_with_negative=False,
-                 null_score_diff_threshold=0.0):
+                 null_score_diff_threshold=0.0, pad_to_multiple_of=None):
         """Args:
           model: a `SquadModel`.
           tokenizer: a `GraphFullTokenizer`.
           max_seq_length, doc_stride, max_query_length, n_best_size,
           max_answer_length, version_2_with_negative,
           null_score_diff_threshold: `run_squad.py`'s flags.
+          pad_to_multiple_of: run_squad.py's flag: None (its default) runs
+            windows at `max_seq_length`, whose n-best lists rank the
+            padding's logits as Google's do.
 
         Raises:
           ValueError: the lengths cannot work (Google's checks).
         """
         super().__init__(model, tokenizer, max_seq_length,
-                         name="squad_export")
+                         name="squad_export",
+                         pad_to_multiple_of=pad_to_multiple_of
+                         or max_seq_length)
         self._answerer = squad_answers.SquadAnswerer(
             tokenizer, max_seq_length, doc_stride, max_query_length,
             n_best_size, max_answer_length, version_2_with_negative,
@@ -291,8 +316,14 @@ class SquadExport(_TextExport):
     def _answer_one(self, question_and_context):
         question, context = question_and_context
         inputs, windows = self._answerer.features(question, context)
-        logits = self.serve_ids(inputs[INPUT_IDS], inputs[INPUT_MASK],
-                                inputs[SEGMENT_IDS])
+        # The windows at their longest real one; the padding's logits at
+        # run_squad.py's value for it (see `SquadTask.sequence_outputs`).
+        from bert_tf.tasks import squad as squad_task
+        logits = sequence_lengths.call_at_length(
+            lambda cut: self.serve_ids(cut[INPUT_IDS], cut[INPUT_MASK],
+                                       cut[SEGMENT_IDS]),
+            inputs, self.length_policy, self.ID_INPUTS,
+            squad_task.SquadTask.sequence_outputs)
         return self._answerer.answer(windows, logits["start_logits"],
                                      logits["end_logits"])
 
@@ -350,7 +381,10 @@ class TaggingExport(_TextExport):
 
     def serve_text(self, text):
         features, windows = self._windows.features(text)
-        predicted_ids = self._predict(features)["predicted_ids"]
+        # The windows at their longest real one, outputs padded back.
+        predicted_ids = sequence_lengths.call_at_length(
+            self._predict, features, self.length_policy, self.ID_INPUTS,
+            ("logits", "predicted_ids"))["predicted_ids"]
         labels = self._windows.labels(windows, predicted_ids,
                                       self.label_names)
         words = windows["words"]
@@ -400,10 +434,11 @@ class MultipleChoiceExport(_TextExport):
         example = tf.repeat(tf.range(shape[0]), shape[1])
         ids_a = tf.gather(self._tokenizer.tokenize(context), example)
         ids_b = self._tokenizer.tokenize(tf.reshape(choices, [-1]))
-        features = packing.pack_inputs(ids_a, ids_b, self.max_seq_length,
-                                       self._cls_id, self._sep_id)
-        grouped = {name: tf.reshape(value, [shape[0], shape[1],
-                                            self.max_seq_length])
+        features = packing.pack_inputs(
+            ids_a, ids_b, self.max_seq_length, self._cls_id, self._sep_id,
+            pad_to_multiple_of=self.pad_to_multiple_of)
+        length = tf.shape(features[INPUT_IDS])[1]
+        grouped = {name: tf.reshape(value, [shape[0], shape[1], length])
                    for name, value in features.items()}
         return self.serve_ids(grouped[INPUT_IDS], grouped[INPUT_MASK],
                               grouped[SEGMENT_IDS])

@@ -213,21 +213,27 @@ class FeatureExtractor:
     Batches are spread over a `tf.distribute` strategy (TPU included) by
     `bert_tf.training.prediction.predict`; every batch is padded to full
     size, so the model is traced once, and the padding rows' outputs are
-    dropped.
+    dropped. Examples are grouped by length and each batch runs at its
+    longest real sequence (`length_policy`); only real tokens are written,
+    so the output is the full-length run's to float round-off.
     """
 
-    def __init__(self, model, layer_indexes, batch_size, strategy=None):
+    def __init__(self, model, layer_indexes, batch_size, strategy=None,
+                 length_policy=None):
         """Args:
           model: a built `BertModel` (with its weights loaded), created in
             `strategy`'s scope if a strategy is given.
           layer_indexes: which entries of `encoder_outputs` to keep.
           batch_size: examples per model call (global, over all replicas).
           strategy: a `tf.distribute.Strategy`; default: the current one.
+          length_policy: a `bert_tf.sequence_lengths.LengthPolicy`; default:
+            batches rounded to a multiple of 8 (buckets on TPUs).
 
         Raises:
           FeatureExtractionError: a layer index is out of range, or the
             batch does not split over the replicas.
         """
+        from bert_tf import sequence_lengths
         import tensorflow as tf
 
         check_layer_indexes(layer_indexes, model.config.num_hidden_layers)
@@ -243,19 +249,32 @@ class FeatureExtractor:
         self.model = model
         self.layer_indexes = list(layer_indexes)
         self.batch_size = batch_size
+        if length_policy is None:
+            length_policy = sequence_lengths.LengthPolicy()
+        if isinstance(self._strategy, tf.distribute.TPUStrategy):
+            length_policy = sequence_lengths.static_policy(length_policy)
+        self.length_policy = length_policy
 
     def _layer_outputs(self, features):
-        """[batch, num_chosen_layers, seq_length, hidden_size], float32."""
+        """[batch, seq_length, num_chosen_layers, hidden_size], float32,
+        the batch run at its length (`length_policy`)."""
         import tensorflow as tf
 
-        outputs = self.model(features["input_ids"],
-                             input_mask=features["input_mask"],
-                             segment_ids=features["segment_ids"],
-                             training=False)
-        encoder_outputs = outputs["encoder_outputs"]
-        return {"layers": tf.stack(
-            [tf.cast(encoder_outputs[index], tf.float32)
-             for index in self.layer_indexes], axis=1)}
+        from bert_tf import sequence_lengths
+
+        def run(features):
+            outputs = self.model(features["input_ids"],
+                                 input_mask=features["input_mask"],
+                                 segment_ids=features["segment_ids"],
+                                 training=False)
+            encoder_outputs = outputs["encoder_outputs"]
+            return {"layers": tf.stack(
+                [tf.cast(encoder_outputs[index], tf.float32)
+                 for index in self.layer_indexes], axis=2)}
+
+        return sequence_lengths.call_at_length(
+            run, features, self.length_policy,
+            ("input_ids", "input_mask", "segment_ids"), ("layers",))
 
     def run(self, features):
         """Yields `(feature, layer_outputs)` for each feature, in order.
@@ -280,10 +299,12 @@ class FeatureExtractor:
         for outputs in prediction.predict(
                 self._strategy, self._layer_outputs, examples,
                 self.batch_size, pad_to_full_batches=True,
-                num_examples=len(features), description="input lines"):
+                num_examples=len(features), description="input lines",
+                length_policy=self.length_policy):
             for layers in outputs["layers"]:
                 feature = next(remaining)
-                yield feature, layers[:, :len(feature.tokens), :]
+                yield feature, np.transpose(
+                    layers[:len(feature.tokens)], (1, 0, 2))
 
 
 def feature_json(feature, layer_outputs, layer_indexes):
@@ -318,7 +339,8 @@ def feature_json(feature, layer_outputs, layer_indexes):
 def extract_features(input_file, output_file, bert_config_file,
                      init_checkpoint, vocab_file, layers="-1,-2,-3,-4",
                      max_seq_length=128, do_lower_case=True, batch_size=32,
-                     strategy=None):
+                     strategy=None, pad_to_multiple_of=None,
+                     length_buckets=()):
     """Google's `extract_features.py` as a function.
 
     Args:
@@ -334,6 +356,10 @@ def extract_features(input_file, output_file, bert_config_file,
       do_lower_case: True for uncased models.
       batch_size: examples per model call.
       strategy: a `tf.distribute.Strategy`; default: the current one.
+      pad_to_multiple_of: each batch runs at its longest example rounded up
+        to a multiple of this (`bert_tf.sequence_lengths`; default 8);
+        `max_seq_length` runs every batch at the full length.
+      length_buckets: lengths a batch may run at instead (sorted ints).
 
     Returns:
       The number of examples written.
@@ -368,7 +394,18 @@ def extract_features(input_file, output_file, bert_config_file,
         model = BertModel(bert_config)
         model.build()
         load_checkpoint(model, init_checkpoint)
-    extractor = FeatureExtractor(model, layer_indexes, batch_size, strategy)
+    from bert_tf import sequence_lengths
+    policy = sequence_lengths.LengthPolicy(
+        pad_to_multiple_of=(pad_to_multiple_of if pad_to_multiple_of
+                            is not None else
+                            sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF),
+        buckets=tuple(length_buckets))
+    try:
+        policy.validate()
+    except ValueError as error:
+        raise FeatureExtractionError(str(error)) from None
+    extractor = FeatureExtractor(model, layer_indexes, batch_size, strategy,
+                                 length_policy=policy)
 
     # The prediction loop reports the progress ("prediction over the input
     # lines: 12/12 examples ...").

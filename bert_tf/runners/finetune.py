@@ -33,6 +33,7 @@ FLAGS = flags.FLAGS
 
 def define_flags(flag_values=FLAGS, *, max_seq_length, train_batch_size=32,
                  learning_rate=5e-5, eval_batch_size=8, has_eval=True,
+                 pad_to_multiple_of=8, pad_to_multiple_of_note="",
                  do_predict_help="Whether to run the model in inference "
                                  "mode on the test set."):
     """Defines the flags every fine-tuning runner has (Google's names).
@@ -50,12 +51,16 @@ def define_flags(flag_values=FLAGS, *, max_seq_length, train_batch_size=32,
       max_seq_length, train_batch_size, learning_rate, eval_batch_size: the
         runner's defaults (Google's differ between runners).
       has_eval: define `--do_eval` and `--eval_batch_size`.
+      pad_to_multiple_of, pad_to_multiple_of_note: the runner's default
+        for `--pad_to_multiple_of` (None: the full length), and why.
       do_predict_help: the runner's description of `--do_predict`.
     """
     runner_flags.define_model_flags(flag_values)
     runner_flags.define_tokenizer_flags(flag_values, do_lower_case=True)
     runner_flags.define_tpu_flags(flag_values)
-    runner_flags.define_runtime_flags(flag_values)
+    runner_flags.define_runtime_flags(
+        flag_values, pad_to_multiple_of=pad_to_multiple_of,
+        pad_to_multiple_of_note=pad_to_multiple_of_note)
     if has_eval:
         runner_flags.define_training_flags(
             flag_values, max_seq_length=max_seq_length,
@@ -159,6 +164,7 @@ def validate_flags(flag_values):
     if flag_values.predict_batch_size <= 0:
         raise ValueError(f"--predict_batch_size="
                          f"{flag_values.predict_batch_size} must be positive")
+    runner_flags.length_settings_from_flags(flag_values)
     if flag_values.do_train:
         if flag_values.num_train_epochs <= 0:
             raise ValueError(

@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from bert_tf import cli
 from bert_tf import file_io
+from bert_tf import sequence_lengths
 from bert_tf.training import distribution
 from bert_tf.training import precision
 
@@ -140,7 +141,10 @@ def define_tpu_flags(flag_values=FLAGS):
         flag_values=flag_values)
 
 
-def define_runtime_flags(flag_values=FLAGS):
+def define_runtime_flags(flag_values=FLAGS, *,
+                         pad_to_multiple_of=(
+                             sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF),
+                         pad_to_multiple_of_note=""):
     """The new flags; each default keeps the original's behaviour.
 
     `--distribution_strategy`, `--optimizer`, `--num_accumulation_steps`,
@@ -203,6 +207,70 @@ def define_runtime_flags(flag_values=FLAGS):
         "numbers every time on the same machine. Unset (the original): a "
         "different run every time.",
         flag_values=flag_values)
+    define_length_flags(flag_values, training=True,
+                        pad_to_multiple_of=pad_to_multiple_of,
+                        pad_to_multiple_of_note=pad_to_multiple_of_note)
+
+
+def define_length_flags(flag_values=FLAGS, training=False,
+                        pad_to_multiple_of=(
+                            sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF),
+                        pad_to_multiple_of_note=""):
+    """`--pad_to_multiple_of`, `--length_buckets` (and, for runners that
+    train, `--group_by_length`): at which length batches run
+    (`bert_tf.sequence_lengths`).
+
+    Args:
+      flag_values: where to define them.
+      training: also define `--group_by_length`.
+      pad_to_multiple_of: the runner's default; None: `--max_seq_length`
+        (every batch at the full length).
+      pad_to_multiple_of_note: added to the flag's help (why the default).
+    """
+    flags.DEFINE_integer(
+        "pad_to_multiple_of", pad_to_multiple_of,
+        "Run each batch at its longest real sequence rounded up to a "
+        "multiple of this, not at --max_seq_length: the same outputs, "
+        "without computing on padding (prediction also batches examples of "
+        "similar length together, outputs in input order). The records on "
+        "disk keep --max_seq_length. --pad_to_multiple_of=<max_seq_length> "
+        "(or unset, where the default is None) runs every batch at the "
+        "full length, as the original does." + pad_to_multiple_of_note,
+        flag_values=flag_values)
+    flags.DEFINE_string(
+        "length_buckets", "",
+        "Comma-separated lengths (e.g. 32,64,128) a batch may run at: the "
+        "smallest that holds its longest sequence; 'auto': powers of two "
+        "from 16, then --max_seq_length. Compilers build one program per "
+        "shape, so --enable_xla and TPUs always use buckets (auto unless "
+        "given). Empty: any multiple of --pad_to_multiple_of.",
+        flag_values=flag_values)
+    if training:
+        flags.DEFINE_bool(
+            "group_by_length", False,
+            "Training batches of examples of similar length (the shuffle "
+            "regrouped in windows of 50 batches, Hugging Face's "
+            "group_by_length): less padding, faster, but other batches "
+            "than the plain shuffle's (so other losses). Default: the "
+            "original's batches, each cut to its longest sequence, which "
+            "computes the same losses.", flag_values=flag_values)
+
+
+def length_settings_from_flags(flag_values):
+    """`(pad_to_multiple_of, length_buckets)` of the parsed flags.
+
+    Raises:
+      ValueError: naming the flag with a bad value.
+    """
+    multiple = flag_values.pad_to_multiple_of
+    if multiple is None:
+        multiple = flag_values.max_seq_length
+    if multiple <= 0:
+        raise ValueError(f"--pad_to_multiple_of={multiple} must be a "
+                         "positive integer")
+    buckets = sequence_lengths.parse_length_buckets(
+        flag_values.length_buckets, flag_values.max_seq_length)
+    return multiple, buckets
 
 
 # -- validation helpers ----------------------------------------------------
@@ -376,7 +444,12 @@ def trainer_config_from_flags(flag_values=FLAGS, *, num_train_steps,
       max_eval_steps: evaluation batches at most; None for all.
     """
     from bert_tf.training.trainer import TrainerConfig
+    pad_to_multiple_of, length_buckets = length_settings_from_flags(
+        flag_values)
     config = TrainerConfig(
+        pad_to_multiple_of=pad_to_multiple_of,
+        length_buckets=length_buckets,
+        group_by_length=flag_values.group_by_length,
         output_dir=flag_values.output_dir,
         train_batch_size=flag_values.train_batch_size,
         eval_batch_size=flag_values.eval_batch_size,

@@ -118,6 +118,10 @@ TRAIN = modes.TRAIN
 EVAL = modes.EVAL
 PREDICT = modes.PREDICT
 MODES = modes.MODES
+# The model inputs every task has (`bert_tf.data.encoded_input`'s names).
+INPUT_IDS = "input_ids"
+INPUT_MASK = "input_mask"
+SEGMENT_IDS = "segment_ids"
 # The checkpoint scope of the encoder (`BertModel`): every task loads it
 # strictly from `--init_checkpoint`; the variables outside it are the task's
 # heads.
@@ -145,6 +149,15 @@ class Task(abc.ABC):
     #: starts a new run from (`--init_checkpoint`); None: random weights.
     #: Set by the subclass's constructor: it is part of the task's config.
     init_checkpoint = None
+    #: The features whose last axis is the sequence: the trainer cuts them
+    #: to each batch's real length (`bert_tf.sequence_lengths`) before
+    #: `forward` and `compute_loss`. Every other feature must not depend on
+    #: the sequence length (positions into it are fine).
+    sequence_features = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)
+    #: The `prediction_outputs` (and model outputs) whose axis 1 is the
+    #: sequence: padded back with zeros to the records' length, so that
+    #: aggregation sees the full-length shape whatever a batch ran at.
+    sequence_outputs = ()
 
     @abc.abstractmethod
     def build_model(self):

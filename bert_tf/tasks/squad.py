@@ -43,6 +43,8 @@ from bert_tf.tasks import losses
 # computation.
 POOLER_SCOPE = base.ENCODER_SCOPE + "pooler/"
 START_LOGITS = "start_logits"
+# The start/end logit of the padding in a batch cut to its length.
+PADDING_LOGIT = -1e9
 END_LOGITS = "end_logits"
 
 
@@ -245,6 +247,11 @@ class SquadTask(base.Task):
     """SQuAD v1.1/v2.0 span prediction with Google's head and loss."""
 
     name = "squad"
+    # Padded back to max_seq_length after a batch cut to its length, the
+    # padding at a logit no real token has: answers start and end at real
+    # tokens, and the n-best candidates (the top logits) are then the same
+    # whatever the batch a window ran in.
+    sequence_outputs = {START_LOGITS: PADDING_LOGIT, END_LOGITS: PADDING_LOGIT}
 
     def __init__(self, bert_config, data_config,
                  postprocess_config=SquadPostprocessConfig(),

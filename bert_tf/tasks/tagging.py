@@ -223,6 +223,11 @@ class TaggingTask(base.InMemoryArraysTask):
     """Per-word tagging with a softmax or a CRF; see the module docstring."""
 
     name = "tagging"
+    # The word-slot features are cut with the pieces: a window has fewer
+    # words than real pieces. Its per-slot outputs are padded back.
+    sequence_features = features_lib.SEQUENCE_FEATURES
+    sequence_outputs = ("logits", "predicted_ids",
+                        features_lib.LABEL_WEIGHTS)
 
     def __init__(self, bert_config, label_list, data_config, use_crf=False,
                  init_checkpoint=None, causal_attention=False,

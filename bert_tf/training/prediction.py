@@ -24,12 +24,19 @@ assumed about how a strategy splits a batch over replicas or workers:
 Outputs stream: each batch is handed on as soon as its rows are in order,
 so a caller that writes or folds them as they come never holds the whole
 set's outputs.
+
+Grouped by length: with a length policy that cuts batches
+(`bert_tf.sequence_lengths`), the examples are sorted by length within
+windows of 64 batches before batching, so that a batch's examples have
+similar lengths and little padding; the numbering puts the outputs back in
+input order (at most a window's outputs are held back).
 """
 
 import numpy as np
 import tensorflow as tf
 
 from bert_tf import progress as progress_lib
+from bert_tf import sequence_lengths
 
 # The number of each example, added next to its features while predicting.
 # Padding rows are numbered PADDING_INDEX.
@@ -37,7 +44,9 @@ EXAMPLE_INDEX = "_example_index"
 PADDING_INDEX = -1
 
 
-def batch_examples(examples, global_batch_size, pad_to_full_batches=False):
+def batch_examples(examples, global_batch_size, pad_to_full_batches=False,
+                   group_by_length=False,
+                   mask_name=sequence_lengths.INPUT_MASK):
     """Numbers, batches and (optionally) pads a dataset of examples.
 
     Args:
@@ -45,12 +54,21 @@ def batch_examples(examples, global_batch_size, pad_to_full_batches=False):
       global_batch_size: examples per batch, over all replicas.
       pad_to_full_batches: fill the last batch with all-zero rows (numbered
         `PADDING_INDEX`) so every batch has `global_batch_size` rows.
+      group_by_length: batch examples of similar length (by the real
+        tokens of `mask_name`), sorted within windows of batches; the
+        batches are then not in input order (their numbers say it).
+      mask_name: the feature whose non-zeros are the real tokens.
 
     Returns:
       A dataset of `(indices, features)`: int64 [batch] and the batched
       feature dict.
     """
-    dataset = examples.enumerate().batch(global_batch_size)
+    if group_by_length and mask_name in examples.element_spec:
+        dataset = sequence_lengths.group_by_length_windows(
+            examples.enumerate(), global_batch_size,
+            sequence_lengths.mask_lengths(mask_name))
+    else:
+        dataset = examples.enumerate().batch(global_batch_size)
 
     if pad_to_full_batches:
         def pad(indices, features):
@@ -74,43 +92,56 @@ def batch_examples(examples, global_batch_size, pad_to_full_batches=False):
 
 
 class _InOrder:
-    """Puts rows that arrive in any order, repeated or padded, in order."""
+    """Puts rows that arrive in any order, repeated or padded, in order.
+
+    Rows beyond a missing one are held back as the batches they came in
+    (concatenated only when some of them are ready), so that rows arriving
+    in length order cost one copy each, not one per batch.
+    """
 
     def __init__(self):
         self.next_index = 0
-        self._pending = None  # Rows numbered beyond a missing one.
+        self._pending = []  # (indices, outputs) beyond a missing row.
+        self._seen = set()
 
     def add(self, indices, outputs):
         """Takes a gathered batch; returns the rows now in order, or None."""
-        keep = indices >= self.next_index  # Drops padding and repeats.
-        indices = indices[keep]
-        outputs = {key: value[keep] for key, value in outputs.items()}
-        if self._pending is not None:
-            pending_indices, pending_outputs = self._pending
-            indices = np.concatenate([pending_indices, indices])
-            outputs = {key: np.concatenate([pending_outputs[key], value])
-                       for key, value in outputs.items()}
-        indices, first = np.unique(indices, return_index=True)
-        outputs = {key: value[first] for key, value in outputs.items()}
-        # Rows next_index, next_index + 1, ... are ready.
-        ready = int(np.sum(indices == self.next_index
-                           + np.arange(indices.size)))
-        self._pending = None
-        if ready < indices.size:
-            self._pending = (indices[ready:], {key: value[ready:] for
-                                               key, value in outputs.items()})
-        if not ready:
+        # Drops padding and rows seen before (repeats across workers).
+        keep = np.array([i >= self.next_index and int(i) not in self._seen
+                         for i in indices], dtype=bool).reshape([-1])
+        indices, first = np.unique(indices[keep], return_index=True)
+        if indices.size:
+            self._pending.append((indices, {
+                key: value[keep][first] for key, value in outputs.items()}))
+            self._seen.update(int(i) for i in indices)
+        if self.next_index not in self._seen:
             return None
+        all_indices = np.concatenate([i for i, _ in self._pending])
+        order = np.argsort(all_indices, kind="stable")
+        all_indices = all_indices[order]
+        merged = {key: np.concatenate([o[key] for _, o in self._pending])[
+            order] for key in self._pending[0][1]}
+        # Rows next_index, next_index + 1, ... are ready.
+        ready = int(np.sum(all_indices == self.next_index
+                           + np.arange(all_indices.size)))
+        self._pending = []
+        self._seen = set()
+        if ready < all_indices.size:
+            rest = all_indices[ready:]
+            self._pending.append((rest, {key: value[ready:] for
+                                         key, value in merged.items()}))
+            self._seen.update(int(i) for i in rest)
         self.next_index += ready
-        return {key: value[:ready] for key, value in outputs.items()}
+        return {key: value[:ready] for key, value in merged.items()}
 
     @property
     def num_pending(self):
-        return 0 if self._pending is None else self._pending[0].size
+        return sum(indices.size for indices, _ in self._pending)
 
 
 def predict(strategy, predict_fn, examples, global_batch_size,
-            pad_to_full_batches=False, num_examples=None, description="set"):
+            pad_to_full_batches=False, num_examples=None, description="set",
+            length_policy=None):
     """Yields `predict_fn`'s outputs over every example, in order.
 
     Args:
@@ -124,6 +155,9 @@ def predict(strategy, predict_fn, examples, global_batch_size,
       num_examples: when given, the number of examples the set must have;
         a different count is an error.
       description: names the set in messages, e.g. "predict records".
+      length_policy: a `sequence_lengths.LengthPolicy` that `predict_fn`
+        cuts batches with: unless it is fixed-length, the examples are
+        grouped by length into batches (`batch_examples`). None: in order.
 
     Yields:
       Dicts of numpy arrays, one row per example, consecutive batches in
@@ -136,8 +170,17 @@ def predict(strategy, predict_fn, examples, global_batch_size,
     """
     if global_batch_size < 1:
         raise ValueError(f"batch size {global_batch_size} must be positive")
+    group_by_length = False
+    if length_policy is not None:
+        mask_spec = examples.element_spec.get(sequence_lengths.INPUT_MASK) if (
+            isinstance(examples.element_spec, dict)) else None
+        full_length = (mask_spec.shape[-1] if mask_spec is not None
+                       else None)
+        group_by_length = (full_length is None
+                           or not length_policy.is_fixed_length(full_length))
     dataset = strategy.experimental_distribute_dataset(
-        batch_examples(examples, global_batch_size, pad_to_full_batches))
+        batch_examples(examples, global_batch_size, pad_to_full_batches,
+                       group_by_length=group_by_length))
 
     def replica_step(indices, features):
         outputs = dict(predict_fn(features))

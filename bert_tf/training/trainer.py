@@ -32,7 +32,7 @@ import dataclasses
 import math
 import os
 import time
-from typing import Optional
+from typing import Optional, Tuple
 
 from absl import logging
 import numpy as np
@@ -42,6 +42,7 @@ from bert_tf import checkpoints
 from bert_tf import file_io
 from bert_tf import modes
 from bert_tf import progress as progress_lib
+from bert_tf import sequence_lengths
 from bert_tf.modeling import layers as modeling_layers
 from bert_tf.training import checkpoint_manager as checkpoint_manager_lib
 from bert_tf.training import distribution
@@ -103,6 +104,17 @@ class TrainerConfig:
         pipeline skips what was consumed) and draws the dropout masks the
         uninterrupted run draws (`DROPOUT_RANDOM_STATE` in the checkpoint).
         The task's input pipeline must be seeded with the same seed.
+      pad_to_multiple_of: every batch (training, evaluation, prediction)
+        runs at its longest real sequence rounded up to a multiple of this
+        (`bert_tf.sequence_lengths`); `max_seq_length` or more runs every
+        batch at the full length, as Google's code does.
+      length_buckets: the lengths batches may run at (sorted); empty: any
+        multiple of `pad_to_multiple_of`. Under `enable_xla` and on TPUs
+        batches always run at buckets (`sequence_lengths.default_buckets`
+        when none are given), one compiled program per bucket.
+      group_by_length: training batches of examples of similar lengths
+        (the shuffle regrouped in windows of 50 batches): faster, but other
+        batches than the plain shuffle's.
 
     The initial weights (`--init_checkpoint`) are the task's
     (`Task.init_checkpoint`).
@@ -121,6 +133,17 @@ class TrainerConfig:
     dtype: str = "float32"
     enable_xla: bool = False
     seed: Optional[int] = None
+    pad_to_multiple_of: int = sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF
+    length_buckets: Tuple[int, ...] = ()
+    group_by_length: bool = False
+
+    def length_policy(self):
+        """The `sequence_lengths.LengthPolicy` of these settings."""
+        return sequence_lengths.LengthPolicy(
+            pad_to_multiple_of=self.pad_to_multiple_of,
+            buckets=tuple(self.length_buckets),
+            group_by_length=self.group_by_length,
+            static_shapes=self.enable_xla)
 
     def validate(self):
         """Raises ValueError naming the first flag whose value cannot work."""
@@ -150,6 +173,7 @@ class TrainerConfig:
                 f"--keep_checkpoint_max={self.keep_checkpoint_max} must be "
                 ">= 0")
         precision.validate_dtype(self.dtype)
+        self.length_policy().validate()
 
 
 def write_eval_results(path, results):
@@ -224,6 +248,12 @@ class Trainer:
         self.strategy = strategy or tf.distribute.get_strategy()
         self.num_replicas = self.strategy.num_replicas_in_sync
         self.is_chief = distribution.is_chief(self.strategy)
+        # At which length each batch runs; TPUs compile every step, so
+        # they get static lengths (buckets) as XLA does.
+        self.length_policy = config.length_policy()
+        if isinstance(self.strategy, tf.distribute.TPUStrategy):
+            self.length_policy = sequence_lengths.static_policy(
+                self.length_policy)
         # Workers must run the same steps in every call and stop together:
         # calls sized by the clock and stops on SIGTERM are for one process.
         self._one_process = not isinstance(
@@ -421,7 +451,17 @@ class Trainer:
         metric_names = tuple(task.metric_names)
         missing_gradients = []
 
+        policy = self.length_policy
+        sequence_features = tuple(task.sequence_features)
+
         def gradients(features, denominators):
+            # Cut to the batch's length (a bucket's static branch under
+            # XLA); the gradients have the variables' shapes either way.
+            return sequence_lengths.call_at_length(
+                lambda cut: full_length_gradients(cut, denominators),
+                features, policy, sequence_features)
+
+        def full_length_gradients(features, denominators):
             with tf.GradientTape() as tape:
                 outputs = task.forward(model, features, training=True)
                 loss, metrics = task.compute_loss(features, outputs,
@@ -529,6 +569,14 @@ class Trainer:
 
         return train_loop
 
+    def _at_length(self, fn, features):
+        """`fn(features)` on the batch cut to its length; the task's
+        sequence outputs padded back to the records' length."""
+        return sequence_lengths.call_at_length(
+            fn, features, self.length_policy,
+            tuple(self.task.sequence_features),
+            self.task.sequence_outputs)
+
     def _prediction_outputs(self, features, outputs, mode):
         """The task's `prediction_outputs`, floating tensors as float32."""
         kept = self.task.prediction_outputs(features, outputs, mode)
@@ -547,15 +595,21 @@ class Trainer:
             if denominators:
                 denominators = replica_context.all_reduce(
                     tf.distribute.ReduceOp.SUM, denominators)
-            outputs = task.forward(model, features, training=False)
-            loss, metrics = task.compute_loss(features, outputs, denominators)
-            values = {"loss": tf.cast(loss, tf.float32)}
-            values.update({k: tf.cast(metrics[k], tf.float32)
-                           for k in metric_names})
+
+            def evaluate_batch(features):
+                outputs = task.forward(model, features, training=False)
+                loss, metrics = task.compute_loss(features, outputs,
+                                                  denominators)
+                values = {"loss": tf.cast(loss, tf.float32)}
+                values.update({k: tf.cast(metrics[k], tf.float32)
+                               for k in metric_names})
+                return values, self._prediction_outputs(features, outputs,
+                                                        modes.EVAL)
+
+            values, kept = self._at_length(evaluate_batch, features)
             sums = replica_context.all_reduce(tf.distribute.ReduceOp.SUM,
                                               values)
-            return sums, self._prediction_outputs(features, outputs,
-                                                  modes.EVAL)
+            return sums, kept
 
         # The last batch may be partial: retrace for it only once.
         @tf.function(reduce_retracing=True)
@@ -599,9 +653,14 @@ class Trainer:
         steps_done = (self.global_step if self.config.seed is not None
                       else 0)
 
+        policy = self.length_policy
+
         def dataset_fn(context):
             dataset = self.task.build_inputs(modes.TRAIN,
                                              per_replica_batch_size, context)
+            if policy.group_by_length:
+                dataset = sequence_lengths.regroup_training_batches(
+                    dataset, per_replica_batch_size, seed=self.config.seed)
             if not steps_done:
                 return dataset
             # Each step takes one batch per replica; a pipeline feeds
@@ -955,14 +1014,18 @@ class Trainer:
         """
         task, model = self.task, self.model
 
-        def predict_fn(features):
+        def predict_batch(features):
             outputs = task.forward(model, features, training=False)
             return self._prediction_outputs(features, outputs, mode)
+
+        def predict_fn(features):
+            return self._at_length(predict_batch, features)
 
         return prediction.predict(
             self.strategy, predict_fn, examples, global_batch_size,
             pad_to_full_batches=pad_to_full_batches,
-            num_examples=num_examples, description=f"{mode} records")
+            num_examples=num_examples, description=f"{mode} records",
+            length_policy=self.length_policy)
 
     def run_predictions(self, mode, global_batch_size, initial_state=None,
                         pad_to_full_batches=False, num_examples=None):

