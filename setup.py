@@ -69,6 +69,16 @@ setup(
             "transformers==5.24.0",
             "keras-hub==0.32.0",
         ],
+        # export_saved_model.py --format=onnx (tf2onnx converts, onnx and
+        # onnxruntime's quantization write int8) and the tokenizer.json
+        # beside ONNX and TFLite exports; benchmarks/serving.py's ONNX
+        # Runtime contenders.
+        "onnx": [
+            "tf2onnx==1.17.0",
+            "onnx==1.23.2",
+            "onnxruntime==1.32.0",
+            "tokenizers==0.23.3",
+        ],
         # create_pretraining_data_beam.py (pulls protobuf 6.33).
         "beam": [
             "apache-beam==2.77.0",
