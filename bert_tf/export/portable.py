@@ -123,26 +123,40 @@ def _write_onnx(export, directory, quantize):
     return [output.name for output in model.graph.output]
 
 
+def tflite_model(export, quantize=NO_QUANTIZATION):
+    """The TFLite flatbuffer of the export's `serving_ids` (bytes).
+
+    Args:
+      export: one of `bert_tf.export.serving`'s exports.
+      quantize: `INT8`: dynamic-range quantization (int8 weights).
+    """
+    import tempfile
+
+    import tensorflow as tf
+
+    from bert_tf.export import serving
+    # The SavedModel's own serving_ids signature, converted from a saved
+    # copy: the converter keeps the signature's names and dynamic axes.
+    with tempfile.TemporaryDirectory() as saved:
+        tf.saved_model.save(export, saved, signatures={
+            serving.SERVING_IDS: export.signatures()[serving.SERVING_IDS]})
+        converter = tf.lite.TFLiteConverter.from_saved_model(
+            saved, signature_keys=[serving.SERVING_IDS])
+        if quantize == INT8:
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        return converter.convert()
+
+
 def _write_tflite(export, directory, quantize):
     import tensorflow as tf
 
     from bert_tf.export import serving
-    input_names, input_rank = _ids_function(export)
-    # The SavedModel's own serving_ids signature, converted from a saved
-    # copy: the converter keeps the signature's names and dynamic axes.
-    saved = os.path.join(directory, ".saved_model")
-    tf.saved_model.save(export, saved, signatures={
-        serving.SERVING_IDS: export.signatures()[serving.SERVING_IDS]})
-    converter = tf.lite.TFLiteConverter.from_saved_model(
-        saved, signature_keys=[serving.SERVING_IDS])
-    if quantize == INT8:
-        converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    content = converter.convert()
-    shutil.rmtree(saved)
+    content = tflite_model(export, quantize)
     with open(os.path.join(directory, MODEL_FILES[TFLITE]), "wb") as writer:
         writer.write(content)
-    runner = tf.lite.Interpreter(model_content=content).get_signature_list()
-    return runner[serving.SERVING_IDS]["outputs"]
+    signatures = tf.lite.Interpreter(
+        model_content=content).get_signature_list()
+    return signatures[serving.SERVING_IDS]["outputs"]
 
 
 def _write_tokenizer(export, directory):
