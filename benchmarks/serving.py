@@ -243,6 +243,11 @@ def main():
 
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
+        # No busy-waiting between operators: on a machine shared with other
+        # processes (as here) spinning threads lose their cores; idle, it
+        # costs little.
+        options.add_session_config_entry("session.intra_op.allow_spinning",
+                                         "0")
         sessions = {name: onnxruntime.InferenceSession(
             model, options, providers=["CPUExecutionProvider"])
             for name, model in onnx_models.items()}
