@@ -61,15 +61,14 @@ def _batched(run, arrays):
     return {name: np.concatenate(values) for name, values in outputs.items()}
 
 
-def _runtimes(export):
-    """{contender: run(arrays) -> numpy outputs} of one export; the Keras
-    int8 one quantizes the export's model, so it comes last."""
+def _runtimes(export, contenders=CONTENDERS):
+    """{contender: run(arrays) -> numpy outputs} of one export, for
+    `contenders`; the Keras int8 one quantizes the export's model, so it
+    comes last."""
     import onnxruntime
 
     from bert_tf.export import onnx_export, portable
     input_names = tuple(export.ID_INPUTS)
-    onnx_float = onnx_export.onnx_model(export, input_names, export.ID_RANK)
-    onnx_int8 = onnx_export.quantize_int8(onnx_float)
 
     def onnx_runner(model):
         session = onnxruntime.InferenceSession(
@@ -88,14 +87,19 @@ def _runtimes(export):
             name: value.numpy() for name, value in serve(
                 *[tf.constant(arrays[name]) for name in input_names]).items()}
 
-    runtimes = {
-        "TF float32": tf_runner(),
-        "ONNX float32": onnx_runner(onnx_float),
-        "ONNX int8": onnx_runner(onnx_int8),
-        "TFLite float32": tflite_runner(portable.tflite_model(export)),
-        "TFLite int8": tflite_runner(
+    builders = {
+        "TF float32": tf_runner,
+        "ONNX float32": lambda: onnx_runner(onnx_export.onnx_model(
+            export, input_names, export.ID_RANK)),
+        "ONNX int8": lambda: onnx_runner(onnx_export.quantize_int8(
+            onnx_export.onnx_model(export, input_names, export.ID_RANK))),
+        "TFLite float32": lambda: tflite_runner(
+            portable.tflite_model(export)),
+        "TFLite int8": lambda: tflite_runner(
             portable.tflite_model(export, portable.INT8)),
     }
+    runtimes = {name: build() for name, build in builders.items()
+                if name in contenders}
 
     def keras_int8(arrays):
         if not getattr(export.model, "_bert_tf_quantized", False):
@@ -104,7 +108,8 @@ def _runtimes(export):
             keras_int8.run = tf_runner()
         return keras_int8.run(arrays)
 
-    runtimes["Keras int8"] = keras_int8
+    if "Keras int8" in contenders:
+        runtimes["Keras int8"] = keras_int8
     return runtimes
 
 
@@ -203,6 +208,12 @@ def span(model_dir, output_dir, dev_file, max_seq_length=48, doc_stride=24,
     return export, arrays, score
 
 
+def reference_of(contender):
+    """The float32 contender an int8 one is compared with."""
+    return ("TF float32" if contender == "Keras int8"
+            else contender.replace("int8", "float32"))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model_dir", required=True,
@@ -211,6 +222,9 @@ def main():
     parser.add_argument("--conll", help="OUTPUT_DIR,DATA_DIR")
     parser.add_argument("--span", help="OUTPUT_DIR,DEV_JSON")
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--contenders", default=",".join(CONTENDERS),
+                        help="a comma-separated subset of: "
+                             + ", ".join(CONTENDERS))
     args = parser.parse_args()
     tasks = {"sentiment": (sentiment, "dev accuracy"),
              "conll": (conll, "dev entity F1"),
@@ -224,16 +238,16 @@ def main():
         start = time.time()
         export, arrays, score = build(args.model_dir, *paths.split(","))
         scores = {}
-        for contender, run in _runtimes(export).items():
+        chosen = args.contenders.split(",")
+        for contender, run in _runtimes(export, chosen).items():
             scores[contender] = score(_batched(run, arrays))
         results[name] = scores
         print(f"{name} ({metric}, {len(next(iter(arrays.values())))} rows, "
               f"{time.time() - start:.0f} s):")
-        for contender in CONTENDERS:
+        for contender in scores:
             line = f"  {contender:<15} {scores[contender] * 100:6.2f}"
-            if "int8" in contender:
-                reference = ("TF float32" if contender == "Keras int8"
-                             else contender.replace("int8", "float32"))
+            if "int8" in contender and reference_of(contender) in scores:
+                reference = reference_of(contender)
                 line += (f"   int8 - float32: "
                          f"{(scores[contender] - scores[reference]) * 100:+.2f}"
                          " points")

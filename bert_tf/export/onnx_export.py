@@ -13,9 +13,11 @@ its longest input: a padded position (input_mask 0) changes no real
 position's output, as in the runners.
 
 `quantize_int8` is ONNX Runtime's dynamic quantization: the weights of
-every MatMul stored as int8 (per output channel), the activations quantized
-per call from their observed range; the embeddings, LayerNorm and softmax
-stay float32.
+every MatMul by a weight matrix stored as int8 (per output channel), its
+input quantized per call from its observed range; the attention's
+activation-by-activation MatMuls (scores and their use), the embeddings,
+LayerNorm and softmax stay float32, as in TFLite's dynamic-range
+quantization.
 """
 
 import os
@@ -80,17 +82,23 @@ def quantize_int8(model):
       model: an `onnx.ModelProto` (float32).
 
     Returns:
-      The quantized `onnx.ModelProto`: MatMul weights int8 per output
-      channel, activations quantized per call (unsigned, as ONNX Runtime
-      recommends for x86 CPUs).
+      The quantized `onnx.ModelProto`: the weights of MatMuls by a constant
+      int8 per output channel, their inputs quantized per call (uint8).
     """
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    constants = {tensor.name for tensor in model.graph.initializer}
+    constants.update(output for node in model.graph.node
+                     if node.op_type == "Constant" for output in node.output)
+    activation_matmuls = [
+        node.name for node in model.graph.node if node.op_type == "MatMul"
+        and not any(name in constants for name in node.input)]
     with tempfile.TemporaryDirectory() as directory:
         source = os.path.join(directory, "float32.onnx")
         target = os.path.join(directory, "int8.onnx")
         onnx.save(model, source)
         quantize_dynamic(source, target, weight_type=QuantType.QInt8,
-                         per_channel=True, op_types_to_quantize=["MatMul"])
+                         per_channel=True, op_types_to_quantize=["MatMul"],
+                         nodes_to_exclude=activation_matmuls)
         return onnx.load(target)
