@@ -92,6 +92,18 @@ def define_flags(flag_values=FLAGS):
     flags.DEFINE_string(
         "export_dir", None, "The SavedModel directory to create.",
         flag_values=flag_values)
+    flags.DEFINE_enum(
+        "format", "saved_model", ("saved_model", "onnx", "tflite"),
+        "saved_model: raw text in (serving_default) and ids in "
+        "(serving_ids). onnx: model.onnx of the ids signature (tf2onnx; "
+        "for ONNX Runtime), tflite: model.tflite of serving_ids; both with "
+        "vocab.txt, tokenizer.json and packing.json (the task's packing "
+        "and labels) beside the model.", flag_values=flag_values)
+    flags.DEFINE_enum(
+        "quantize", "none", ("none", "int8"),
+        "int8 (--format=onnx or tflite): int8 weights, activations "
+        "quantized per call (ONNX Runtime's dynamic quantization; TFLite's "
+        "dynamic-range quantization).", flag_values=flag_values)
     flags.DEFINE_bool(
         "overwrite", False,
         "Replace an existing --export_dir (once the new export is "
@@ -313,7 +325,7 @@ def run(flag_values):
 
     from bert_tf.config import BertConfig
     from bert_tf.export import builders
-    from bert_tf.export import serving
+    from bert_tf.export import portable
     from bert_tf.text import tokenization
 
     tokenization.validate_case_matches_checkpoint(
@@ -364,8 +376,10 @@ def run(flag_values):
                     flag_values.text_b_column),
                 multi_label=True, threshold=threshold, **common)
     with startup.tensorflow_python_info_hidden():
-        serving.save_export(export, flag_values.export_dir,
-                            overwrite=flag_values.overwrite)
+        portable.save(export, flag_values.export_dir,
+                      export_format=flag_values.format,
+                      quantize=flag_values.quantize,
+                      overwrite=flag_values.overwrite)
     logging.info("Exported %s to %s", task_name, flag_values.export_dir)
 
 

