@@ -12,6 +12,17 @@ MODEL_GARDEN = [
 
 KERAS_HUB = "keras-hub>=0.25,<1"
 
+# export_saved_model.py --format=onnx (tf2onnx converts, onnx and
+# onnxruntime's quantization write int8) and the tokenizer.json beside ONNX
+# and TFLite exports; benchmarks/serving.py's ONNX Runtime contenders;
+# tests/test_export_onnx.py runs the exports in ONNX Runtime.
+ONNX = [
+    "tf2onnx>=1.16,<2",
+    "onnx>=1.16,<2",
+    "onnxruntime>=1.18,<2",
+    "tokenizers>=0.20,<1",
+]
+
 setup(
     name="bert_tf",
     version="0.1.0",
@@ -75,9 +86,9 @@ setup(
             # Loads google_to_keras_hub's presets, saves its own
             # (tests/test_keras_hub_preset.py).
             KERAS_HUB,
-        ] + MODEL_GARDEN,
+        ] + MODEL_GARDEN + ONNX,
         # benchmarks/: Model Garden is the peer each speed is compared with.
-        "benchmarks": MODEL_GARDEN,
+        "benchmarks": MODEL_GARDEN + ONNX,
         # TensorFlow's GPU build: the CUDA and cuDNN libraries as pip
         # packages (Linux; a recent NVIDIA driver is all the machine needs).
         "gpu": [
@@ -96,16 +107,7 @@ setup(
             "transformers>=4.40,<6",
             KERAS_HUB,
         ],
-        # export_saved_model.py --format=onnx (tf2onnx converts, onnx and
-        # onnxruntime's quantization write int8) and the tokenizer.json
-        # beside ONNX and TFLite exports; benchmarks/serving.py's ONNX
-        # Runtime contenders.
-        "onnx": [
-            "tf2onnx==1.17.0",
-            "onnx==1.23.2",
-            "onnxruntime==1.32.0",
-            "tokenizers==0.23.3",
-        ],
+        "onnx": ONNX,
         # create_pretraining_data_beam.py (pulls protobuf 6.33).
         "beam": [
             "apache-beam>=2.60,<3",
