@@ -158,10 +158,14 @@ def test_predict_logits_by_unique_id(tiny_config, tmp_path, batch_size, pad):
     arrays = squad_features.features_to_arrays(features, is_training=False)
     direct = trainer.model({k: tf.constant(v) for k, v in arrays.items()},
                            training=False)
-    np.testing.assert_allclose(start, direct[squad.START_LOGITS].numpy(),
-                               atol=1e-5)
-    np.testing.assert_allclose(end, direct[squad.END_LOGITS].numpy(),
-                               atol=1e-5)
+    # The trainer's default runs each batch at its real length: the real
+    # tokens' logits are the full-length model's, the padding's
+    # PADDING_LOGIT (run_squad.py's default is the full length).
+    real = arrays["input_mask"] == 1
+    for ours, name in ((start, squad.START_LOGITS), (end, squad.END_LOGITS)):
+        np.testing.assert_allclose(ours[real], direct[name].numpy()[real],
+                                   atol=1e-5)
+        assert np.all(ours[~real] == np.float32(squad.PADDING_LOGIT))
 
 
 def test_predict_logits_detects_missing_features(tiny_config, tmp_path):
@@ -224,7 +228,11 @@ def _mirrored_check(out_path, work_dir):
                                  ("padded", 4, True)):
         logits = np.stack(predict_logits(trainer, batch_size, 11,
                                          pad_to_full_batches=pad))
-        result[run] = float(np.abs(logits - expected).max())
+        # Each replica cuts its share to its own length: the real tokens'
+        # logits are the full-length model's, the padding's PADDING_LOGIT.
+        real = np.broadcast_to(arrays["input_mask"] == 1, logits.shape)
+        assert np.all(logits[~real] == np.float32(squad.PADDING_LOGIT))
+        result[run] = float(np.abs(logits - expected)[real].max())
     with open(out_path, "w") as writer:
         json.dump(result, writer)
 
