@@ -106,6 +106,12 @@ def define_flags(flag_values=FLAGS):
         "Fine-tuning epochs over the ~10k Rotten Tomatoes training snippets "
         "(default: 1, or 0.25 with --quick).", lower_bound=0.0,
         flag_values=flag_values)
+    flags.DEFINE_integer(
+        "seed", None,
+        "The run's seed: the pretraining records' --random_seed and the "
+        "pretraining and fine-tuning runs' --seed (default: 12345). Another "
+        "seed gives another run of the same recipe; use another --work_dir "
+        "for it.", flag_values=flag_values)
     flags.DEFINE_string(
         "sample_text", str(DEFAULT_SAMPLE_TEXT),
         "Text for the feature-extraction steps: one example per line, "
@@ -130,6 +136,9 @@ def options_from_flags(flag_values=FLAGS):
             raise app.UsageError("--num_train_epochs must be positive")
         settings = dataclasses.replace(
             settings, num_train_epochs=flag_values.num_train_epochs)
+    if flag_values.seed is not None:
+        settings = dataclasses.replace(settings,
+                                       random_seed=flag_values.seed)
     vocab_file = None
     if flag_values.vocab_file:
         vocab_file = pathlib.Path(flag_values.vocab_file).resolve()

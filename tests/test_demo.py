@@ -204,6 +204,15 @@ def test_overridden_steps_reach_the_command_lines(in_tmp):
     assert flag_value(step["classifier"].command, "num_train_epochs") == "0.3"
 
 
+def test_seed_reaches_records_pretraining_and_fine_tuning(in_tmp):
+    default = by_name(workflow.build_steps(in_tmp / "d", options()))
+    assert flag_value(default["pretrain_data"].command, "random_seed") == "12345"
+    step = by_name(workflow.build_steps(in_tmp / "w", options("--seed=7")))
+    assert flag_value(step["pretrain_data"].command, "random_seed") == "7"
+    assert flag_value(step["pretrain"].command, "seed") == "7"
+    assert flag_value(step["classifier"].command, "seed") == "7"
+
+
 def test_given_vocab_replaces_the_learned_one(in_tmp):
     vocab = in_tmp / "my_vocab.txt"
     vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n")
