@@ -7,6 +7,16 @@ machine), and compares every number the runs leave: each result file
 checkpoint exactly. The reference is the other run, so the check fails
 wherever anything in a run depends on more than the seed (initialization,
 dropout, shuffling, parallel input pipelines, nondeterministic kernels).
+
+What it cannot see: TensorFlow's op determinism, which `--seed` turns on.
+On a CPU that changes no kernel's numbers (the kernels that check for it
+are GPU ones); it changes `tf.data` (a parallel map or interleave keeps its
+order even where `deterministic=False`, and one drawing stateful random
+numbers runs serially). bert_tf's pipelines already ask for a deterministic
+order when seeded and draw with stateless ops, so on a CPU the runner
+checks pass with op determinism turned off as well (tried: a local patch,
+see the README's "Reproducible runs"). `test_seed_turns_on_op_determinism`
+checks what it does on a CPU directly, and fails without it.
 """
 
 import json
@@ -107,6 +117,48 @@ def test_same_seed_same_numbers_in_two_processes(workspace):
     for name, value in first_variables.items():
         np.testing.assert_array_equal(value, second_variables[name],
                                       err_msg=name)
+
+
+def _parallel_map_outputs():
+    """Two pipelines whose outputs depend on thread timing unless op
+    determinism is on: a parallel map that allows any order
+    (`deterministic=False`) over elements that take different times, and a
+    parallel map drawing from one stateful random op (which element gets
+    which number depends on who runs first)."""
+    import time
+
+    def slow_identity(value):
+        def wait(v):
+            time.sleep(0.002 * (int(v) * 7 % 5))  # 0-8 ms, mixed
+            return v
+        return tf.py_function(wait, [value], tf.int64)
+
+    order = tf.data.Dataset.range(40).map(
+        slow_identity, num_parallel_calls=8, deterministic=False)
+    draws = tf.data.Dataset.range(40).map(
+        lambda _: tf.random.uniform([], maxval=10**6, dtype=tf.int64, seed=1),
+        num_parallel_calls=8)
+    return [int(v) for v in order], [int(v) for v in draws]
+
+
+def test_seed_turns_on_op_determinism():
+    """`--seed` (`make_deterministic`) makes TensorFlow's nondeterministic
+    input pipelines deterministic: the one thing op determinism changes on
+    a CPU. Without it (tried with the call removed), the first order is
+    shuffled by the sleeps and the draws differ between two seeded runs."""
+    from tensorflow.python.framework import config as tf_config
+
+    from bert_tf.runners.flags import make_deterministic
+    try:
+        make_deterministic(3)
+        order, draws = _parallel_map_outputs()
+        make_deterministic(3)
+        _, draws_again = _parallel_map_outputs()
+    finally:
+        # The rest of the test process runs as without --seed.
+        tf_config.disable_op_determinism()
+    assert order == list(range(40))
+    assert draws == draws_again
 
 
 def _tagging_data(directory, rng):
