@@ -14,8 +14,8 @@ post-processing:
 - a run_classifier.py task (cola, mnli, mnli-mm, mrpc, xnli, sst-2, qqp,
   qnli, rte, wnli, sts-b, generic): `text_a` (and `text_b` for pair tasks)
   -> `probabilities`, `label`, `label_id`, `logits` (sts-b: `score`);
-  a `--multi_label` checkpoint (its run wrote `multi_label.json` beside
-  it): sigmoid `probabilities`, `predicted` (0/1 at the run's
+  a `--multi_label` checkpoint (its run's `bert_tf_run.json` beside it
+  says so): sigmoid `probabilities`, `predicted` (0/1 at the run's
   `--threshold`), `labels` (the predicted labels' names, "" elsewhere);
 - `squad`: `question`, `context` -> `answer`, `probability`, `score`,
   the n-best list (`nbest_text`, ...), `null_score_diff`;
@@ -214,7 +214,8 @@ def _multi_label_head(flag_values, task_name):
     """None for a single-label classifier, else `(label_list, threshold)`.
 
     A `run_classifier.py --multi_label` run records itself beside its
-    checkpoints (`multi_label.json`): its weights look like a softmax
+    checkpoints (`bert_tf_run.json`, read by
+    `finetune.read_multi_label_head`): its weights look like a softmax
     classifier's, whose probabilities would not be the runner's. That
     record makes the export multi-label; `--multi_label=false` against it
     is refused. Without the record (`--multi_label` given), the labels come
@@ -224,17 +225,20 @@ def _multi_label_head(flag_values, task_name):
     Raises:
       ValueError: the flags contradict the record, or name no labels.
     """
+    import os
+
     from bert_tf import checkpoints
     from bert_tf.data import multi_label as multi_label_data
-    record = multi_label_data.read_head_file(
-        checkpoints.resolve_checkpoint(flag_values.init_checkpoint))
+    from bert_tf.runners import finetune
+    record = finetune.read_multi_label_head(os.path.dirname(
+        checkpoints.resolve_checkpoint(flag_values.init_checkpoint)))
     asked = flag_values["multi_label"]
     if record is not None and asked.present and not asked.value:
         raise ValueError(
             f"--init_checkpoint={flag_values.init_checkpoint} was trained "
-            f"with --multi_label ({multi_label_data.HEAD_FILE} beside it); "
-            "a single-label export would serve other probabilities: leave "
-            "out --multi_label=false")
+            f"with --multi_label ({os.path.basename(record['path'])} "
+            "beside it); a single-label export would serve other "
+            "probabilities: leave out --multi_label=false")
     if record is None and not asked.value:
         return None
     if task_name != GENERIC:
@@ -262,7 +266,7 @@ def _multi_label_head(flag_values, task_name):
         raise ValueError(
             f"--label_list {','.join(labels)} is not the training run's "
             f"labels {','.join(record['label_list'])} "
-            f"({multi_label_data.HEAD_FILE})")
+            f"({record['path']})")
     return labels, threshold
 
 

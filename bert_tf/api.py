@@ -352,7 +352,7 @@ class _TaskPredictor:
 
         Args:
           inputs: a list, by task:
-            - one-text classification: strings;
+            - one-text classification (multi-label too): strings;
             - pair classification: `(text_a, text_b)` pairs;
             - SQuAD: `(question, context)` pairs;
             - tagging: lists of words (strings without whitespace);
@@ -365,6 +365,10 @@ class _TaskPredictor:
           A list of dicts:
             - classification: {"label", "probabilities"} (the probabilities
               in `labels` order, as test_results.tsv); STS-B: {"score"};
+            - multi-label classification: {"labels" (the names of the
+              labels whose probability is at least the run's --threshold,
+              in label-list order), "probabilities" (a sigmoid per label,
+              as test_results.tsv)};
             - SQuAD: {"answer" (as predictions.json), "probability",
               "nbest": [{"text", "probability", "start_logit",
               "end_logit"}] (as nbest_predictions.json)}, and
@@ -393,7 +397,8 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
 
     Attributes (besides `PretrainedModel`'s):
       description: its `bert_tf_run.json`.
-      task: "classification", "squad", "tagging" or "multiple_choice".
+      task: "classification", "multi_label", "squad", "tagging" or
+        "multiple_choice".
     """
 
     def __init__(self, path, batch_size=32, do_lower_case=None,
@@ -410,8 +415,8 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
 
     @property
     def labels(self):
-        """The run's labels in label-id order (classification, tagging),
-        else None."""
+        """The run's labels in label-id order (classification,
+        multi-label, tagging), else None."""
         return self.description.get("label_list")
 
     def _serving(self):
@@ -436,6 +441,13 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
             return builders.classifier_export(
                 label_list=d["label_list"], is_regression=d["is_regression"],
                 has_text_b=d["has_text_b"], **common)
+        if task == finetune_lib.MULTI_LABEL:
+            # export_saved_model.py's multi-label export: a sigmoid per
+            # label, the run's --threshold.
+            head = finetune_lib.read_multi_label_head(self.path)
+            return builders.classifier_export(
+                label_list=head["label_list"], has_text_b=d["has_text_b"],
+                multi_label=True, threshold=head["threshold"], **common)
         if task == finetune_lib.SQUAD:
             return builders.squad_export(
                 **{name: d[name] for name in (
@@ -449,9 +461,8 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
         if task == finetune_lib.MULTIPLE_CHOICE:
             return builders.multiple_choice_export(
                 has_question=d["input_format"] == "jsonl", **common)
-        raise ValueError(
-            f"predict: {self.path} is a {task} run, which predict does not "
-            "serve (run_classifier.py --do_predict predicts with it)")
+        raise ValueError(f"predict: {self.path} is a {task} run, which "
+                         "predict does not serve")
 
 
 class ExportedModel(_TaskPredictor):
@@ -509,7 +520,9 @@ class _Served:
         outputs = set(function.structured_outputs)
         names = set(self.input_names)
         if names <= {"text_a", "text_b"}:
-            self.task = finetune_lib.CLASSIFICATION
+            # A multi-label export also says which labels are predicted.
+            self.task = (finetune_lib.MULTI_LABEL if "predicted" in outputs
+                         else finetune_lib.CLASSIFICATION)
         elif names == {"question", "context"}:
             self.task = finetune_lib.SQUAD
         elif names == {"text"}:
@@ -549,7 +562,7 @@ class _Served:
             raise ValueError(f"inputs must be a list, got "
                              f"{type(inputs).__name__}")
         task = self.task
-        if task == finetune_lib.CLASSIFICATION:
+        if task in (finetune_lib.CLASSIFICATION, finetune_lib.MULTI_LABEL):
             if "text_b" in self.input_names:
                 pairs = [_pair(i, item, "(text_a, text_b)")
                          for i, item in enumerate(inputs)]
@@ -633,6 +646,13 @@ class _Served:
             return [{"label": _decode(label),
                      "probabilities": [float(p) for p in probabilities]}
                     for label, probabilities in zip(rows["label"],
+                                                    rows["probabilities"])]
+        if task == finetune_lib.MULTI_LABEL:
+            # "labels" holds each predicted label's name, "" elsewhere.
+            return [{"labels": [_decode(name) for name in names
+                                if _decode(name)],
+                     "probabilities": [float(p) for p in probabilities]}
+                    for names, probabilities in zip(rows["labels"],
                                                     rows["probabilities"])]
         if task == finetune_lib.SQUAD:
             return [_squad_result(rows, i) for i in range(count)]

@@ -218,20 +218,25 @@ def test_load_errors_name_the_path(tmp_path, cased_tiny_dir):
         api.load(broken)
 
 
-def test_predict_refuses_a_multi_label_run(tmp_path, cased_tiny_dir):
+def test_multi_label_predict_reads_the_runs_record(tmp_path,
+                                                  cased_tiny_dir):
+    """A multi-label run is served from its bert_tf_run.json (labels and
+    threshold; test_run_classifier_multi_label.py checks the predictions
+    against the runner's test_results.tsv); a record without its threshold
+    is an error naming the file, before any model is built."""
     run_dir = tmp_path / "multi_label_run"
     shutil.copytree(cased_tiny_dir, run_dir)
     (run_dir / "bert_tf_run.json").write_text(json.dumps(
         {"program": "run_classifier.py", "task": "multi_label",
          "max_seq_length": 16, "do_lower_case": False,
-         "causal_attention": False, "label_list": ["a", "b"]}))
+         "causal_attention": False, "label_list": ["a", "b"],
+         "has_text_b": False}))
     model = api.load(run_dir)
     assert model.labels == ["a", "b"] and model.max_seq_length == 16
     with pytest.raises(ValueError) as error:
         model.predict(["text"])
     assert str(error.value) == (
-        f"predict: {run_dir} is a multi_label run, which predict does not "
-        "serve (run_classifier.py --do_predict predicts with it)")
+        f"{run_dir / 'bert_tf_run.json'}: 'threshold' is not a number")
 
 
 # -- finetune: errors before any training ------------------------------------

@@ -6,6 +6,7 @@ neither; the labels say which (in one delimited column, or in 0/1 columns).
 
 import json
 import random
+import re
 
 import numpy as np
 import pytest
@@ -96,6 +97,7 @@ def test_learns_and_predicts(workspace, label_flags, columns):
     if columns[0] == "sports":
         return
     _check_export(workspace, output_dir, probabilities)
+    _check_python_api(workspace, output_dir, probabilities)
     reloaded = workspace / "reloaded"
     run_runner("run_classifier.py", workspace, "--do_predict",
                f"--data_dir={workspace / 'data'}", f"--output_dir={reloaded}",
@@ -106,6 +108,11 @@ def test_learns_and_predicts(workspace, label_flags, columns):
                                atol=1e-5)
 
 
+def _test_texts(workspace):
+    return [line.split("\t")[0] for line in (
+        workspace / "data" / "test.tsv").read_text().splitlines()[1:]]
+
+
 def _check_export(workspace, output_dir, probabilities):
     """The training run's record makes export_saved_model.py export a
     multi-label model: its served probabilities are the runner's
@@ -114,9 +121,12 @@ def _check_export(workspace, output_dir, probabilities):
     import tensorflow as tf
 
     import export_saved_model
-    assert json.loads((output_dir / "multi_label.json").read_text()) == {
-        "multi_label": True, "label_list": ["art", "sports"],
-        "threshold": 0.5}
+    record = json.loads((output_dir / "bert_tf_run.json").read_text())
+    assert {key: record[key] for key in ("task", "label_list", "threshold")
+            } == {"task": "multi_label", "label_list": ["art", "sports"],
+                  "threshold": 0.5}
+    # One record of the head: no second file beside it.
+    assert not (output_dir / "multi_label.json").exists()
     common = ["--task_name=generic", f"--init_checkpoint={output_dir}",
               "--max_seq_length=16"]
     refused = error_line_in_process(
@@ -125,14 +135,13 @@ def _check_export(workspace, output_dir, probabilities):
         workspace=workspace)
     assert refused == (
         f"export_saved_model.py: error: --init_checkpoint={output_dir} was "
-        "trained with --multi_label (multi_label.json beside it); a "
+        "trained with --multi_label (bert_tf_run.json beside it); a "
         "single-label export would serve other probabilities: leave out "
         "--multi_label=false")
     export_dir = workspace / "multi_label_export"
     run_in_process(export_saved_model, *common, f"--export_dir={export_dir}",
                    workspace=workspace)
-    texts = [line.split("\t")[0] for line in (
-        workspace / "data" / "test.tsv").read_text().splitlines()[1:]]
+    texts = _test_texts(workspace)
     served = tf.saved_model.load(str(export_dir)).signatures[
         "serving_default"](text_a=tf.constant(texts))
     np.testing.assert_allclose(served["probabilities"].numpy(),
@@ -142,6 +151,66 @@ def _check_export(workspace, output_dir, probabilities):
     assert served["labels"].numpy().astype(str).tolist() == [
         [name if on else "" for name, on in zip(["art", "sports"], row)]
         for row in predicted]
+
+
+def _check_python_api(workspace, output_dir, probabilities):
+    """`bert_tf.load(run).predict` (the export built from the run's record)
+    and `bert_tf.load(SavedModel).predict` give test_results.tsv's
+    probabilities and the labels at the run's threshold (0.5)."""
+    import bert_tf
+    expected = [{"labels": [name for name, p in zip(["art", "sports"], row)
+                            if p >= 0.5], "probabilities": row}
+                for row in probabilities.tolist()]
+    texts = _test_texts(workspace)
+    for path in (output_dir, workspace / "multi_label_export"):
+        predicted = bert_tf.load(path, batch_size=16).predict(texts)
+        assert [row["labels"] for row in predicted] == [
+            row["labels"] for row in expected], path
+        np.testing.assert_allclose(
+            [row["probabilities"] for row in predicted], probabilities,
+            atol=2e-6, err_msg=str(path))
+    assert bert_tf.load(output_dir).labels == ["art", "sports"]
+
+
+def _write_json(path, value):
+    path.write_text(json.dumps(value))
+
+
+def test_head_record_and_an_earlier_runs_file(tmp_path):
+    """The one record is bert_tf_run.json; an earlier run's directory with
+    only multi_label.json is still read; a bad record names its file."""
+    from bert_tf.runners import finetune
+    description = {"program": "run_classifier.py", "task": "multi_label",
+                   "max_seq_length": 16, "do_lower_case": True,
+                   "causal_attention": False, "label_list": ["b", "a"],
+                   "has_text_b": False, "threshold": 0.3}
+    assert finetune.read_multi_label_head(tmp_path) is None
+    earlier = {"multi_label": True, "label_list": ["x", "y"],
+               "threshold": 0.7}
+    _write_json(tmp_path / "multi_label.json", earlier)
+    assert finetune.read_multi_label_head(tmp_path) == {
+        "label_list": ["x", "y"], "threshold": 0.7,
+        "path": str(tmp_path / "multi_label.json")}
+    # Where both are, the run description is the record.
+    _write_json(tmp_path / "bert_tf_run.json", description)
+    assert finetune.read_multi_label_head(tmp_path) == {
+        "label_list": ["b", "a"], "threshold": 0.3,
+        "path": str(tmp_path / "bert_tf_run.json")}
+    _write_json(tmp_path / "bert_tf_run.json",
+                {**description, "task": "classification"})
+    assert finetune.read_multi_label_head(tmp_path) is None
+    _write_json(tmp_path / "bert_tf_run.json",
+                {**description, "threshold": "high"})
+    with pytest.raises(ValueError, match=re.escape(
+            f"{tmp_path / 'bert_tf_run.json'}: 'threshold' is not a "
+            "number")):
+        finetune.read_multi_label_head(tmp_path)
+    (tmp_path / "bert_tf_run.json").unlink()
+    _write_json(tmp_path / "multi_label.json", {**earlier, "label_list": []})
+    with pytest.raises(ValueError, match=re.escape(
+            f"{tmp_path / 'multi_label.json'}: 'label_list' is not a list "
+            "of label names")):
+        finetune.read_multi_label_head(tmp_path)
 
 
 def test_multi_label_needs_the_generic_task(workspace, tmp_path):

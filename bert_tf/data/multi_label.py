@@ -24,19 +24,12 @@ whole label set is right, `accuracy_score` on multi-label input), and the
 micro precision and recall.
 """
 
-import json
-import os
-
 import numpy as np
 
-from bert_tf import file_io
 from bert_tf.data import classifier_features
 from bert_tf.data import glue_processors
 
 TRUE_VALUES = ("1", "true", "yes")
-# Written into a multi-label training run's --output_dir: the checkpoints'
-# weights are a single-label classifier's, this file says they are not.
-HEAD_FILE = "multi_label.json"
 FALSE_VALUES = ("0", "false", "no", "")
 
 
@@ -210,51 +203,3 @@ def multi_label_metrics(gold, predicted):
         "micro_precision": tp / (tp + fp) if tp + fp else 0.0,
         "micro_recall": tp / (tp + fn) if tp + fn else 0.0,
     }
-
-
-def write_head_file(output_dir, label_list, threshold):
-    """Records in `output_dir` that its checkpoints are multi-label.
-
-    `export_saved_model.py` reads it (`read_head_file`): the weights alone
-    look like a softmax classifier's, which would serve other
-    probabilities than the runner's.
-
-    Args:
-      output_dir: the training run's --output_dir.
-      label_list: the labels in label-id order.
-      threshold: the runner's --threshold.
-    """
-    with file_io.atomic_write(os.path.join(output_dir, HEAD_FILE)) as writer:
-        json.dump({"multi_label": True, "label_list": list(label_list),
-                   "threshold": float(threshold)}, writer, indent=2)
-        writer.write("\n")
-
-
-def read_head_file(checkpoint_prefix):
-    """The `write_head_file` record beside a checkpoint, or None.
-
-    Args:
-      checkpoint_prefix: a checkpoint prefix (`.../model.ckpt-300`).
-
-    Returns:
-      None (no file: not a multi-label run's checkpoint), or a dict with
-      `label_list` and `threshold`.
-
-    Raises:
-      ValueError: the file is not such a record (named).
-    """
-    path = os.path.join(os.path.dirname(os.fspath(checkpoint_prefix)),
-                        HEAD_FILE)
-    if not os.path.isfile(path):
-        return None
-    try:
-        with open(path, encoding="utf-8") as reader:
-            record = json.load(reader)
-        labels, threshold = record["label_list"], float(record["threshold"])
-        if not (isinstance(labels, list) and labels
-                and all(isinstance(label, str) for label in labels)):
-            raise TypeError("label_list is not a list of strings")
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{path}: not a multi-label record of "
-                         f"run_classifier.py ({error})") from None
-    return {"label_list": labels, "threshold": threshold}

@@ -499,3 +499,64 @@ def read_run_description(output_dir):
             "task") not in TASK_KINDS:
         raise ValueError(f"{path}: no 'task' among {', '.join(TASK_KINDS)}")
     return description
+
+
+# A run_classifier.py --multi_label run of an earlier version recorded its
+# head here instead of in bert_tf_run.json; read where a run has only it.
+EARLIER_MULTI_LABEL_FILE = "multi_label.json"
+
+
+def read_multi_label_head(output_dir):
+    """The multi-label head a training run's directory records, or None.
+
+    The checkpoints of a `run_classifier.py --multi_label` run hold a
+    softmax classifier's variables (`output_weights`, `output_bias`); only
+    its `bert_tf_run.json` (task `multi_label`, with the run's labels and
+    `--threshold`) says they are a sigmoid per label. Read by
+    `export_saved_model.py` and `bert_tf.load`. A directory with no
+    `bert_tf_run.json` but an earlier version's `multi_label.json` (the same
+    two fields) is read from that.
+
+    Args:
+      output_dir: the training run's `--output_dir` (the checkpoint's
+        directory).
+
+    Returns:
+      None (not a multi-label run's directory), or a dict with
+      `label_list` (the labels in label-id order), `threshold` and `path`
+      (the file read, for messages).
+
+    Raises:
+      ValueError: the record is not one (the message names the file).
+    """
+    from bert_tf import file_io
+    output_dir = os.fspath(output_dir)
+    path = os.path.join(output_dir, RUN_DESCRIPTION_FILE)
+    try:
+        record = read_run_description(output_dir)
+    except FileNotFoundError:
+        path = os.path.join(output_dir, EARLIER_MULTI_LABEL_FILE)
+        try:
+            content = file_io.read_bytes(path, "multi-label record")
+        except FileNotFoundError:
+            return None
+        try:
+            record = json.loads(content.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ValueError(f"{path}: not a JSON multi-label record "
+                             f"({error})") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}: not a multi-label record")
+    else:
+        if record["task"] != MULTI_LABEL:
+            return None
+    labels, threshold = record.get("label_list"), record.get("threshold")
+    if not (isinstance(labels, list) and labels
+            and all(isinstance(label, str) for label in labels)):
+        raise ValueError(f"{path}: 'label_list' is not a list of label "
+                         "names")
+    if isinstance(threshold, bool) or not isinstance(threshold,
+                                                     (int, float)):
+        raise ValueError(f"{path}: 'threshold' is not a number")
+    return {"label_list": labels, "threshold": float(threshold),
+            "path": path}

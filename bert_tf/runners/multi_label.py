@@ -69,6 +69,8 @@ def run(flag_values, bert_config):
     steps = finetune.training_steps(flag_values,
                                     len(examples.get("train", ())))
     run_setup = finetune.start(flag_values)
+    # The run's record (`finetune.read_multi_label_head`): its checkpoints
+    # look like a softmax classifier's; this says they are multi-label.
     finetune.write_run_description(
         flag_values, run_setup, "run_classifier.py", finetune.MULTI_LABEL,
         label_list=label_list, has_text_b=processor.has_text_b,
@@ -79,11 +81,6 @@ def run(flag_values, bert_config):
         for phase, phase_examples in examples.items()}
     logging.info("Multi-label classification: %d labels (%s)",
                  len(label_list), ", ".join(label_list))
-    from bert_tf.training import distribution
-    if flag_values.do_train and distribution.is_chief(run_setup.strategy):
-        # For export_saved_model.py: these checkpoints are multi-label.
-        data_lib.write_head_file(flag_values.output_dir, label_list,
-                                 flag_values.threshold)
 
     task = task_lib.MultiLabelTask(
         bert_config, label_list, base.ArraysDataConfig(
