@@ -457,26 +457,8 @@ class _DynamicMaskingPipeline:
             tf.size(tokens_a), tf.size(tokens_b), self.max_num_tokens)
         tokens_a = _truncate(tokens_a, new_a, element_seed, _SALT_TRUNCATE_A)
         tokens_b = _truncate(tokens_b, new_b, element_seed, _SALT_TRUNCATE_B)
-
-        cls = tf.constant([self.cls_id], tf.int32)
-        sep = tf.constant([self.sep_id], tf.int32)
-        input_ids = tf.concat([cls, tokens_a, sep, tokens_b, sep], axis=0)
-        num_tokens = tf.size(input_ids)
-        segment_ids = tf.concat(
-            [tf.zeros([new_a + 2], tf.int32), tf.ones([new_b + 1], tf.int32)],
-            axis=0)
-        features = self._mask(input_ids, element_seed)
-        padding = [[0, self.max_seq_length - num_tokens]]
-        features[records.INPUT_IDS] = tf.ensure_shape(
-            tf.pad(features[records.INPUT_IDS], padding),
-            [self.max_seq_length])
-        features[records.INPUT_MASK] = tf.ensure_shape(
-            tf.pad(tf.ones([num_tokens], tf.int32), padding),
-            [self.max_seq_length])
-        features[records.SEGMENT_IDS] = tf.ensure_shape(
-            tf.pad(segment_ids, padding), [self.max_seq_length])
-        features[records.NEXT_SENTENCE_LABELS] = tf.cast(is_random, tf.int32)
-        return features
+        return self._segments_to_features((tokens_a, tokens_b), is_random,
+                                          element_seed)
 
     @tf.autograph.experimental.do_not_convert
     def pack_full_sentences(self, pending, document):
@@ -540,21 +522,50 @@ class _DynamicMaskingPipeline:
     @tf.autograph.experimental.do_not_convert
     def sequence_to_features(self, tokens, element_seed):
         """[CLS] tokens [SEP] (one segment, label 0), fresh masks."""
-        cls = tf.constant([self.cls_id], tf.int32)
+        return self._segments_to_features((tokens,), False, element_seed)
+
+    def _segments_to_features(self, segments, label, element_seed):
+        """One instance's model features: the segments laid out as Google
+        lays them out, fresh masks, padding to `max_seq_length`.
+
+        Every objective ends here: NSP and SOP pairs (`instance_to_features`)
+        and RoBERTa's one-segment sequences (`sequence_to_features`).
+
+        Args:
+          segments: (tokens_a, tokens_b) of a pair, or (tokens,): int32
+            vectors, already truncated to fit with [CLS] and a [SEP] after
+            each.
+          label: bool scalar, the `next_sentence_labels` (NSP: B is a
+            random segment; SOP: the segments are swapped; always False
+            for one segment).
+          element_seed: this element's seed (for the masks).
+
+        Returns:
+          The features dict of `records` (`input_ids`, `input_mask`,
+          `segment_ids` [max_seq_length], the masked-LM features,
+          `next_sentence_labels`).
+        """
         sep = tf.constant([self.sep_id], tf.int32)
-        input_ids = tf.concat([cls, tokens, sep], axis=0)
+        pieces = [tf.constant([self.cls_id], tf.int32)]
+        segment_ids = []
+        for index, tokens in enumerate(segments):
+            pieces += [tokens, sep]
+            # Segment 0 is [CLS] A [SEP]; segment 1 is B [SEP].
+            segment_ids.append(tf.fill(
+                [tf.size(tokens) + (2 if index == 0 else 1)], index))
+        input_ids = tf.concat(pieces, axis=0)
         num_tokens = tf.size(input_ids)
         features = self._mask(input_ids, element_seed)
         padding = [[0, self.max_seq_length - num_tokens]]
-        features[records.INPUT_IDS] = tf.ensure_shape(
-            tf.pad(features[records.INPUT_IDS], padding),
-            [self.max_seq_length])
-        features[records.INPUT_MASK] = tf.ensure_shape(
-            tf.pad(tf.ones([num_tokens], tf.int32), padding),
-            [self.max_seq_length])
-        features[records.SEGMENT_IDS] = tf.zeros([self.max_seq_length],
-                                                 tf.int32)
-        features[records.NEXT_SENTENCE_LABELS] = tf.constant(0, tf.int32)
+
+        def padded(values):
+            return tf.ensure_shape(tf.pad(values, padding),
+                                   [self.max_seq_length])
+
+        features[records.INPUT_IDS] = padded(features[records.INPUT_IDS])
+        features[records.INPUT_MASK] = padded(tf.ones([num_tokens], tf.int32))
+        features[records.SEGMENT_IDS] = padded(tf.concat(segment_ids, axis=0))
+        features[records.NEXT_SENTENCE_LABELS] = tf.cast(label, tf.int32)
         return features
 
     def _mask(self, input_ids, element_seed):
