@@ -153,19 +153,36 @@ class ConversionError(ValueError):
     """Files that cannot be converted; the message names file and tensor."""
 
 
-def _compile(template):
-    """A regex for a name template with `{layer}`/`{qkv}` placeholders."""
-    pattern = re.escape(template)
-    for key, value in _PLACEHOLDERS.items():
-        pattern = pattern.replace(re.escape("{" + key + "}"),
-                                  f"(?P<{key}>{value})")
-    return re.compile(pattern + r"\Z")
+def name_table_patterns(name_table, placeholders, column):
+    """One side of a converter's name table, compiled for matching.
+
+    A name table lists (name in one format, name in the other, how the
+    tensor changes) rows whose names are templates with placeholders
+    (`{layer}`, ...); here and in `keras_hub_preset`.
+
+    Args:
+      name_table: the rows.
+      placeholders: {placeholder: the regex of its values}.
+      column: 0 or 1, the side to match names against.
+
+    Returns:
+      [(regex of row[column] matching a whole name, row[1 - column],
+      row[2])], in table order: a match's `groupdict()` fills the other
+      side's template.
+    """
+    patterns = []
+    for row in name_table:
+        pattern = re.escape(row[column])
+        for key, value in placeholders.items():
+            pattern = pattern.replace(re.escape("{" + key + "}"),
+                                      f"(?P<{key}>{value})")
+        patterns.append((re.compile(pattern + r"\Z"), row[1 - column],
+                         row[2]))
+    return patterns
 
 
-_HF_MODULE_PATTERNS = [(_compile(hf), google, kind)
-                       for hf, google, kind in _NAME_TABLE]
-_GOOGLE_MODULE_PATTERNS = [(_compile(google), hf, kind)
-                           for hf, google, kind in _NAME_TABLE]
+_HF_MODULE_PATTERNS = name_table_patterns(_NAME_TABLE, _PLACEHOLDERS, 0)
+_GOOGLE_MODULE_PATTERNS = name_table_patterns(_NAME_TABLE, _PLACEHOLDERS, 1)
 
 
 def hf_to_google_name(hf_name):

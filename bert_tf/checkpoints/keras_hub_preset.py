@@ -37,7 +37,6 @@ conversion" lists the differences measured).
 
 import json
 import os
-import re
 
 from absl import logging
 import numpy as np
@@ -103,16 +102,8 @@ _PLACEHOLDERS = {"layer": r"\d+", "qkv": r"query|key|value",
 _CLASSIFIER_NAMES = ("output_weights", "output_bias")
 
 
-def _compile(template):
-    pattern = re.escape(template)
-    for key, value in _PLACEHOLDERS.items():
-        pattern = pattern.replace(re.escape("{" + key + "}"),
-                                  f"(?P<{key}>{value})")
-    return re.compile(pattern + r"\Z")
-
-
-_KERAS_HUB_PATTERNS = [(_compile(keras_hub_path), google, change)
-                       for keras_hub_path, google, change in _NAME_TABLE]
+_KERAS_HUB_PATTERNS = huggingface.name_table_patterns(_NAME_TABLE,
+                                                      _PLACEHOLDERS, 0)
 
 
 def keras_hub_to_google_name(path):
