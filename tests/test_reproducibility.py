@@ -9,8 +9,8 @@ wherever anything in a run depends on more than the seed (initialization,
 dropout, shuffling, parallel input pipelines, nondeterministic kernels).
 
 What it cannot see: TensorFlow's op determinism, which `--seed` turns on.
-On a CPU that changes no kernel's numbers (the kernels that check for it
-are GPU ones); it changes `tf.data` (a parallel map or interleave keeps its
+On a CPU that changes no kernel's numbers we could find (the kernels in
+TensorFlow's source that check for it are GPU ones); it changes `tf.data` (a parallel map or interleave keeps its
 order even where `deterministic=False`, and one drawing stateful random
 numbers runs serially). bert_tf's pipelines already ask for a deterministic
 order when seeded and draw with stateless ops, so on a CPU the runner
