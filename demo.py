@@ -104,7 +104,7 @@ def define_flags(flag_values=FLAGS):
     flags.DEFINE_float(
         "num_train_epochs", None,
         "Fine-tuning epochs over the ~10k Rotten Tomatoes training snippets "
-        "(default: 1, or 0.25 with --quick).", lower_bound=0.0,
+        "(default: 2, or 0.25 with --quick).", lower_bound=0.0,
         flag_values=flag_values)
     flags.DEFINE_integer(
         "seed", None,
