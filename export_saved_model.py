@@ -89,6 +89,17 @@ def define_flags(flag_values=FLAGS):
         "tokenization, as in training; longer inputs are truncated as the "
         "runner truncates them. Default: 128, and 384 for squad.",
         flag_values=flag_values)
+    flags.DEFINE_integer(
+        "pad_to_multiple_of", None,
+        "serving_default packs each request to its longest text (in word "
+        "pieces; tagging and squad: its longest window) rounded up to a "
+        "multiple of this, not to --max_seq_length: the same outputs, "
+        "without computing on padding (the runners' --pad_to_multiple_of). "
+        "--pad_to_multiple_of=<max_seq_length> packs every request to the "
+        "full length, as the original. Default: 8; squad: --max_seq_length, "
+        "as run_squad.py (Google's n-best lists rank the padding's logits "
+        "too). --format=onnx/tflite record it in packing.json for their "
+        "callers.", flag_values=flag_values)
     flags.DEFINE_string(
         "export_dir", None, "The SavedModel directory to create.",
         flag_values=flag_values)
@@ -294,6 +305,14 @@ def _check_task_name(task_name):
                          f"{', '.join(known)}")
 
 
+def _check_pad_to_multiple_of(pad_to_multiple_of):
+    """Refuses a --pad_to_multiple_of that is not a positive integer."""
+    from bert_tf import sequence_lengths
+    if pad_to_multiple_of is not None:
+        sequence_lengths.LengthPolicy(
+            pad_to_multiple_of=pad_to_multiple_of).validate()
+
+
 def _check_export_dir(flag_values):
     """Refuses, before the checkpoint is loaded, an --export_dir that is or
     holds an input, or that exists and may not be replaced."""
@@ -320,6 +339,7 @@ def run(flag_values):
     runner_flags.require(flag_values, "task_name", "bert_config_file",
                          "vocab_file", "init_checkpoint", "export_dir")
     _check_task_name(flag_values.task_name.lower())
+    _check_pad_to_multiple_of(flag_values.pad_to_multiple_of)
     runner_flags.check_file("bert_config_file", flag_values.bert_config_file)
     runner_flags.check_file("vocab_file", flag_values.vocab_file)
     # Before the slow work (loading the checkpoint, tracing the graph).
@@ -343,7 +363,9 @@ def run(flag_values):
                   do_lower_case=flag_values.do_lower_case,
                   init_checkpoint=flag_values.init_checkpoint,
                   max_seq_length=max_seq_length,
-                  causal_attention=flag_values.causal_attention)
+                  causal_attention=flag_values.causal_attention,
+                  # None: the builder's default for its task.
+                  pad_to_multiple_of=flag_values.pad_to_multiple_of)
     doc_stride = flag_values.doc_stride
     if doc_stride is None:
         doc_stride = DEFAULT_DOC_STRIDE.get(task_name)

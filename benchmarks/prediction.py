@@ -13,7 +13,12 @@ machine's load favours none:
   batch at the full length, as Google's code runs;
 * Model Garden: `BertEncoderV2` (tf_keras) + a dense head over the same
   records padded to the full length, batched in order, in one
-  `tf.function` per batch: its fixed-length pipeline.
+  `tf.function` per batch: its fixed-length pipeline;
+* Hugging Face (with `--hf_python=PYTHON`, a Python that has `torch` and
+  `transformers`): PyTorch's `BertForSequenceClassification`, batches in
+  input order padded to their longest text by `DataCollatorWithPadding`
+  (what `Trainer.predict` does), in a process of its own that joins the
+  alternation (`hugging_face_peer.py`).
 
 The model is a classifier of BERT-Base's shape (or `--shape=minilm`, 6
 layers of 384) with random weights: the weights do not change the work. It
@@ -32,7 +37,11 @@ Data sets, from pip packages (`--datasets`):
 """
 
 import argparse
+import json
 import os
+import subprocess
+import sys
+import tempfile
 
 import harness  # first: puts the repository on the path, quiets TF logging
 
@@ -97,6 +106,34 @@ def model_garden_predictor(config, arrays, batch_size):
     return run
 
 
+def hugging_face_predictor(python, shape, texts, args, work_dir):
+    """A function that has `hugging_face_peer.py` (run by `python`) predict
+    `texts` once and waits for it; the process is started here."""
+    request = os.path.join(work_dir, "request.json")
+    with open(request, "w", encoding="utf-8") as writer:
+        json.dump(dict(shape, vocab_size=harness.BERT_VOCAB_SIZE,
+                       num_labels=NUM_LABELS, seq_length=args.seq_length,
+                       batch_size=args.batch_size,
+                       vocab_file=minilm_vocab_file(),
+                       texts=[list(pair) for pair in texts]), writer)
+    process = subprocess.Popen(
+        [python, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              "hugging_face_peer.py"), request],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    ready = process.stdout.readline().strip()
+    if not ready.startswith("ready"):
+        sys.exit(f"{python} hugging_face_peer.py did not start: {ready!r}")
+    print(f"  hugging face: {ready[len('ready '):]}", flush=True)
+
+    def run():
+        process.stdin.write("run\n")
+        process.stdin.flush()
+        float(process.stdout.readline())
+
+    run.process = process
+    return run
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="base", choices=sorted(SHAPES))
@@ -108,6 +145,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--pad_to_multiple_of", type=int,
                         default=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF)
+    parser.add_argument("--hf_python", default="",
+                        help="a Python with torch and transformers: adds "
+                             "Hugging Face's PyTorch BERT as a contender")
     args = parser.parse_args()
 
     from bert_tf.config import BertConfig
@@ -130,9 +170,12 @@ def main():
           f"{args.batch_size}, {args.examples} examples per data set, "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs",
           flush=True)
+    # Removed when the process ends.
+    work = tempfile.TemporaryDirectory(prefix="prediction_benchmark_")
+    work_dir = work.name
     for name in args.datasets.split(","):
-        arrays = encode(read_texts(name, args.examples), tokenizer,
-                        args.seq_length)
+        texts = read_texts(name, args.examples)
+        arrays = encode(texts, tokenizer, args.seq_length)
         count = len(arrays[encoded_input.INPUT_IDS])
         print(f"\n{name}: {count} examples, real pieces per example "
               f"{length_statistics(arrays)}", flush=True)
@@ -144,6 +187,9 @@ def main():
             "model garden": model_garden_predictor(config, arrays,
                                                    args.batch_size),
         }
+        if args.hf_python:
+            contenders["hugging face"] = hugging_face_predictor(
+                args.hf_python, shape, texts, args, work_dir)
         logits = {key: run() for key, run in contenders.items()
                   if key != "model garden"}
         difference = np.max(np.abs(logits["bert_tf"]
@@ -152,6 +198,9 @@ def main():
             list(contenders.values()), args.rounds)
         rates = {key: count / seconds
                  for key, seconds in zip(contenders, best)}
+        if args.hf_python:
+            contenders["hugging face"].process.stdin.close()
+            contenders["hugging face"].process.wait()
         for key, rate in rates.items():
             print(f"  {key:14s} {rate:8.1f} examples/s", flush=True)
         print(f"  bert_tf / bert_tf fixed: "
@@ -160,6 +209,10 @@ def main():
               f"{harness.ratio(rates['bert_tf'], rates['model garden'])}; "
               f"max |logit difference| vs fixed length {difference:.2e}",
               flush=True)
+        if args.hf_python:
+            print(f"  bert_tf / hugging face: "
+                  f"{harness.ratio(rates['bert_tf'], rates['hugging face'])}",
+                  flush=True)
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}")
 
 

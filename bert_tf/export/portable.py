@@ -16,9 +16,11 @@ tokenizer): `vocab.txt`, `tokenizer.json` (Google's tokenization as a
 Hugging Face fast tokenizer, with `[CLS] A [SEP] B [SEP]` packing;
 `bert_tf.checkpoints.hf_tokenizer`), `tokenizer_config.json`,
 `special_tokens_map.json`, and `packing.json`: the task, its inputs and
-outputs, `max_seq_length`, `do_lower_case`, the label names, and the
-task's packing parameters (SQuAD's and tagging's windows, the CRF's
-transitions, multiple choice's question input). The directory is written
+outputs, `max_seq_length`, `pad_to_multiple_of` (a batch is padded to its
+longest row rounded up to a multiple of it, as the SavedModel packs a
+request), `do_lower_case`, the label names, and the task's packing
+parameters (SQuAD's and tagging's windows, the CRF's transitions, multiple
+choice's question input). The directory is written
 under a temporary name and renamed when complete, with the marker every
 export has (`serving.export_directory`): `--overwrite` replaces only an
 export this project wrote.
@@ -79,10 +81,15 @@ def packing_description(export, input_names, input_rank, output_names,
         "input_shape": (["batch", "choices", "sequence"] if input_rank == 3
                         else ["batch", "sequence"]),
         "outputs": sorted(output_names),
+        "pad_to_multiple_of": export.pad_to_multiple_of,
         "padding": ("Each row is [CLS] A [SEP] (B [SEP]) with segment ids "
-                    "0 (1 for B), then zeros (input_mask 0); a batch may be "
-                    "padded to its longest row instead of max_seq_length: "
-                    "the outputs of real positions do not change."),
+                    "0 (1 for B), then zeros (input_mask 0) up to the "
+                    "batch's longest row rounded up to a multiple of "
+                    "pad_to_multiple_of (at most max_seq_length), as the "
+                    "SavedModel's serving_default packs a request; the "
+                    "outputs of real positions do not depend on the "
+                    "padding (pad_to_multiple_of = max_seq_length: every "
+                    "row at the full length, as Google's code)."),
     }
     if getattr(export, "is_regression", False):
         description["is_regression"] = True

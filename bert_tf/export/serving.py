@@ -248,15 +248,18 @@ class ClassifierExport(_TextExport):
 class EmbeddingExport(_TextExport):
     """Sentence embeddings from a `BertModel`: pooled and mean-pooled."""
 
-    def __init__(self, model, tokenizer, max_seq_length):
+    def __init__(self, model, tokenizer, max_seq_length,
+                 pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF):
         """Args:
           model: a `BertModel`.
           tokenizer: a `GraphFullTokenizer`.
           max_seq_length: the longest input, in pieces with [CLS] and
             [SEP]; longer texts are cut, as in run_classifier.py.
+          pad_to_multiple_of: see `_TextExport`.
         """
         super().__init__(model, tokenizer, max_seq_length,
-                         name="embedding_export")
+                         name="embedding_export",
+                         pad_to_multiple_of=pad_to_multiple_of)
 
     def serve_ids(self, input_ids, input_mask, segment_ids):
         outputs = self.model(input_ids, input_mask=input_mask,
@@ -347,7 +350,8 @@ class TaggingExport(_TextExport):
                  WORD_MASK)
 
     def __init__(self, model, tokenizer, max_seq_length, doc_stride,
-                 label_list):
+                 label_list,
+                 pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF):
         """Args:
           model: a `TaggingModel` (with a CRF: Viterbi decoding in the
             graph).
@@ -356,12 +360,15 @@ class TaggingExport(_TextExport):
           doc_stride: the runner's `--doc_stride`.
           label_list: the label strings in label-id order
             (`label_list.txt`).
+          pad_to_multiple_of: a request's windows run at their longest
+            real one rounded up to a multiple of this (see `_TextExport`).
 
         Raises:
           ValueError: lengths that cannot work.
         """
         super().__init__(model, tokenizer, max_seq_length,
-                         name="tagging_export")
+                         name="tagging_export",
+                         pad_to_multiple_of=pad_to_multiple_of)
         self._windows = tagging_windows.TaggingWindows(
             tokenizer, max_seq_length, doc_stride)
         self.label_names = tf.constant(list(label_list), tf.string)
@@ -403,7 +410,8 @@ class MultipleChoiceExport(_TextExport):
 
     ID_RANK = 3  # [batch, num_choices, seq]
 
-    def __init__(self, model, tokenizer, max_seq_length, has_question=False):
+    def __init__(self, model, tokenizer, max_seq_length, has_question=False,
+                 pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF):
         """Args:
           model: a `MultipleChoiceModel`.
           tokenizer: a `GraphFullTokenizer`.
@@ -411,9 +419,12 @@ class MultipleChoiceExport(_TextExport):
           has_question: `serving_default` takes a `question` too, put after
             the context as the JSON-lines reader does (`"context question"`,
             or the question alone when the context is "").
+          pad_to_multiple_of: see `_TextExport` (a request's choices are
+            packed to its longest one).
         """
         super().__init__(model, tokenizer, max_seq_length,
-                         name="multiple_choice_export")
+                         name="multiple_choice_export",
+                         pad_to_multiple_of=pad_to_multiple_of)
         self.has_question = has_question
 
     def serve_ids(self, input_ids, input_mask, segment_ids):

@@ -254,6 +254,8 @@ class FeatureExtractor:
         if isinstance(self._strategy, tf.distribute.TPUStrategy):
             length_policy = sequence_lengths.static_policy(length_policy)
         self.length_policy = length_policy
+        # One function object: `run` after `run` reuses the traced step.
+        self._predict_fn = self._layer_outputs
 
     def _layer_outputs(self, features):
         """[batch, seq_length, num_chosen_layers, hidden_size], float32,
@@ -297,7 +299,7 @@ class FeatureExtractor:
              for name, column in columns.items()})
         remaining = iter(features)
         for outputs in prediction.predict(
-                self._strategy, self._layer_outputs, examples,
+                self._strategy, self._predict_fn, examples,
                 self.batch_size, pad_to_full_batches=True,
                 num_examples=len(features), description="input lines",
                 length_policy=self.length_policy):

@@ -30,7 +30,16 @@ Grouped by length: with a length policy that cuts batches
 windows of 64 batches before batching, so that a batch's examples have
 similar lengths and little padding; the numbering puts the outputs back in
 input order (at most a window's outputs are held back).
+
+Traced once: the step that runs `predict_fn` is a `tf.function` kept for
+each `(predict_fn, strategy)` (`prediction_step`), so a caller that predicts
+again with the same function -- a benchmark's rounds, every
+`Trainer.predict`, every `FeatureExtractor.run` -- reuses its traces (a
+first shape, the generalized shape, a partial last batch) instead of
+tracing the model again on every call.
 """
+
+import weakref
 
 import numpy as np
 import tensorflow as tf
@@ -139,6 +148,73 @@ class _InOrder:
         return sum(indices.size for indices, _ in self._pending)
 
 
+# predict_fn -> {strategy: traced step}. Weak on predict_fn: an entry (and
+# the graphs its step traced) lives as long as the caller's function.
+_STEPS = weakref.WeakKeyDictionary()
+
+
+def _weak_reference(function):
+    """A weak reference to `function` (`WeakMethod` for a bound method,
+    which is created anew on every attribute access); None when `function`
+    cannot be weakly referenced."""
+    try:
+        if hasattr(function, "__self__") and hasattr(function, "__func__"):
+            return weakref.WeakMethod(function)
+        return weakref.ref(function)
+    except TypeError:
+        return None
+
+
+def _build_step(strategy, call_predict_fn):
+    """The `tf.function` of one prediction step under `strategy`: runs
+    `call_predict_fn` in each replica, gathers its outputs and numbers."""
+
+    def replica_step(indices, features):
+        outputs = dict(call_predict_fn(features))
+        outputs[EXAMPLE_INDEX] = indices
+        return outputs
+
+    # The last batch may be partial: retrace for it only once.
+    @tf.function(reduce_retracing=True)
+    def step(indices, features):
+        per_replica = strategy.run(replica_step, args=(indices, features))
+        return {key: strategy.gather(value, axis=0)
+                for key, value in per_replica.items()}
+
+    return step
+
+
+def prediction_step(strategy, predict_fn):
+    """The traced prediction step of `predict_fn` under `strategy`.
+
+    Built once per `(predict_fn, strategy)` and kept while `predict_fn`
+    lives, so later calls with the same function object reuse its traces.
+    A caller that predicts repeatedly should therefore keep its function
+    (a bound method is new on every access: keep it in an attribute). The
+    step holds `predict_fn` weakly, so that keeping it does not keep the
+    function alive.
+
+    Args:
+      strategy: the `tf.distribute.Strategy` whose scope holds the model.
+      predict_fn: as `predict`'s.
+
+    Returns:
+      A `tf.function` of `(indices, features)` (one distributed batch)
+      that returns the gathered outputs, `EXAMPLE_INDEX` included.
+    """
+    reference = _weak_reference(predict_fn)
+    if reference is None:  # e.g. a builtin: traced anew on every call.
+        return _build_step(strategy, predict_fn)
+    steps = _STEPS.get(predict_fn)
+    if steps is None:
+        steps = _STEPS[predict_fn] = {}
+    step = steps.get(strategy)
+    if step is None:
+        step = steps[strategy] = _build_step(
+            strategy, lambda features: reference()(features))
+    return step
+
+
 def predict(strategy, predict_fn, examples, global_batch_size,
             pad_to_full_batches=False, num_examples=None, description="set",
             length_policy=None):
@@ -148,7 +224,9 @@ def predict(strategy, predict_fn, examples, global_batch_size,
       strategy: the `tf.distribute.Strategy` whose scope holds the model.
       predict_fn: called in each replica on a batch of feature dicts;
         returns a dict of tensors with the batch as their first dimension
-        (what to keep of each example, e.g. its logits).
+        (what to keep of each example, e.g. its logits). Traced once per
+        strategy: a later call with the same function object traces no
+        new shapes (`prediction_step`).
       examples: an unbatched `tf.data.Dataset` of feature dicts, in order.
       global_batch_size: examples per step, over all replicas.
       pad_to_full_batches: pad the last batch to full size (TPUs).
@@ -181,18 +259,7 @@ def predict(strategy, predict_fn, examples, global_batch_size,
     dataset = strategy.experimental_distribute_dataset(
         batch_examples(examples, global_batch_size, pad_to_full_batches,
                        group_by_length=group_by_length))
-
-    def replica_step(indices, features):
-        outputs = dict(predict_fn(features))
-        outputs[EXAMPLE_INDEX] = indices
-        return outputs
-
-    # The last batch may be partial: retrace for it only once.
-    @tf.function(reduce_retracing=True)
-    def step(indices, features):
-        per_replica = strategy.run(replica_step, args=(indices, features))
-        return {key: strategy.gather(value, axis=0)
-                for key, value in per_replica.items()}
+    step = prediction_step(strategy, predict_fn)
 
     in_order = _InOrder()
     progress = progress_lib.Progress(f"prediction over the {description}",

@@ -296,6 +296,9 @@ class Trainer:
         self.restored_checkpoint = None
         self._train_loop = None
         self._eval_step = None
+        # mode -> the function `predict` runs: kept, so that the prediction
+        # loop's traced step is reused by every `predict` of that mode.
+        self._predict_fns = {}
         self._initialize_variables()
 
     # -- state -------------------------------------------------------------
@@ -1012,20 +1015,30 @@ class Trainer:
         Yields:
           Dicts of numpy arrays, one row per example, in input order.
         """
-        task, model = self.task, self.model
-
-        def predict_batch(features):
-            outputs = task.forward(model, features, training=False)
-            return self._prediction_outputs(features, outputs, mode)
-
-        def predict_fn(features):
-            return self._at_length(predict_batch, features)
-
         return prediction.predict(
-            self.strategy, predict_fn, examples, global_batch_size,
+            self.strategy, self._predict_fn(mode), examples,
+            global_batch_size,
             pad_to_full_batches=pad_to_full_batches,
             num_examples=num_examples, description=f"{mode} records",
             length_policy=self.length_policy)
+
+    def _predict_fn(self, mode):
+        """The per-replica function `predict` runs in `mode`: the task's
+        `prediction_outputs` of a batch cut to its length. One function
+        object per mode, so its traced step is reused across calls."""
+        predict_fn = self._predict_fns.get(mode)
+        if predict_fn is None:
+            task, model = self.task, self.model
+
+            def predict_batch(features):
+                outputs = task.forward(model, features, training=False)
+                return self._prediction_outputs(features, outputs, mode)
+
+            def predict_fn(features):
+                return self._at_length(predict_batch, features)
+
+            self._predict_fns[mode] = predict_fn
+        return predict_fn
 
     def run_predictions(self, mode, global_batch_size, initial_state=None,
                         pad_to_full_batches=False, num_examples=None):
