@@ -281,18 +281,22 @@ def tagging(model_dir, output_dir, data_dir, options):
         return {(index,) + entity for index, sentence in enumerate(labels)
                 for entity in tagging_metrics.get_entities(sentence)}
 
+    # Entities only where they are what is scored (POS tags are not).
+    with_entities = options["metric"] == ENTITY_F1
+
     def decisions(outputs):
         labels = predicted(outputs)
-        return {"words": [label for sentence in labels
-                          for label in sentence],
-                "entities": entities(labels)}
+        words = {"words": [label for sentence in labels
+                           for label in sentence]}
+        return ({**words, "entities": entities(labels)} if with_entities
+                else words)
 
-    metric = ("token accuracy" if options["metric"] == ACCURACY
-              else "entity F1") + " on " + options["files"]
-    return Task(export, inputs, metric,
-                {"words": sum(len(labels) for labels in gold),
-                 "entities": len(entities(gold))},
-                score, decisions,
+    sizes = {"words": sum(len(labels) for labels in gold)}
+    if with_entities:
+        sizes["entities"] = len(entities(gold))
+    metric = ("entity F1" if with_entities else "token accuracy"
+              ) + " on " + options["files"]
+    return Task(export, inputs, metric, sizes, score, decisions,
                 lambda outputs: _word_margins(sentences, arrays,
                                               outputs["logits"]))
 
@@ -458,7 +462,10 @@ def main():
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     for name, make in tasks:
         start = time.time()
-        task = make()
+        try:
+            task = make()
+        except (OSError, ValueError) as error:  # a bad path or file
+            parser.exit(2, f"{parser.prog}: error: {name}: {error}\n")
         result = evaluate(task, contenders)
         results[name] = {"metric": task.metric, "sizes": task.sizes,
                          **result}
