@@ -2,8 +2,8 @@
 
 Each fine-tuned checkpoint (made with the project's own runners, see the
 README's "Serving" section for the commands) is exported in memory and its
-dev set scored through every runtime, on the same features the runner makes
-(the runner's own feature code, padded to `--max_seq_length`):
+evaluation set scored through every runtime, on the same features the runner
+makes (the runner's own feature code, padded to `--max_seq_length`):
 
   TF float32      the export's ids function (what `serving_ids` runs);
   ONNX float32    `--format=onnx` (tf2onnx), ONNX Runtime;
@@ -16,25 +16,42 @@ dev set scored through every runtime, on the same features the runner makes
 
 Tasks (any subset; each needs its runner's `--output_dir` and data):
 
-  sentiment  run_classifier.py --task_name=sst-2 on the Rotten Tomatoes
-             snippets (`python -m bert_tf.data.rotten_tomatoes`): dev
-             accuracy;
-  conll      run_tagging.py on `conll2003_sample`
-             (`python -m bert_tf.data.task_corpora`): dev entity F1
-             (seqeval's definition, `bert_tf.data.tagging_metrics`);
-  span       run_squad.py on the replaced-span task
-             (`experiments/replaced_span_task.py`): dev F1 (the official
-             SQuAD v1.1 script's, `bert_tf.data.squad_evaluate`).
+  --sentiment=OUTPUT_DIR,DATA_DIR
+      run_classifier.py --task_name=sst-2 on the Rotten Tomatoes snippets
+      (`python -m bert_tf.data.rotten_tomatoes`): dev accuracy;
+  --tagging=NAME,OUTPUT_DIR,DATA_DIR[,format=F][,metric=M][,files=A+B]
+      (repeatable) a run_tagging.py run, e.g. on a corpus of
+      `python -m bert_tf.data.task_corpora`: `metric=entity_f1` (the
+      default; seqeval's definition, `bert_tf.data.tagging_metrics`) or
+      `metric=accuracy` (token accuracy, e.g. POS), on `files` of DATA_DIR
+      (default `dev.txt`; `dev.txt+test.txt` scores both as one set) read
+      as `format` (run_tagging.py's `--input_format`, default `conll`).
+      `max_seq_length`, `doc_stride`, the labels and the CRF come from the
+      run's own `bert_tf_run.json`;
+  --span=OUTPUT_DIR,DEV_JSON
+      run_squad.py on the replaced-span task
+      (`experiments/replaced_span_task.py`): dev F1 (the official SQuAD
+      v1.1 script's, `bert_tf.data.squad_evaluate`).
 
     python benchmarks/quantization_accuracy.py --model_dir=MINILM \
-        --sentiment=RT_OUTPUT,RT_DATA --conll=CONLL_OUTPUT,CONLL_DATA \
+        --sentiment=RT_OUTPUT,RT_DATA \
+        --tagging=conll,CONLL_OUTPUT,CONLL_DATA \
+        --tagging=wsj_pos,WSJ_OUTPUT,WSJ_DATA,format=word_tag,metric=accuracy \
+        --tagging=wnut16,WNUT_OUTPUT,WNUT_DATA,files=dev.txt+test.txt \
         --span=SPAN_OUTPUT,SPAN_DEV_JSON [--json=results.json]
 
-It prints one row per task: each runtime's score and the points int8 loses
-against float32 of the same runtime.
+It prints, per task, the size of its evaluation set in the units that
+matter (snippets, words and gold entities, questions), each runtime's score,
+the points int8 loses against float32 of the same runtime, and the paired
+count: how many units int8 decides differently from that float32 (labels of
+snippets and words, answers of questions; entities predicted by only one of
+the two, so a moved boundary counts twice). For tagging it also says how
+borderline the changed words were: their float32 margin (top logit minus
+the runner-up) against all words' margins.
 """
 
 import argparse
+import collections
 import json
 import os
 import time
@@ -47,7 +64,27 @@ import tensorflow as tf  # noqa: E402
 BATCH_SIZE = 32
 CONTENDERS = ("TF float32", "ONNX float32", "ONNX int8", "TFLite float32",
               "TFLite int8", "Keras int8")
+ENTITY_F1 = "entity_f1"
+ACCURACY = "accuracy"
+TAGGING_METRICS = (ENTITY_F1, ACCURACY)
 
+
+class Task(collections.namedtuple(
+        "Task", "export arrays metric sizes score decisions margins")):
+    """One task's evaluation, made by the task functions below.
+
+    Attributes:
+      export: the `bert_tf.export.serving` export of the checkpoint.
+      arrays: the ids signature's inputs, numpy, one row per feature.
+      metric: what `score` computes, in words.
+      sizes: {unit: count} of the evaluation set, e.g. {"words": 2531}.
+      score(outputs): the metric (0-1) of the concatenated outputs.
+      decisions(outputs): {unit: what was decided for it}, a list (one
+        decision per unit, in order) or a set (entities), for the paired
+        counts.
+      margins(outputs): None, or one float32 margin per word (top logit
+        minus the runner-up), in the order of `decisions`' "words".
+    """
 
 def _batched(run, arrays):
     """`run` over `arrays` in batches; the outputs concatenated."""
@@ -87,12 +124,19 @@ def _runtimes(export, contenders=CONTENDERS):
             name: value.numpy() for name, value in serve(
                 *[tf.constant(arrays[name]) for name in input_names]).items()}
 
+    onnx_float32 = []  # converted once, for both ONNX contenders
+
+    def onnx_model():
+        if not onnx_float32:
+            onnx_float32.append(onnx_export.onnx_model(
+                export, input_names, export.ID_RANK))
+        return onnx_float32[0]
+
     builders = {
         "TF float32": tf_runner,
-        "ONNX float32": lambda: onnx_runner(onnx_export.onnx_model(
-            export, input_names, export.ID_RANK)),
+        "ONNX float32": lambda: onnx_runner(onnx_model()),
         "ONNX int8": lambda: onnx_runner(onnx_export.quantize_int8(
-            onnx_export.onnx_model(export, input_names, export.ID_RANK))),
+            onnx_model())),
         "TFLite float32": lambda: tflite_runner(
             portable.tflite_model(export)),
         "TFLite int8": lambda: tflite_runner(
@@ -124,7 +168,7 @@ def _checkpoint(output_dir):
 
 
 def sentiment(model_dir, output_dir, data_dir, max_seq_length=64):
-    """(export, arrays, score(outputs)) of the SST-2-format dev set."""
+    """The `Task` of the SST-2-format dev set."""
     from bert_tf.data import classifier_features, glue_processors
     from bert_tf.export import builders
     from bert_tf.text import tokenization
@@ -141,43 +185,125 @@ def sentiment(model_dir, output_dir, data_dir, max_seq_length=64):
     export = builders.classifier_export(
         _config(model_dir), vocab, True, _checkpoint(output_dir),
         max_seq_length, labels)
-    return export, arrays, lambda outputs: float(
-        np.mean(outputs["probabilities"].argmax(-1) == gold))
+
+    def predicted(outputs):
+        return outputs["probabilities"].argmax(-1)
+
+    return Task(export, arrays, "dev accuracy", {"snippets": len(gold)},
+                lambda outputs: float(np.mean(predicted(outputs) == gold)),
+                lambda outputs: {"snippets": predicted(outputs).tolist()},
+                lambda outputs: None)
 
 
-def conll(model_dir, output_dir, data_dir, max_seq_length=64, doc_stride=32):
-    """(export, arrays, score(outputs)) of conll2003_sample's dev set."""
+def _tagging_options(spec):
+    """(name, output_dir, data_dir, {option: value}) of a `--tagging` value.
+
+    Raises:
+      ValueError: a malformed value (the message quotes it).
+    """
+    parts = spec.split(",")
+    if len(parts) < 3 or not all(parts[:3]):
+        raise ValueError(f"--tagging={spec}: expected NAME,OUTPUT_DIR,"
+                         "DATA_DIR[,format=F][,metric=M][,files=A+B]")
+    options = {"format": "conll", "metric": ENTITY_F1, "files": "dev.txt"}
+    for part in parts[3:]:
+        key, equals, value = part.partition("=")
+        if not equals or key not in options or not value:
+            raise ValueError(f"--tagging={spec}: {part!r} is not one of "
+                             "format=F, metric=M, files=A+B")
+        options[key] = value
+    if options["metric"] not in TAGGING_METRICS:
+        raise ValueError(f"--tagging={spec}: metric={options['metric']} is "
+                         f"not one of {', '.join(TAGGING_METRICS)}")
+    return parts[0], parts[1], parts[2], options
+
+
+def _word_margins(sentences, arrays, logits):
+    """Each word's top logit minus its runner-up, in sentence order, from
+    the window that owns the word (as `assemble_sentence_predictions`
+    picks its label)."""
+    from bert_tf.data import tagging_features
+    top_two = np.sort(logits, axis=-1)[..., -2:]
+    margins = top_two[..., 1] - top_two[..., 0]
+    words = [[None] * len(sentence.words) for sentence in sentences]
+    for row in range(len(margins)):
+        sentence = words[arrays[tagging_features.SENTENCE_INDEX][row]]
+        first_word = arrays[tagging_features.FIRST_WORD][row]
+        for slot in np.flatnonzero(
+                arrays[tagging_features.LABEL_WEIGHTS][row]):
+            sentence[first_word + slot] = float(margins[row][slot])
+    return [margin for sentence in words for margin in sentence]
+
+
+def tagging(model_dir, output_dir, data_dir, options):
+    """The `Task` of a run_tagging.py run on `options["files"]` of
+    `data_dir` (see `_tagging_options`)."""
     from bert_tf.data import tagging_examples, tagging_features
     from bert_tf.data import tagging_metrics
     from bert_tf.export import builders
+    from bert_tf.runners import finetune
     from bert_tf.text import tokenization
+    run = finetune.read_run_description(output_dir)
+    if run["task"] != finetune.TAGGING:
+        raise ValueError(f"{output_dir}: a {run['task']} run, not tagging")
+    label_list = run["label_list"]
+    sentences = []
+    for name in options["files"].split("+"):
+        tagging_file = tagging_examples.read_tagging_file(
+            os.path.join(data_dir, name), options["format"])
+        tagging_examples.check_labels(tagging_file, label_list,
+                                      known_from=f"{output_dir}'s labels")
+        sentences.extend(tagging_file.sentences)
     vocab = os.path.join(model_dir, "vocab.txt")
-    label_list = tagging_examples.read_label_list(
-        os.path.join(output_dir, tagging_examples.LABEL_LIST_FILE))
-    sentences = tagging_examples.read_tagging_file(
-        os.path.join(data_dir, "dev.txt"), "conll").sentences
-    tokenizer = tokenization.FullTokenizer(vocab, True)
+    tokenizer = tokenization.FullTokenizer(vocab, run["do_lower_case"])
+    max_seq_length, doc_stride = run["max_seq_length"], run["doc_stride"]
     arrays = tagging_features.windows_to_arrays(
         tagging_features.convert_sentences(sentences, label_list,
                                            max_seq_length, doc_stride,
                                            tokenizer), max_seq_length)
     export = builders.tagging_export(
-        _config(model_dir), vocab, True, _checkpoint(output_dir),
-        max_seq_length, doc_stride, label_list)
+        _config(model_dir), vocab, run["do_lower_case"],
+        _checkpoint(output_dir), max_seq_length, doc_stride, label_list,
+        run.get("use_crf"))
     inputs = {name: arrays[name] for name in export.ID_INPUTS}
+    gold = [sentence.labels for sentence in sentences]
+
+    def predicted(outputs):
+        return tagging_features.assemble_sentence_predictions(
+            sentences, arrays, outputs["predicted_ids"], label_list)
 
     def score(outputs):
-        predicted = tagging_features.assemble_sentence_predictions(
-            sentences, arrays, outputs["predicted_ids"], label_list)
-        return tagging_metrics.entity_scores(
-            [s.labels for s in sentences], predicted)["f1"]
+        if options["metric"] == ACCURACY:
+            return tagging_metrics.token_accuracy(gold, predicted(outputs))
+        return tagging_metrics.entity_scores(gold, predicted(outputs))["f1"]
 
-    return export, inputs, score
+    def entities(labels):
+        return {(index,) + entity for index, sentence in enumerate(labels)
+                for entity in tagging_metrics.get_entities(sentence)}
+
+    # Entities only where they are what is scored (POS tags are not).
+    with_entities = options["metric"] == ENTITY_F1
+
+    def decisions(outputs):
+        labels = predicted(outputs)
+        words = {"words": [label for sentence in labels
+                           for label in sentence]}
+        return ({**words, "entities": entities(labels)} if with_entities
+                else words)
+
+    sizes = {"words": sum(len(labels) for labels in gold)}
+    if with_entities:
+        sizes["entities"] = len(entities(gold))
+    metric = ("entity F1" if with_entities else "token accuracy"
+              ) + " on " + options["files"]
+    return Task(export, inputs, metric, sizes, score, decisions,
+                lambda outputs: _word_margins(sentences, arrays,
+                                              outputs["logits"]))
 
 
 def span(model_dir, output_dir, dev_file, max_seq_length=48, doc_stride=24,
          max_query_length=16, max_answer_length=16):
-    """(export, arrays, score(outputs)) of the replaced-span dev set."""
+    """The `Task` of the replaced-span dev set."""
     from bert_tf.data import squad_evaluate, squad_examples, squad_features
     from bert_tf.data import squad_postprocess
     from bert_tf.export import builders
@@ -197,15 +323,46 @@ def span(model_dir, output_dir, dev_file, max_seq_length=48, doc_stride=24,
     with open(dev_file, encoding="utf-8") as reader:
         dataset = json.load(reader)["data"]
 
-    def score(outputs):
+    def predicted(outputs):
         results = [squad_postprocess.RawResult(f.unique_id, start, end)
                    for f, start, end in zip(features, outputs["start_logits"],
                                             outputs["end_logits"])]
         predictions, _, _ = squad_postprocess.compute_predictions(
             examples, features, results, 20, max_answer_length, True)
-        return squad_evaluate.evaluate_v1(dataset, predictions)["f1"] / 100
+        return predictions
 
-    return export, arrays, score
+    def decisions(outputs):
+        predictions = predicted(outputs)
+        return {"questions": [predictions[example.qas_id]
+                              for example in examples]}
+
+    return Task(export, arrays, "dev F1", {"questions": len(examples)},
+                lambda outputs: squad_evaluate.evaluate_v1(
+                    dataset, predicted(outputs))["f1"] / 100,
+                decisions, lambda outputs: None)
+
+
+def changed(reference, other):
+    """How many units two contenders decide differently: positions that
+    differ (lists), or items in only one of them (sets)."""
+    if isinstance(reference, set):
+        return len(reference ^ other)
+    return sum(a != b for a, b in zip(reference, other))
+
+
+def margin_summary(margins, flipped):
+    """A line on how borderline the `flipped` word indices were in float32:
+    their median margin, all words' median, and how many of them are among
+    the 5% smallest margins."""
+    margins = np.asarray(margins)
+    if not flipped:
+        return "no word changed"
+    small = np.quantile(margins, 0.05)
+    ours = margins[flipped]
+    return (f"float32 margin of the changed words: median {np.median(ours):.2f}"
+            f" (all words {np.median(margins):.2f}); "
+            f"{int(np.sum(ours <= small))} of {len(ours)} among the 5% "
+            f"smallest (<= {small:.2f})")
 
 
 def reference_of(contender):
@@ -214,44 +371,105 @@ def reference_of(contender):
             else contender.replace("int8", "float32"))
 
 
+def evaluate(task, contenders):
+    """{"scores", "changed", "margins"} of `task` through `contenders`:
+    each contender's score, and for each int8 one the units it decides
+    differently from its float32 reference (and, for tagging, how
+    borderline the changed words were there)."""
+    outputs = {contender: _batched(run, task.arrays) for contender, run in
+               _runtimes(task.export, contenders).items()}
+    result = {"scores": {}, "changed": {}, "margins": {}}
+    decisions = {}
+    for contender, values in outputs.items():
+        result["scores"][contender] = task.score(values)
+        decisions[contender] = task.decisions(values)
+    for contender in outputs:
+        reference = reference_of(contender)
+        if "int8" not in contender or reference not in outputs:
+            continue
+        result["changed"][contender] = {
+            unit: changed(decisions[reference][unit], decisions[contender][unit])
+            for unit in decisions[contender]}
+        margins = task.margins(outputs[reference])
+        if margins is not None:
+            words = decisions[reference]["words"]
+            flipped = [index for index, (a, b) in enumerate(
+                zip(words, decisions[contender]["words"])) if a != b]
+            result["margins"][contender] = margin_summary(margins, flipped)
+    return result
+
+
+def _print_task(name, task, result, seconds):
+    sizes = ", ".join(f"{count:,} {unit}" for unit, count in task.sizes.items())
+    print(f"{name} ({task.metric}; {sizes}; {seconds:.0f} s):")
+    scores = result["scores"]
+    for contender, score in scores.items():
+        line = f"  {contender:<15} {score * 100:6.2f}"
+        if contender in result["changed"]:
+            reference = reference_of(contender)
+            counts = ", ".join(
+                f"{count:,} {unit}" for unit, count in
+                result["changed"][contender].items())
+            line += (f"   int8 - float32: "
+                     f"{(score - scores[reference]) * 100:+.2f} points; "
+                     f"changed: {counts}")
+        print(line)
+        if contender in result["margins"]:
+            print(f"  {'':<15} {result['margins'][contender]}")
+
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1])
     parser.add_argument("--model_dir", required=True,
                         help="vocab.txt and bert_config.json of the model")
     parser.add_argument("--sentiment", help="OUTPUT_DIR,DATA_DIR")
-    parser.add_argument("--conll", help="OUTPUT_DIR,DATA_DIR")
+    parser.add_argument("--tagging", action="append", default=[],
+                        help="NAME,OUTPUT_DIR,DATA_DIR[,format=F]"
+                             "[,metric=entity_f1|accuracy][,files=A+B] "
+                             "(repeatable)")
     parser.add_argument("--span", help="OUTPUT_DIR,DEV_JSON")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--contenders", default=",".join(CONTENDERS),
                         help="a comma-separated subset of: "
                              + ", ".join(CONTENDERS))
     args = parser.parse_args()
-    tasks = {"sentiment": (sentiment, "dev accuracy"),
-             "conll": (conll, "dev entity F1"),
-             "span": (span, "dev F1")}
+    contenders = args.contenders.split(",")
+    unknown = sorted(set(contenders) - set(CONTENDERS))
+    if unknown:
+        parser.error(f"--contenders: unknown {', '.join(unknown)} (known: "
+                     f"{', '.join(CONTENDERS)})")
+    tasks = []  # (name, make the Task)
+    if args.sentiment:
+        tasks.append(("sentiment", lambda: sentiment(
+            args.model_dir, *args.sentiment.split(","))))
+    for spec in args.tagging:
+        try:
+            name, output_dir, data_dir, options = _tagging_options(spec)
+        except ValueError as error:
+            parser.error(str(error))
+        tasks.append((name, lambda output_dir=output_dir, data_dir=data_dir,
+                      options=options: tagging(args.model_dir, output_dir,
+                                               data_dir, options)))
+    if args.span:
+        tasks.append(("span", lambda: span(args.model_dir,
+                                           *args.span.split(","))))
+    if not tasks:
+        parser.error("no task: give --sentiment, --tagging or --span")
     results = {}
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    for name, (build, metric) in tasks.items():
-        paths = getattr(args, name)
-        if not paths:
-            continue
+    for name, make in tasks:
         start = time.time()
-        export, arrays, score = build(args.model_dir, *paths.split(","))
-        scores = {}
-        chosen = args.contenders.split(",")
-        for contender, run in _runtimes(export, chosen).items():
-            scores[contender] = score(_batched(run, arrays))
-        results[name] = scores
-        print(f"{name} ({metric}, {len(next(iter(arrays.values())))} rows, "
-              f"{time.time() - start:.0f} s):")
-        for contender in scores:
-            line = f"  {contender:<15} {scores[contender] * 100:6.2f}"
-            if "int8" in contender and reference_of(contender) in scores:
-                reference = reference_of(contender)
-                line += (f"   int8 - float32: "
-                         f"{(scores[contender] - scores[reference]) * 100:+.2f}"
-                         " points")
-            print(line)
+        try:
+            task = make()
+        except (OSError, ValueError) as error:  # a bad path or file
+            parser.exit(2, f"{parser.prog}: error: {name}: {error}\n")
+        result = evaluate(task, contenders)
+        results[name] = {"metric": task.metric, "sizes": task.sizes,
+                         **result}
+        _print_task(name, task, result, time.time() - start)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as writer:
             json.dump(results, writer, indent=2)
