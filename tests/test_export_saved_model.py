@@ -78,7 +78,20 @@ def squad_v2_run(workspace):
 
 
 @pytest.fixture(scope="module")
-def exports(workspace):
+def tagging_export_process(workspace):
+    """The softmax tagger exported as a user does: a process of its own,
+    whose stderr is checked (`tagging_export`); the export is also the
+    `exports` fixture's "tagging". Returns the finished process."""
+    (workspace / "exports").mkdir(exist_ok=True)
+    return run_runner(
+        "export_saved_model.py", workspace / "cased", "--task_name=tagging",
+        f"--init_checkpoint={workspace / 'tagging' / 'model.ckpt'}",
+        "--do_lower_case=false", *TAGGING_FLAGS,
+        f"--export_dir={workspace / 'exports' / 'tagging'}")
+
+
+@pytest.fixture(scope="module")
+def exports(workspace, tagging_export_process):
     checkpoint = f"--init_checkpoint={workspace / 'classifier' / 'model.ckpt'}"
     return {
         "mrpc": _export(workspace, "cased", "mrpc", "--task_name=MRPC",
@@ -97,11 +110,13 @@ def exports(workspace):
                             f"{workspace / 'squad' / 'model.ckpt'}",
                             *SQUAD_FLAGS, *SQUAD_V2_FLAGS),
         # The label list comes from label_list.txt beside the checkpoint,
-        # the CRF from the checkpoint.
-        **{name: _export(workspace, "cased", name, "--task_name=tagging",
-                         f"--init_checkpoint={workspace / name / 'model.ckpt'}",
-                         "--do_lower_case=false", *TAGGING_FLAGS)
-           for name in ("tagging", "tagging_crf")},
+        # the CRF from the checkpoint. The softmax tagger's export is the
+        # one a process of its own wrote (tagging_export_process).
+        "tagging": workspace / "exports" / "tagging",
+        "tagging_crf": _export(
+            workspace, "cased", "tagging_crf", "--task_name=tagging",
+            f"--init_checkpoint={workspace / 'tagging_crf' / 'model.ckpt'}",
+            "--do_lower_case=false", *TAGGING_FLAGS),
         **{f"multiple_choice_{input_format}": _export(
             workspace, "cased", f"multiple_choice_{input_format}",
             "--task_name=multiple_choice",
@@ -583,18 +598,13 @@ def test_export_rebuilds_a_tagging_model_with_its_bilstm(workspace):
 
 
 @pytest.fixture(scope="module")
-def tagging_export(workspace):
-    """The softmax tagger, exported as a user does (a process of its own;
-    its stderr kept as `tagging_export.stderr`) and loaded here."""
-    export_dir = workspace / "exports" / "tagging_inputs"
-    process = run_runner(
-        "export_saved_model.py", workspace / "cased", "--task_name=tagging",
-        f"--init_checkpoint={workspace / 'tagging' / 'model.ckpt'}",
-        "--do_lower_case=false", *TAGGING_FLAGS,
-        f"--export_dir={export_dir}")
+def tagging_export(exports, tagging_export_process):
+    """The softmax tagger exported as a user does (a process of its own;
+    its stderr kept as `tagging_export.stderr`), loaded here."""
     import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
-    serve = tf.saved_model.load(str(export_dir)).signatures["serving_default"]
-    serve.stderr = process.stderr
+    serve = tf.saved_model.load(str(exports["tagging"])).signatures[
+        "serving_default"]
+    serve.stderr = tagging_export_process.stderr
     return serve
 
 
@@ -627,7 +637,7 @@ def test_tagging_words_keep_a_nul_character(tagging_export):
     assert labels[0] == labels[1]
 
 
-def test_a_single_example_is_a_batch_of_one(workspace, tagging_export):
+def test_a_single_example_is_a_batch_of_one(exports, tagging_export):
     """A scalar string (and one example's choices) is served as a batch of
     one, with the outputs of the same example in a batch; a rank too high
     is an error naming the input."""
@@ -640,12 +650,8 @@ def test_a_single_example_is_a_batch_of_one(workspace, tagging_export):
                        match=r"input text must have rank 0 \(one example\) "
                              r"or 1 \(a batch\)"):
         tagging_export(text=tf.constant([[sentence]]))
-    export_dir = _export(
-        workspace, "cased", "choices_inputs", "--task_name=multiple_choice",
-        f"--init_checkpoint={workspace / 'multiple_choice' / 'model.ckpt'}",
-        "--do_lower_case=false", "--input_format=swag",
-        f"--max_seq_length={MULTIPLE_CHOICE_SEQ_LENGTH}")
-    serve = tf.saved_model.load(str(export_dir)).signatures["serving_default"]
+    serve = tf.saved_model.load(str(exports["multiple_choice_swag"])
+                                ).signatures["serving_default"]
     record = MULTIPLE_CHOICE_RECORDS[0]
     single = serve(context=tf.constant(record["context"]),
                    choices=tf.constant(record["choices"]))
