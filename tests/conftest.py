@@ -109,3 +109,39 @@ def _restore_absl_logger_level():
     level = absl_logger.level
     yield
     absl_logger.setLevel(level)
+
+
+# -- the export tests' checkpoints and runner runs ----------------------------
+# Shared by test_export_saved_model.py and test_export_onnx.py, made once
+# per session (a fixture is shared across modules only from here); the
+# code is tests/export_harness.py's.
+
+@pytest.fixture(scope="session")
+def export_workspace(tmp_path_factory):
+    import export_harness
+    return export_harness.make_export_workspace(
+        tmp_path_factory.mktemp("export"))
+
+
+@pytest.fixture(scope="session")
+def classifier_runs(export_workspace):
+    import export_harness
+    return export_harness.classifier_predictions(export_workspace)
+
+
+@pytest.fixture(scope="session")
+def squad_run(export_workspace):
+    import export_harness
+    return export_harness.squad_predictions(export_workspace, "squad_output")
+
+
+@pytest.fixture(scope="session")
+def tagging_runs(export_workspace):
+    import export_harness
+    return export_harness.tagging_predictions(export_workspace)
+
+
+@pytest.fixture(scope="session")
+def multiple_choice_run(export_workspace):
+    import export_harness
+    return export_harness.multiple_choice_predictions(export_workspace)

@@ -587,12 +587,20 @@ def whole_word_examples(tmp_path_factory, word_pool, uncased_vocab_file):
     return _examples(dataset, num_batches=25)
 
 
-def _word_groups(ids, length, vocab):
-    """Google's candidate groups of an unmasked sequence: lists of
-    positions, a "##" piece joining the candidate before it."""
+def _word_grouper(vocab):
+    """`_word_groups` for `vocab`: the vocabulary is read once (its "##"
+    pieces), not once per example."""
     continuation = {index for token, index in vocab.items()
                     if token.startswith("##")}
     special = {vocab["[CLS]"], vocab["[SEP]"]}
+    return lambda ids, length: _word_groups(ids, length, continuation,
+                                            special)
+
+
+def _word_groups(ids, length, continuation, special):
+    """Google's candidate groups of an unmasked sequence: lists of
+    positions, a "##" piece (an id in `continuation`) joining the candidate
+    before it; `special` ids ([CLS], [SEP]) in none."""
     groups = []
     for position in range(length):
         if int(ids[position]) in special:
@@ -605,6 +613,7 @@ def _word_groups(ids, length, vocab):
 
 
 def test_whole_words_are_masked_together(whole_word_examples, vocab):
+    word_groups = _word_grouper(vocab)
     groups_seen = pieced_masked = 0
     for example in whole_word_examples:
         ids, length = _unmasked(example)
@@ -612,7 +621,7 @@ def test_whole_words_are_masked_together(whole_word_examples, vocab):
         masked = set(example["masked_lm_positions"][:count].tolist())
         num_to_predict = min(PRED, max(1, int(round(length * 0.15))))
         assert count <= num_to_predict
-        groups = _word_groups(ids, length, vocab)
+        groups = word_groups(ids, length)
         for group in groups:
             taken = [position in masked for position in group]
             assert all(taken) or not any(taken), (group, sorted(masked))
@@ -649,11 +658,12 @@ def test_whole_word_groups_are_drawn_as_googles_rule_draws_them(
     observed = {"single": [0, 0], "pieced": [0, 0]}
     expected = {"single": 0.0, "pieced": 0.0}
     simulations = 20
+    word_groups = _word_grouper(vocab)
     for example in whole_word_examples:
         ids, length = _unmasked(example)
         count = int(example["masked_lm_weights"].sum())
         masked = set(example["masked_lm_positions"][:count].tolist())
-        groups = _word_groups(ids, length, vocab)
+        groups = word_groups(ids, length)
         num_to_predict = min(PRED, max(1, int(round(length * 0.15))))
         for group in groups:
             kind = "single" if len(group) == 1 else "pieced"

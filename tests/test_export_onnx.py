@@ -3,7 +3,7 @@ the ids signature for ONNX Runtime and TFLite, checked against the
 runners' own output files.
 
 The checkpoints, inputs and runner runs are test_export_saved_model.py's
-(its fixtures): MRPC pairs (truncation, an empty second text, accents,
+(`export_harness.py`, made once per session for both): MRPC pairs (truncation, an empty second text, accents,
 long words), CoLA single texts (empty ones too), SQuAD questions over
 several windows, the softmax and the CRF tagger over several windows, and
 multiple choice. Each export is run in a fresh Python process in which
@@ -29,7 +29,12 @@ import pytest
 import tensorflow as tf
 
 import export_saved_model
-from runner_harness import REPO_ROOT, error_line_in_process, run_in_process
+from export_harness import (
+    CLASSIFIER_SEQ_LENGTH, GOLDEN_MODEL, MULTIPLE_CHOICE_SEQ_LENGTH, PAIRS,
+    QUESTIONS, SINGLE_TEXTS, SQUAD_FLAGS, TAGGING_FLAGS, TAGGING_LABELS,
+    TAGGING_SENTENCES, TAGGING_SEQ_LENGTH, TAGGING_STRIDE,
+    assert_embeddings_are_googles, golden_embedding_lines)
+from runner_harness import error_line_in_process, run_in_process
 from bert_tf.data import multiple_choice as multiple_choice_data
 from bert_tf.data import squad_examples
 from bert_tf.data import squad_features
@@ -37,30 +42,18 @@ from bert_tf.data import squad_postprocess
 from bert_tf.data import tagging_features
 from bert_tf.data.tagging_examples import TaggedSentence
 from bert_tf.text import tokenization
-# The shared checkpoints, inputs and runner runs (module-scoped fixtures).
-from tests.test_export_saved_model import (  # noqa: F401
-    CLASSIFIER_SEQ_LENGTH, MULTIPLE_CHOICE_SEQ_LENGTH, PAIRS, QUESTIONS,
-    SINGLE_TEXTS, SQUAD_FLAGS, TAGGING_FLAGS, TAGGING_LABELS,
-    TAGGING_SENTENCES, classifier_runs, multiple_choice_run, squad_run,
-    tagging_runs, workspace)
 
 # CoLA texts of few pieces ("Who's there?" and ""): a batch shorter than
 # max_seq_length.
 SHORT = (1, 6)
-TAGGING_SEQ_LENGTH, TAGGING_STRIDE = 16, 5
 SQUAD_SEQ_LENGTH, SQUAD_STRIDE, SQUAD_QUERY_LENGTH = 48, 12, 10
-GOLDEN = REPO_ROOT / "tests" / "golden"
-GOLDEN_MODEL = GOLDEN / "models" / "cased_tiny" / "bert_model.ckpt"
-EXTRACT_FEATURES = GOLDEN / "extract_features"
 
 
-def _golden_lines():
-    """extract_features' golden input lines of one text (" ||| " marks a
-    pair), with their indexes."""
-    lines = (EXTRACT_FEATURES / "input.txt").read_text(
-        encoding="utf-8").splitlines()
-    indexes = [i for i, line in enumerate(lines) if "|||" not in line][:4]
-    return indexes, [lines[i] for i in indexes]
+@pytest.fixture(scope="module")
+def workspace(export_workspace):
+    """The checkpoints and inputs of test_export_saved_model.py
+    (`export_harness.export_workspace`, made once per session)."""
+    return export_workspace
 
 
 def _export(workspace, model, name, export_format, *flag_list):
@@ -163,7 +156,8 @@ def _requests(workspace, exports):
                                for name in tagging_names}},
         "multiple_choice": {"arrays": {name: choices[name].tolist()
                                        for name in ID_NAMES}},
-        "embeddings": {"texts": [[text, ""] for text in _golden_lines()[1]]},
+        "embeddings": {"texts": [[text, ""]
+                                 for text in golden_embedding_lines()[1]]},
     }
     inputs["tagging_crf"] = inputs["tagging"]
     requests = {name: {"export_dir": str(directory),
@@ -388,25 +382,8 @@ def test_onnx_multiple_choice_probabilities_are_run_multiple_choices(
 def test_onnx_embeddings_are_googles_extract_features(more_onnx_served):
     """Mean-pooled last layer and pooled output of the golden checkpoint,
     against Google's extract_features.py values of the same texts."""
-    import gzip
-    indexes, _ = _golden_lines()
-    with gzip.open(EXTRACT_FEATURES / "expected_output.jsonl.gz", "rt",
-                   encoding="utf-8") as records:
-        golden = [json.loads(line) for line in records]
-    reader = tf.train.load_checkpoint(str(GOLDEN_MODEL))
-    kernel = reader.get_tensor("bert/pooler/dense/kernel")
-    bias = reader.get_tensor("bert/pooler/dense/bias")
-    outputs = more_onnx_served["embeddings"]
-    for row, index in enumerate(indexes):
-        last_layer = np.array([
-            next(layer["values"] for layer in feature["layers"]
-                 if layer["index"] == -1)
-            for feature in golden[index]["features"]])
-        np.testing.assert_allclose(outputs["mean_pooled"][row],
-                                   last_layer.mean(axis=0), atol=1e-4)
-        np.testing.assert_allclose(outputs["pooled_output"][row],
-                                   np.tanh(last_layer[0] @ kernel + bias),
-                                   atol=1e-4)
+    assert_embeddings_are_googles(more_onnx_served["embeddings"],
+                                  golden_embedding_lines()[0], atol=1e-4)
 
 
 def _packing(export_dir):

@@ -6,7 +6,9 @@ head (softmax, and with a CRF) and a multiple-choice head are written;
 `run_classifier.py`, `run_squad.py`, `run_tagging.py` and
 `run_multiple_choice.py --do_predict` predict with them and write
 `test_results.tsv`, `predictions.json` / `nbest_predictions.json` and
-`test_predictions.txt`; `export_saved_model.py` exports the same
+`test_predictions.txt` (`export_harness.py`: the checkpoints, inputs and
+runner runs, made once per session and shared with
+test_export_onnx.py); `export_saved_model.py` exports the same
 checkpoints; then a fresh Python process in which bert_tf cannot be
 imported loads the SavedModels with tensorflow and tensorflow_text alone,
 feeds them the same raw texts, and its outputs must be the runners'
@@ -24,7 +26,6 @@ tagger), the sentence embeddings against Google's own
 `extract_features.py` output, and the errors a user sees.
 """
 
-import gzip
 import json
 import os
 import subprocess
@@ -34,185 +35,33 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from runner_harness import (REPO_ROOT, console_script, error_line_in_process,
+from export_harness import (
+    CLASSIFIER_SEQ_LENGTH, MULTIPLE_CHOICE_RECORDS, MULTIPLE_CHOICE_SEQ_LENGTH,
+    PAIRS, QUESTIONS, SINGLE_TEXTS, SQUAD_FLAGS, SQUAD_V2_FLAGS,
+    TAGGING_FLAGS, TAGGING_LABELS, TAGGING_SENTENCES,
+    assert_embeddings_are_googles, golden_embedding_lines, squad_predictions,
+    write_checkpoint)
+from runner_harness import (console_script, error_line_in_process,
                             run_in_process, run_runner)
 import export_saved_model
 
-from bert_tf import checkpoints
 from bert_tf.config import BertConfig
 from bert_tf.data import classifier_features
 from bert_tf.data import glue_processors
-from bert_tf.tasks.classification import ClassificationModel
-from bert_tf.tasks.multiple_choice import MultipleChoiceModel
 from bert_tf.tasks.squad import SquadModel
 from bert_tf.tasks.tagging import TaggingModel
 from bert_tf.text import tokenization
-from tests.modeling_harness import randomize
 
-GOLDEN_TEXT = REPO_ROOT / "tests" / "golden" / "extract_features" / "input.txt"
-CLASSIFIER_SEQ_LENGTH = 24
-SQUAD_FLAGS = ["--max_seq_length=48", "--doc_stride=12",
-               "--max_query_length=10", "--n_best_size=7",
-               "--max_answer_length=6"]
-
-PAIRS = [
-    ("The Tragedy of Hamlet, Prince of Denmark", "Shakespeare homepage"),
-    ("Who's there?", ""),  # an empty second text: the one-text layout
-    ("Nay, answer me: stand, and unfold yourself.",
-     "Long live the king! " * 6),  # b is cut, then both
-    ("Bernardo? " * 12, "He."),  # a is cut
-    ("Café Ünïcode façade — naïve résumé", "ĞÜŞİÖÇ ΣΊΣΥΦΟΣ ß"),
-    ("x" * 230 + " thin\u2009space\u00a0nbsp", "中文字 and 😀 emoji"),
-]
-SINGLE_TEXTS = [a for a, _ in PAIRS] + ["", "   "]
-
-QUESTIONS = [
-    ("Who is there?",
-     "Bernardo (1895). Who's there? Nay, answer me:  stand,\tand unfold "
-     "yourself.\nLong live the king! Bernardo? He. You come most "
-     "carefully upon your hour."),
-    ("What did the ghost of the dead king say to the prince, and when, "
-     "and why?",  # longer than --max_query_length
-     "Tis now struck twelve; get thee to bed, Francisco. For this relief "
-     "much thanks: 'tis bitter cold, And I am sick at heart. Have you had "
-     "quiet guard? Not a mouse stirring."),
-    ("Où est le café?",
-     "Le CAFÉ «Ça-va» est à Paris\u202fdepuis 1895—naïvement; l’été "
-     "ΣΊΣΥΦΟΣ İstanbul 中文字 😀 x" + "y" * 210 + " fin."),
-    ("Short?", "One"),
-]
-
-
-# Tagging: sentences of words as a CoNLL file holds them (a word per line),
-# exercising what the export must do as run_tagging.py does: words glued
-# to punctuation (several pieces, labelled at the first), accents, a word
-# that tokenizes to nothing (U+200B is deleted: "[UNK]"), a word over 200
-# characters ("[UNK]"), a word of more pieces than a window holds (cut), a
-# Chinese word (a piece per character), sentences longer than a window.
-TAGGING_LABELS = ["B-LOC", "B-PER", "I-PER", "O"]
-TAGGING_FLAGS = ["--max_seq_length=16", "--doc_stride=5"]
-TAGGING_SENTENCES = [
-    "The Tragedy of Hamlet, Prince of Denmark".split(),
-    ["Who's", "there?"],
-    ("Nay, answer me: stand, and unfold yourself. Long live the king! "
-     "Bernardo? He. You come most carefully upon your hour.").split(),
-    ["Café", "Ünïcode", "façade", "\u200b", "naïve", "x" * 230, "中文字",
-     "résumé"],
-    ["!" * 20, "Francisco", "!" * 3],
-    ["Bernardo"],
-]
 # How each sentence is sent: words joined by assorted whitespace (all of it
 # whitespace to Python's str.split, as the runner's reader splits).
 TAGGING_SEPARATORS = [" ", "\t", "  ", "\u3000", "\u00a0", " \n "]
 
-# Multiple choice: JSON lines with and without a context, a question and
-# choices, some long enough to be cut, one empty (the one-text layout).
-MULTIPLE_CHOICE_SEQ_LENGTH = 24
-MULTIPLE_CHOICE_RECORDS = [
-    {"context": "Francisco at his post. Enter to him Bernardo.",
-     "question": "Who's there?",
-     "choices": ["Nay, answer me", "Long live the king!", "Bernardo?"]},
-    {"question": "Tis now struck twelve; get thee to bed, Francisco. " * 3,
-     "choices": ["For this relief much thanks", "",
-                 "'tis bitter cold, And I am sick at heart." * 2]},
-    {"context": "Café Ünïcode", "question": "façade?",
-     "choices": ["naïve", "résumé", "中文字 😀"]},
-]
-
-
-def _write_tsv(path, rows):
-    path.write_text("".join("\t".join(row) + "\n" for row in rows),
-                    encoding="utf-8")
-
-
-def _checkpoint(model, prefix, seed, head_scale):
-    """Random weights (heads scaled up, so that candidates are far apart),
-    written as a Google-format checkpoint."""
-    randomize(model, seed=seed)
-    for variable in model.weights:
-        if not variable.path.startswith("bert/"):
-            variable.assign(variable * head_scale)
-    checkpoints.save_checkpoint(
-        {checkpoints.variable_name(v): v for v in model.weights}, prefix)
-    return prefix
-
-
-def _head_on_pretrained(model, pretrained, prefix, seed, head_scale):
-    """The pretrained encoder with a random head (each head variable scaled
-    by `head_scale(path)`), written as a Google-format checkpoint."""
-    randomize(model, seed=seed)
-    checkpoints.load_checkpoint(
-        [v for v in model.weights if v.path.startswith("bert/")], pretrained)
-    for variable in model.weights:
-        if not variable.path.startswith("bert/"):
-            variable.assign(variable * head_scale(variable.path))
-    checkpoints.save_checkpoint(
-        {checkpoints.variable_name(v): v for v in model.weights}, prefix)
-
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory, golden_dir):
-    root = tmp_path_factory.mktemp("export")
-    cased = golden_dir / "models" / "cased_tiny"
-    (root / "cased").mkdir()
-    for name in ("vocab.txt", "bert_config.json"):
-        (root / "cased" / name).write_bytes((cased / name).read_bytes())
-    config = BertConfig.from_json_file(cased / "bert_config.json")
-    _checkpoint(ClassificationModel(config, 2),
-                root / "classifier" / "model.ckpt", seed=1, head_scale=30.0)
-
-    (root / "uncased").mkdir()
-    (root / "uncased" / "vocab.txt").write_bytes(
-        (golden_dir / "models" / "uncased_vocab.txt").read_bytes())
-    uncased_config = config.replace(vocab_size=30522)
-    uncased_config.to_json_file(root / "uncased" / "bert_config.json")
-    _checkpoint(SquadModel(uncased_config), root / "squad" / "model.ckpt",
-                seed=2, head_scale=30.0)
-
-    # Tagging: the same weights with and without a CRF (transitions made
-    # strong enough to overrule some words' own best label), on the golden
-    # pretrained encoder (a random one gives every word the same label).
-    pretrained = cased / "bert_model.ckpt"
-    for use_crf in (False, True):
-        name = "tagging_crf" if use_crf else "tagging"
-        _head_on_pretrained(
-            TaggingModel(config, len(TAGGING_LABELS), use_crf=use_crf),
-            pretrained, root / name / "model.ckpt", seed=3,
-            head_scale=lambda path: 10.0 if "crf" in path else 3.0)
-        # As run_tagging.py leaves it in its --output_dir.
-        (root / name / "label_list.txt").write_text(
-            "".join(f"{label}\n" for label in TAGGING_LABELS))
-    (root / "tagging_test.txt").write_text("".join(
-        "".join(f"{word}\n" for word in words) + "\n"
-        for words in TAGGING_SENTENCES), encoding="utf-8")
-
-    _head_on_pretrained(MultipleChoiceModel(config), pretrained,
-                        root / "multiple_choice" / "model.ckpt", seed=4,
-                        head_scale=lambda path: 10.0)
-    (root / "choices.jsonl").write_text("".join(
-        json.dumps(record) + "\n" for record in MULTIPLE_CHOICE_RECORDS),
-        encoding="utf-8")
-
-    mrpc = root / "mrpc"
-    mrpc.mkdir()
-    _write_tsv(mrpc / "test.tsv",
-               [["index", "#1 ID", "#2 ID", "#1 String", "#2 String"]]
-               + [[str(i), "1", "2", a, b] for i, (a, b) in enumerate(PAIRS)])
-    cola = root / "cola"
-    cola.mkdir()
-    _write_tsv(cola / "test.tsv", [["index", "sentence"]]
-               + [[str(i), text] for i, text in enumerate(SINGLE_TEXTS)])
-    articles = [{"title": "t", "paragraphs": [
-        {"context": context,
-         "qas": [{"id": f"q{i}", "question": question}]}]}
-        for i, (question, context) in enumerate(QUESTIONS)]
-    (root / "questions.json").write_text(
-        json.dumps({"version": "1.1", "data": articles}), encoding="utf-8")
-    return root
-
-
-def _runner(script, workspace, model, *flags):
-    run_runner(script, workspace / model, *flags)
+def workspace(export_workspace):
+    """The checkpoints and inputs shared with test_export_onnx.py
+    (`export_harness.export_workspace`, made once per session)."""
+    return export_workspace
 
 
 def _export(workspace, model, name, *flag_list):
@@ -224,97 +73,25 @@ def _export(workspace, model, name, *flag_list):
 
 
 @pytest.fixture(scope="module")
-def classifier_runs(workspace):
-    """test_results.tsv of MRPC (pairs) and CoLA (one text)."""
-    results = {}
-    for task in ("mrpc", "cola"):
-        output_dir = workspace / f"{task}_output"
-        _runner("run_classifier.py", workspace, "cased",
-                f"--task_name={task}", "--do_predict=true",
-                "--do_lower_case=false",
-                f"--data_dir={workspace / task}",
-                f"--init_checkpoint={workspace / 'classifier' / 'model.ckpt'}",
-                f"--max_seq_length={CLASSIFIER_SEQ_LENGTH}",
-                f"--output_dir={output_dir}")
-        results[task] = np.loadtxt(output_dir / "test_results.tsv",
-                                   delimiter="\t", ndmin=2)
-    return results
-
-
-def _squad_run(workspace, name, *extra_flags):
-    output_dir = workspace / name
-    _runner("run_squad.py", workspace, "uncased", "--do_predict=true",
-            f"--predict_file={workspace / 'questions.json'}",
-            f"--init_checkpoint={workspace / 'squad' / 'model.ckpt'}",
-            f"--output_dir={output_dir}", *SQUAD_FLAGS, *extra_flags)
-    read = lambda name: json.loads(  # noqa: E731
-        (output_dir / name).read_text(encoding="utf-8"))
-    return read("predictions.json"), read("nbest_predictions.json")
-
-
-@pytest.fixture(scope="module")
-def squad_run(workspace):
-    return _squad_run(workspace, "squad_output")
-
-
-# The threshold makes some questions answer "" and others not.
-SQUAD_V2_FLAGS = ["--version_2_with_negative=true",
-                  "--null_score_diff_threshold=-2.0"]
-
-
-@pytest.fixture(scope="module")
 def squad_v2_run(workspace):
-    return _squad_run(workspace, "squad_v2_output", *SQUAD_V2_FLAGS)
-
-
-def _tagging_predictions(output_dir):
-    """Each sentence's labels in run_tagging.py's test_predictions.txt (the
-    predict file with a label column appended)."""
-    sentences, labels = [], []
-    lines = (output_dir / "test_predictions.txt").read_text(
-        encoding="utf-8").split("\n")
-    for line in lines:
-        if line.strip():
-            labels.append(line.split()[-1])
-        elif labels:
-            sentences.append(labels)
-            labels = []
-    return sentences
+    return squad_predictions(workspace, "squad_v2_output", *SQUAD_V2_FLAGS)
 
 
 @pytest.fixture(scope="module")
-def tagging_runs(workspace):
-    """test_predictions.txt of the softmax and the CRF tagger."""
-    results = {}
-    for name in ("tagging", "tagging_crf"):
-        output_dir = workspace / f"{name}_output"
-        _runner("run_tagging.py", workspace, "cased", "--do_predict=true",
-                "--do_lower_case=false", *TAGGING_FLAGS,
-                f"--predict_file={workspace / 'tagging_test.txt'}",
-                f"--init_checkpoint={workspace / name / 'model.ckpt'}",
-                f"--output_dir={output_dir}",
-                *(["--use_crf=true"] if name == "tagging_crf" else []))
-        results[name] = _tagging_predictions(output_dir)
-    return results
+def tagging_export_process(workspace):
+    """The softmax tagger exported as a user does: a process of its own,
+    whose stderr is checked (`tagging_export`); the export is also the
+    `exports` fixture's "tagging". Returns the finished process."""
+    (workspace / "exports").mkdir(exist_ok=True)
+    return run_runner(
+        "export_saved_model.py", workspace / "cased", "--task_name=tagging",
+        f"--init_checkpoint={workspace / 'tagging' / 'model.ckpt'}",
+        "--do_lower_case=false", *TAGGING_FLAGS,
+        f"--export_dir={workspace / 'exports' / 'tagging'}")
 
 
 @pytest.fixture(scope="module")
-def multiple_choice_run(workspace):
-    output_dir = workspace / "multiple_choice_output"
-    checkpoint = workspace / "multiple_choice" / "model.ckpt"
-    _runner("run_multiple_choice.py", workspace, "cased",
-            "--do_predict=true", "--do_lower_case=false",
-            "--input_format=jsonl",
-            f"--predict_file={workspace / 'choices.jsonl'}",
-            f"--init_checkpoint={checkpoint}",
-            f"--max_seq_length={MULTIPLE_CHOICE_SEQ_LENGTH}",
-            f"--output_dir={output_dir}")
-    return np.loadtxt(output_dir / "test_results.tsv", delimiter="\t",
-                      ndmin=2)
-
-
-@pytest.fixture(scope="module")
-def exports(workspace):
+def exports(workspace, tagging_export_process):
     checkpoint = f"--init_checkpoint={workspace / 'classifier' / 'model.ckpt'}"
     return {
         "mrpc": _export(workspace, "cased", "mrpc", "--task_name=MRPC",
@@ -333,11 +110,13 @@ def exports(workspace):
                             f"{workspace / 'squad' / 'model.ckpt'}",
                             *SQUAD_FLAGS, *SQUAD_V2_FLAGS),
         # The label list comes from label_list.txt beside the checkpoint,
-        # the CRF from the checkpoint.
-        **{name: _export(workspace, "cased", name, "--task_name=tagging",
-                         f"--init_checkpoint={workspace / name / 'model.ckpt'}",
-                         "--do_lower_case=false", *TAGGING_FLAGS)
-           for name in ("tagging", "tagging_crf")},
+        # the CRF from the checkpoint. The softmax tagger's export is the
+        # one a process of its own wrote (tagging_export_process).
+        "tagging": workspace / "exports" / "tagging",
+        "tagging_crf": _export(
+            workspace, "cased", "tagging_crf", "--task_name=tagging",
+            f"--init_checkpoint={workspace / 'tagging_crf' / 'model.ckpt'}",
+            "--do_lower_case=false", *TAGGING_FLAGS),
         **{f"multiple_choice_{input_format}": _export(
             workspace, "cased", f"multiple_choice_{input_format}",
             "--task_name=multiple_choice",
@@ -750,26 +529,12 @@ def test_embeddings_match_googles_extract_features(tmp_path, golden_dir):
     model_dir = golden_dir / "models" / "cased_tiny"
     export_dir = _export_embeddings(tmp_path, model_dir)
     serve = tf.saved_model.load(str(export_dir)).signatures["serving_default"]
-    lines = GOLDEN_TEXT.read_text(encoding="utf-8").splitlines()
-    path = golden_dir / "extract_features" / "expected_output.jsonl.gz"
-    with gzip.open(path, "rt", encoding="utf-8") as records:
-        golden = [json.loads(line) for line in records]
-    # One-text lines only (Google's " ||| " marks a pair).
-    indexes = [i for i, line in enumerate(lines) if "|||" not in line][:4]
-    outputs = serve(text=tf.constant([lines[i] for i in indexes]))
-    reader = tf.train.load_checkpoint(str(model_dir / "bert_model.ckpt"))
-    kernel = reader.get_tensor("bert/pooler/dense/kernel")
-    bias = reader.get_tensor("bert/pooler/dense/bias")
-    for row, index in enumerate(indexes):
-        last_layer = np.array([
-            next(layer["values"] for layer in feature["layers"]
-                 if layer["index"] == -1)
-            for feature in golden[index]["features"]])
-        np.testing.assert_allclose(outputs["mean_pooled"][row],
-                                   last_layer.mean(axis=0), atol=1e-5)
-        np.testing.assert_allclose(outputs["pooled_output"][row],
-                                   np.tanh(last_layer[0] @ kernel + bias),
-                                   atol=1e-5)
+    indexes, lines = golden_embedding_lines()
+    outputs = serve(text=tf.constant(lines))
+    assert_embeddings_are_googles(
+        {name: outputs[name].numpy() for name in ("mean_pooled",
+                                                  "pooled_output")},
+        indexes, atol=1e-5)
 
 
 def _export_embeddings(tmp_path, model_dir):
@@ -888,8 +653,9 @@ def test_export_rebuilds_causal_and_bilstm_squad_models(workspace,
     config = BertConfig.from_json_file(
         workspace / "uncased" / "bert_config.json")
     trained = SquadModel(config, causal_attention=True, bilstm_units=6)
-    prefix = _checkpoint(trained, workspace / "squad_ltr_bilstm" / "model.ckpt",
-                         seed=5, head_scale=1.0)
+    prefix = write_checkpoint(
+        trained, workspace / "squad_ltr_bilstm" / "model.ckpt", seed=5,
+        head_scale=1.0)
     export = builders.squad_export(
         config, str(workspace / "uncased" / "vocab.txt"), True, str(prefix),
         max_seq_length=32, doc_stride=16, max_query_length=8, n_best_size=3,
@@ -915,9 +681,9 @@ def test_export_rebuilds_a_tagging_model_with_its_bilstm(workspace):
     config = BertConfig.from_json_file(
         workspace / "uncased" / "bert_config.json")
     trained = TaggingModel(config, 3, bilstm_units=5)
-    prefix = _checkpoint(trained,
-                         workspace / "tagging_bilstm" / "model.ckpt",
-                         seed=7, head_scale=1.0)
+    prefix = write_checkpoint(trained,
+                              workspace / "tagging_bilstm" / "model.ckpt",
+                              seed=7, head_scale=1.0)
     export = builders.tagging_export(
         config, str(workspace / "uncased" / "vocab.txt"), True, str(prefix),
         max_seq_length=32, doc_stride=16, label_list=["O", "B-X", "I-X"])
@@ -932,18 +698,13 @@ def test_export_rebuilds_a_tagging_model_with_its_bilstm(workspace):
 
 
 @pytest.fixture(scope="module")
-def tagging_export(workspace):
-    """The softmax tagger, exported as a user does (a process of its own;
-    its stderr kept as `tagging_export.stderr`) and loaded here."""
-    export_dir = workspace / "exports" / "tagging_inputs"
-    process = run_runner(
-        "export_saved_model.py", workspace / "cased", "--task_name=tagging",
-        f"--init_checkpoint={workspace / 'tagging' / 'model.ckpt'}",
-        "--do_lower_case=false", *TAGGING_FLAGS,
-        f"--export_dir={export_dir}")
+def tagging_export(exports, tagging_export_process):
+    """The softmax tagger exported as a user does (a process of its own;
+    its stderr kept as `tagging_export.stderr`), loaded here."""
     import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
-    serve = tf.saved_model.load(str(export_dir)).signatures["serving_default"]
-    serve.stderr = process.stderr
+    serve = tf.saved_model.load(str(exports["tagging"])).signatures[
+        "serving_default"]
+    serve.stderr = tagging_export_process.stderr
     return serve
 
 
@@ -976,7 +737,7 @@ def test_tagging_words_keep_a_nul_character(tagging_export):
     assert labels[0] == labels[1]
 
 
-def test_a_single_example_is_a_batch_of_one(workspace, tagging_export):
+def test_a_single_example_is_a_batch_of_one(exports, tagging_export):
     """A scalar string (and one example's choices) is served as a batch of
     one, with the outputs of the same example in a batch; a rank too high
     is an error naming the input."""
@@ -989,12 +750,8 @@ def test_a_single_example_is_a_batch_of_one(workspace, tagging_export):
                        match=r"input text must have rank 0 \(one example\) "
                              r"or 1 \(a batch\)"):
         tagging_export(text=tf.constant([[sentence]]))
-    export_dir = _export(
-        workspace, "cased", "choices_inputs", "--task_name=multiple_choice",
-        f"--init_checkpoint={workspace / 'multiple_choice' / 'model.ckpt'}",
-        "--do_lower_case=false", "--input_format=swag",
-        f"--max_seq_length={MULTIPLE_CHOICE_SEQ_LENGTH}")
-    serve = tf.saved_model.load(str(export_dir)).signatures["serving_default"]
+    serve = tf.saved_model.load(str(exports["multiple_choice_swag"])
+                                ).signatures["serving_default"]
     record = MULTIPLE_CHOICE_RECORDS[0]
     single = serve(context=tf.constant(record["context"]),
                    choices=tf.constant(record["choices"]))

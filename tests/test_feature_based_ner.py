@@ -108,8 +108,9 @@ def test_bilstm_tagger_learns_a_separable_toy_problem():
         np.float32) * 0.3 for ids in label_ids]
     model = feature_tagger.build_tagger(8, 3, lstm_units=8, lstm_layers=1,
                                         dropout=0.0)
+    # 10 epochs reach accuracy 1.0 (loss 0.013); 40 took 4x as long.
     loss = feature_tagger.train_tagger(model, vectors, label_ids,
-                                       num_epochs=40, batch_size=8,
+                                       num_epochs=10, batch_size=8,
                                        learning_rate=1e-2, seed=0)
     predicted = feature_tagger.predict_tagger(model, vectors)
     accuracy = np.mean(np.concatenate(predicted) == np.concatenate(
