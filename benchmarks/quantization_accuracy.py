@@ -418,7 +418,8 @@ def _print_task(name, task, result, seconds):
             print(f"  {'':<15} {result['margins'][contender]}")
 
 
-def main():
+def build_parser():
+    """The command line's parser (tests parse the README's command with it)."""
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -435,6 +436,11 @@ def main():
     parser.add_argument("--contenders", default=",".join(CONTENDERS),
                         help="a comma-separated subset of: "
                              + ", ".join(CONTENDERS))
+    return parser
+
+
+def main():
+    parser = build_parser()
     args = parser.parse_args()
     contenders = args.contenders.split(",")
     unknown = sorted(set(contenders) - set(CONTENDERS))
