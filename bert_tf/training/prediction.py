@@ -153,18 +153,6 @@ class _InOrder:
 _STEPS = weakref.WeakKeyDictionary()
 
 
-def _weak_reference(function):
-    """A weak reference to `function` (`WeakMethod` for a bound method,
-    which is created anew on every attribute access); None when `function`
-    cannot be weakly referenced."""
-    try:
-        if hasattr(function, "__self__") and hasattr(function, "__func__"):
-            return weakref.WeakMethod(function)
-        return weakref.ref(function)
-    except TypeError:
-        return None
-
-
 def _build_step(strategy, call_predict_fn):
     """The `tf.function` of one prediction step under `strategy`: runs
     `call_predict_fn` in each replica, gathers its outputs and numbers."""
@@ -202,8 +190,9 @@ def prediction_step(strategy, predict_fn):
       A `tf.function` of `(indices, features)` (one distributed batch)
       that returns the gathered outputs, `EXAMPLE_INDEX` included.
     """
-    reference = _weak_reference(predict_fn)
-    if reference is None:  # e.g. a builtin: traced anew on every call.
+    try:
+        reference = weakref.ref(predict_fn)
+    except TypeError:  # e.g. a builtin: traced anew on every call.
         return _build_step(strategy, predict_fn)
     steps = _STEPS.get(predict_fn)
     if steps is None:
