@@ -305,14 +305,6 @@ def _check_task_name(task_name):
                          f"{', '.join(known)}")
 
 
-def _check_pad_to_multiple_of(pad_to_multiple_of):
-    """Refuses a --pad_to_multiple_of that is not a positive integer."""
-    from bert_tf import sequence_lengths
-    if pad_to_multiple_of is not None:
-        sequence_lengths.LengthPolicy(
-            pad_to_multiple_of=pad_to_multiple_of).validate()
-
-
 def _check_export_dir(flag_values):
     """Refuses, before the checkpoint is loaded, an --export_dir that is or
     holds an input, or that exists and may not be replaced."""
@@ -339,7 +331,6 @@ def run(flag_values):
     runner_flags.require(flag_values, "task_name", "bert_config_file",
                          "vocab_file", "init_checkpoint", "export_dir")
     _check_task_name(flag_values.task_name.lower())
-    _check_pad_to_multiple_of(flag_values.pad_to_multiple_of)
     runner_flags.check_file("bert_config_file", flag_values.bert_config_file)
     runner_flags.check_file("vocab_file", flag_values.vocab_file)
     # Before the slow work (loading the checkpoint, tracing the graph).
