@@ -33,6 +33,15 @@ shuffle), and the script prints the length distribution too.
 
     python benchmarks/finetune.py --text=rotten_tomatoes --steps=10
     python benchmarks/finetune.py --text=rotten_tomatoes --pad_to_multiple_of=128
+
+`--rounds=N` times three contenders instead, alternating call by call for
+N rounds (`harness.best_seconds_interleaved`, best call of each kept, one
+untimed call of `--steps` steps each first; `--warmup_steps` is not used):
+bert_tf at `--pad_to_multiple_of`, bert_tf at `--seq_length` (every batch
+full length, Google's behaviour) and Model Garden, so that a change in the
+machine's load favours none of them:
+
+    python benchmarks/finetune.py --text=rotten_tomatoes --steps=3 --rounds=2
 """
 
 import argparse
@@ -181,6 +190,24 @@ def model_garden_training(config, record_file, args):
     return train
 
 
+def alternated_examples_per_second(config, record_file, args, work):
+    """bert_tf length-aware, bert_tf full length and Model Garden, timed
+    alternating; returns `{contender: examples/s}`."""
+    fixed_args = argparse.Namespace(**vars(args))
+    fixed_args.pad_to_multiple_of = args.seq_length
+    contenders = {
+        "bert_tf": bert_tf_training(config, record_file, args,
+                                    os.path.join(work, "length_aware")),
+        "bert_tf fixed": bert_tf_training(config, record_file, fixed_args,
+                                          os.path.join(work, "fixed")),
+        "model garden": model_garden_training(config, record_file, args),
+    }
+    best = harness.best_seconds_interleaved(list(contenders.values()),
+                                            args.rounds)
+    return {name: args.steps * args.batch_size / seconds
+            for name, seconds in zip(contenders, best)}
+
+
 def model_garden_examples_per_second(config, record_file, args):
     """Trains Model Garden's BertClassifier (tf_keras); returns examples/s."""
     train = model_garden_training(config, record_file, args)
@@ -191,7 +218,9 @@ def model_garden_examples_per_second(config, record_file, args):
     return args.steps * args.batch_size / elapsed
 
 
-def main():
+def build_parser():
+    """The script's flags (tests/test_readme_commands.py parses README
+    commands with it)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     harness.add_model_shape_arguments(parser)
     parser.add_argument("--seq_length", type=int, default=128)
@@ -207,10 +236,20 @@ def main():
                              "sequence rounded up to this (seq_length: "
                              "full length, as Model Garden)")
     parser.add_argument("--group_by_length", action="store_true")
+    parser.add_argument("--rounds", type=int, default=0,
+                        help="> 0: bert_tf, bert_tf at full length and "
+                             "Model Garden alternating for this many rounds "
+                             "of --steps steps (best kept)")
     harness.add_precision_arguments(parser)
+    return parser
+
+
+def main():
+    parser = build_parser()
     args = parser.parse_args()
-    if args.steps <= 0 or args.warmup_steps <= 0:
-        parser.error("--steps and --warmup_steps must be positive")
+    if args.steps <= 0 or args.warmup_steps <= 0 or args.rounds < 0:
+        parser.error("--steps and --warmup_steps must be positive, "
+                     "--rounds not negative")
 
     config = harness.bert_config(args)
     devices = harness.logical_device_types()
@@ -232,6 +271,17 @@ def main():
         else:
             write_records(record_file, 4 * args.batch_size, args.seq_length,
                           config.vocab_size)
+        if args.rounds:
+            rates = alternated_examples_per_second(config, record_file,
+                                                   args, work)
+            for name, rate in rates.items():
+                print(f"{name:14s}{rate:10.1f} examples/s", flush=True)
+            print(f"ratios: bert_tf / bert_tf fixed "
+                  f"{harness.ratio(rates['bert_tf'], rates['bert_tf fixed'])}"
+                  f", bert_tf / model garden "
+                  f"{harness.ratio(rates['bert_tf'], rates['model garden'])}"
+                  f"; load average at the end {os.getloadavg()[0]:.1f}")
+            return
         ours = bert_tf_examples_per_second(
             config, record_file, args, os.path.join(work, "bert_tf"))
         print(f"bert_tf       {ours:10.1f} examples/s", flush=True)
