@@ -35,7 +35,7 @@ the dev accuracy from `eval_results.txt` and the load average; then mean
 and standard deviation over the seeds and the ratios of the epoch times.
 It asserts nothing.
 
-    python benchmarks/finetune_epoch.py                 # ~30 min on 2 CPUs
+    python benchmarks/finetune_epoch.py                 # ~35 min on 2 CPUs
     python benchmarks/finetune_epoch.py --train_examples=512 --seeds=1 \\
         --contenders=length_aware,fixed                 # a quick look
 """
