@@ -130,7 +130,7 @@ def _model_call(model, jit_compile):
         return model(inputs, training=False, **kwargs)
     if not jit_compile:
         return call
-    return tf.function(call, jit_compile=True, autograph=False)
+    return tf.function(call, jit_compile=True)
 
 
 class _TextExport(tf.Module):
