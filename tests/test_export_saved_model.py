@@ -23,7 +23,10 @@ Also: `saved_model_cli show --all` and `saved_model_cli run` (with the
 tensorflow_text ops registered) on an export, TensorFlow Serving's REST
 row format, the TFLite conversion of `serving_ids` (classifier, softmax
 tagger), the sentence embeddings against Google's own
-`extract_features.py` output, and the errors a user sees.
+`extract_features.py` output, and the errors a user sees. With
+`--enable_xla` (the MRPC classifier and the CRF tagger): the fresh process
+finds XLA's must-compile attribute on the function both signatures call,
+and `serving_default` and `serving_ids` give the runners' outputs.
 """
 
 import json
