@@ -32,6 +32,12 @@ see `SquadExport`) run at their longest real window
 (`bert_tf.sequence_lengths`): a short request costs a
 short request's compute, with the outputs of the full-length packing.
 
+XLA (`enable_xla`, `export_saved_model.py --enable_xla`): every export
+calls its model through `_TextExport._run_model`, which is then one
+`tf.function(jit_compile=True)` in both signatures; tokenization, packing,
+SQuAD's answers and tagging's windows (string ops) stay outside it. Each
+new (batch, packed length) compiles once per loaded SavedModel.
+
 `serving_ids` takes int32 `input_ids`, `input_mask`, `segment_ids`
 [batch, seq_length] (multiple choice: [batch, num_choices, seq_length];
 tagging also `word_positions` and `word_mask`, the first piece of each word
