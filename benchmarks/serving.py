@@ -365,7 +365,8 @@ def main():
                 print(f"{kind} batch {batch_size}: p50 raw fixed / raw text "
                       f"{harness.ratio(p50['raw fixed'], p50['raw text'])}; "
                       f"raw fixed / raw text XLA "
-                      f"{harness.ratio(p50['raw fixed'], p50['raw text XLA'])}; "
+                      f"{harness.ratio(p50['raw fixed'], p50['raw text XLA'])}"
+                      f"; "
                       f"Model Garden / raw text "
                       f"{harness.ratio(p50['Model Garden'], p50['raw text'])}")
         print(json.dumps(results))

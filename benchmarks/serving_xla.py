@@ -111,9 +111,10 @@ def main():
                       f"{first[name]:>12.2f} "
                       f"{np.percentile(times[name], 50) * 1e3:>9.1f} "
                       f"{np.percentile(times[name], 99) * 1e3:>9.1f}")
-            print(f"{batch:>5} {length:>6} p50 plain / XLA "
-                  f"{harness.ratio(np.median(times['plain']), np.median(times['XLA']))}"
-                  f"; load average {os.getloadavg()[0]:.1f}")
+            speedup = harness.ratio(np.median(times["plain"]),
+                                    np.median(times["XLA"]))
+            print(f"{batch:>5} {length:>6} p50 plain / XLA {speedup}; "
+                  f"load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
