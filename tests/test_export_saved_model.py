@@ -223,7 +223,8 @@ def fresh_process(workspace, exports):
     serving_default outputs, some exports' serving_ids outputs, and the
     XLA-compiled functions each signature calls
     ({"serving_default": {export: outputs}, "serving_ids": ...,
-    "must_compile": {export: {signature: [function, ...]}}})."""
+    "must_compile": {export: {signature: [function, ...]}}, "xla_compiled":
+    whether TensorFlow logged an XLA compilation})."""
     pair_inputs = {"text_a": [a for a, _ in PAIRS],
                    "text_b": [b for _, b in PAIRS]}
     pair_ids = {name: value.tolist() for name, value in _python_features(
@@ -277,7 +278,12 @@ def fresh_process(workspace, exports):
                             "CUDA_VISIBLE_DEVICES": ""},
         capture_output=True, text=True, timeout=600)
     assert process.returncode == 0, process.stderr[-5000:]
-    return json.loads((workspace / "served.json").read_text(encoding="utf-8"))
+    results = json.loads((workspace / "served.json").read_text(
+        encoding="utf-8"))
+    # TensorFlow's own word (logged once per process) that it ran an XLA
+    # program.
+    results["xla_compiled"] = "Compiled cluster using XLA" in process.stderr
+    return results
 
 
 @pytest.fixture(scope="module")
@@ -420,7 +426,9 @@ def test_enable_xla_reaches_every_export(workspace, monkeypatch):
 def test_xla_export_runs_compiled_in_a_fresh_process(fresh_process):
     """The SavedModel keeps the must-compile attribute: a process that
     loads it runs the model as XLA programs (the same function for both
-    signatures); the export without the flag has none."""
+    signatures; TensorFlow logs the compilation); the export without the
+    flag has none."""
+    assert fresh_process["xla_compiled"]
     must_compile = fresh_process["must_compile"]
     for name in ("mrpc_xla", "tagging_crf_xla"):
         functions = must_compile[name]
