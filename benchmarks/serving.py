@@ -10,8 +10,13 @@ exported every way and served on the same texts:
                   strings in (in-graph tokenization + packing to the
                   request's longest text, rounded up to a multiple of 8 +
                   model + softmax);
+  raw text XLA    the same checkpoint exported with `--enable_xla`: as
+                  raw text, the model call one XLA-compiled function
+                  (compiled for each batch's shape in the untimed
+                  warm-up call);
   raw fixed       the same checkpoint exported to pack every request to
-                  --seq_length, as exports did before length-aware packing;
+                  --seq_length, as exports did before length-aware packing
+                  (without XLA: today's fixed-length export);
   ids             the same SavedModel's `serving_ids`, ids computed
                   beforehand (outside the timing);
   TFLite f32/int8 `--format=tflite` (`--quantize=int8`: dynamic range),
@@ -98,9 +103,13 @@ def _export_ours(config, seq_length, work_dir):
     serving.save_export(builders.classifier_export(
         config, str(VOCAB_FILE), True, prefix, seq_length, ["0", "1"],
         pad_to_multiple_of=seq_length), fixed_dir)
+    xla_dir = os.path.join(work_dir, "ours_xla_saved_model")
+    serving.save_export(builders.classifier_export(
+        config, str(VOCAB_FILE), True, prefix, seq_length, ["0", "1"],
+        enable_xla=True), xla_dir)
     head = {"kernel": model.classifier.output_weights.numpy().T,
             "bias": model.classifier.output_bias.numpy()}
-    return export, export_dir, fixed_dir, head
+    return export, export_dir, fixed_dir, xla_dir, head
 
 
 def _export_model_garden(config, seq_length, work_dir):
@@ -220,10 +229,11 @@ def main():
 
     with tempfile.TemporaryDirectory() as work_dir:
         start = time.time()
-        export, ours_dir, fixed_dir, head = _export_ours(
+        export, ours_dir, fixed_dir, xla_dir, head = _export_ours(
             config, args.seq_length, work_dir)
         raw_fixed = tf.saved_model.load(fixed_dir).signatures[
             "serving_default"]
+        raw_xla = tf.saved_model.load(xla_dir).signatures["serving_default"]
         preprocessing, encoder_dir = _export_model_garden(
             config, args.seq_length, work_dir)
         onnx_models = _onnx_models(export, config, work_dir)
@@ -284,6 +294,8 @@ def main():
                 contenders = {
                     "raw text": lambda: raw(text_a=text_tensor)[
                         "probabilities"].numpy(),
+                    "raw text XLA": lambda: raw_xla(text_a=text_tensor)[
+                        "probabilities"].numpy(),
                     "raw fixed": lambda: raw_fixed(text_a=text_tensor)[
                         "probabilities"].numpy(),
                     "ids": lambda: ids_signature(
@@ -303,8 +315,8 @@ def main():
                 }
                 # The float32 contenders compute the same probabilities.
                 reference = contenders["ids"]()
-                for name in ("raw text", "raw fixed", "TFLite f32", "ORT f32",
-                             "ORT f32 opt"):
+                for name in ("raw text", "raw text XLA", "raw fixed",
+                             "TFLite f32", "ORT f32", "ORT f32 opt"):
                     np.testing.assert_allclose(contenders[name](), reference,
                                                atol=1e-4, err_msg=name)
                 latencies = _latencies(list(contenders.values()), count)
@@ -352,6 +364,9 @@ def main():
                        if name.startswith(prefix)}
                 print(f"{kind} batch {batch_size}: p50 raw fixed / raw text "
                       f"{harness.ratio(p50['raw fixed'], p50['raw text'])}; "
+                      f"raw fixed / raw text XLA "
+                      f"{harness.ratio(p50['raw fixed'], p50['raw text XLA'])}"
+                      f"; "
                       f"Model Garden / raw text "
                       f"{harness.ratio(p50['Model Garden'], p50['raw text'])}")
         print(json.dumps(results))

@@ -23,7 +23,10 @@ Also: `saved_model_cli show --all` and `saved_model_cli run` (with the
 tensorflow_text ops registered) on an export, TensorFlow Serving's REST
 row format, the TFLite conversion of `serving_ids` (classifier, softmax
 tagger), the sentence embeddings against Google's own
-`extract_features.py` output, and the errors a user sees.
+`extract_features.py` output, and the errors a user sees. With
+`--enable_xla` (the MRPC classifier and the CRF tagger): the fresh process
+finds XLA's must-compile attribute on the function both signatures call,
+and `serving_default` and `serving_ids` give the runners' outputs.
 """
 
 import json
@@ -117,6 +120,15 @@ def exports(workspace, tagging_export_process):
             workspace, "cased", "tagging_crf", "--task_name=tagging",
             f"--init_checkpoint={workspace / 'tagging_crf' / 'model.ckpt'}",
             "--do_lower_case=false", *TAGGING_FLAGS),
+        # --enable_xla: the model call XLA-compiled (test_xla_...).
+        "mrpc_xla": _export(workspace, "cased", "mrpc_xla",
+                            "--task_name=MRPC", checkpoint,
+                            "--do_lower_case=false", "--enable_xla",
+                            f"--max_seq_length={CLASSIFIER_SEQ_LENGTH}"),
+        "tagging_crf_xla": _export(
+            workspace, "cased", "tagging_crf_xla", "--task_name=tagging",
+            f"--init_checkpoint={workspace / 'tagging_crf' / 'model.ckpt'}",
+            "--do_lower_case=false", "--enable_xla", *TAGGING_FLAGS),
         **{f"multiple_choice_{input_format}": _export(
             workspace, "cased", f"multiple_choice_{input_format}",
             "--task_name=multiple_choice",
@@ -157,25 +169,77 @@ def decoded(value):
         return [decoded(item) for item in value]
     return value.decode("utf-8") if isinstance(value, bytes) else value
 
+def outputs_of(signature, inputs, dtype):
+    outputs = signature(**{key: tf.constant(values, dtype)
+                           for key, values in inputs.items()})
+    return {key: decoded(value.numpy().tolist())
+            for key, value in outputs.items()}
+
+def must_compile(signature):
+    """The functions the signature calls that XLA must compile."""
+    return sorted(function.signature.name for function in
+                  signature.graph.as_graph_def().library.function
+                  if function.attr["_XlaMustCompile"].b)
+
 requests = json.load(open(sys.argv[1], encoding="utf-8"))
-results = {}
+results = {"serving_default": {}, "serving_ids": {}, "must_compile": {}}
 for name, request in requests.items():
-    serve = tf.saved_model.load(request["export_dir"]).signatures[
-        "serving_default"]
-    outputs = serve(**{key: tf.constant(values, tf.string)
-                       for key, values in request["inputs"].items()})
-    results[name] = {key: decoded(value.numpy().tolist())
-                     for key, value in outputs.items()}
+    signatures = tf.saved_model.load(request["export_dir"]).signatures
+    results["serving_default"][name] = outputs_of(
+        signatures["serving_default"], request["inputs"], tf.string)
+    if "ids_inputs" in request:
+        results["serving_ids"][name] = outputs_of(
+            signatures["serving_ids"], request["ids_inputs"], tf.int32)
+    results["must_compile"][name] = {
+        key: must_compile(signature) for key, signature in signatures.items()}
 json.dump(results, open(sys.argv[2], "w", encoding="utf-8"))
 '''
 
 
+# The tagging exports' serving_ids inputs.
+TAGGING_ID_INPUTS = ("input_ids", "input_mask", "segment_ids",
+                     "word_positions", "word_mask")
+
+
+def _tagging_windows(workspace):
+    """run_tagging.py's sentences and windows (its own Python conversion)
+    of `TAGGING_SENTENCES`: (sentences, `windows_to_arrays`' arrays, of
+    which serving_ids takes `TAGGING_ID_INPUTS`)."""
+    from bert_tf.data import tagging_features
+    from bert_tf.data.tagging_examples import TaggedSentence
+    tokenizer = tokenization.FullTokenizer(
+        str(workspace / "cased" / "vocab.txt"), do_lower_case=False)
+    sentences = [TaggedSentence(words, None, [1] * len(words))
+                 for words in TAGGING_SENTENCES]
+    arrays = tagging_features.windows_to_arrays(
+        tagging_features.convert_sentences(sentences, TAGGING_LABELS, 16, 5,
+                                           tokenizer), 16)
+    return sentences, arrays
+
+
 @pytest.fixture(scope="module")
-def served(workspace, exports):
-    """Every export's serving_default outputs, from a fresh process."""
+def fresh_process(workspace, exports):
+    """What a fresh process that loads the exports gets: every export's
+    serving_default outputs, some exports' serving_ids outputs, and the
+    XLA-compiled functions each signature calls
+    ({"serving_default": {export: outputs}, "serving_ids": ...,
+    "must_compile": {export: {signature: [function, ...]}}, "xla_compiled":
+    whether TensorFlow logged an XLA compilation})."""
+    pair_inputs = {"text_a": [a for a, _ in PAIRS],
+                   "text_b": [b for _, b in PAIRS]}
+    pair_ids = {name: value.tolist() for name, value in _python_features(
+        workspace / "cased" / "vocab.txt", False, *pair_inputs.values(),
+        CLASSIFIER_SEQ_LENGTH).items()}
+    tagging_arrays = _tagging_windows(workspace)[1]
+    tagging_ids = {name: tagging_arrays[name].tolist()
+                   for name in TAGGING_ID_INPUTS}
     requests = {
-        "mrpc": {"export_dir": str(exports["mrpc"]), "inputs": {
-            "text_a": [a for a, _ in PAIRS], "text_b": [b for _, b in PAIRS]}},
+        "mrpc": {"export_dir": str(exports["mrpc"]), "inputs": pair_inputs},
+        "mrpc_xla": {"export_dir": str(exports["mrpc_xla"]),
+                     "inputs": pair_inputs, "ids_inputs": pair_ids},
+        "tagging_crf_xla": {"export_dir": str(exports["tagging_crf_xla"]),
+                            "inputs": {"text": _tagging_texts()},
+                            "ids_inputs": tagging_ids},
         "cola": {"export_dir": str(exports["cola"]),
                  "inputs": {"text_a": SINGLE_TEXTS}},
         "squad": {"export_dir": str(exports["squad"]), "inputs": {
@@ -214,7 +278,18 @@ def served(workspace, exports):
                             "CUDA_VISIBLE_DEVICES": ""},
         capture_output=True, text=True, timeout=600)
     assert process.returncode == 0, process.stderr[-5000:]
-    return json.loads((workspace / "served.json").read_text(encoding="utf-8"))
+    results = json.loads((workspace / "served.json").read_text(
+        encoding="utf-8"))
+    # TensorFlow's own word (logged once per process) that it ran an XLA
+    # program.
+    results["xla_compiled"] = "Compiled cluster using XLA" in process.stderr
+    return results
+
+
+@pytest.fixture(scope="module")
+def served(fresh_process):
+    """Every export's serving_default outputs, from a fresh process."""
+    return fresh_process["serving_default"]
 
 
 def test_classifier_probabilities_are_run_classifiers(classifier_runs,
@@ -326,9 +401,73 @@ def test_full_length_packing_serves_the_same_outputs(
                 packing, index)
 
 
-@pytest.mark.parametrize("name", ["tagging", "tagging_crf"])
+# -- --enable_xla: the model call one XLA-compiled function -----------------
+
+def _must_compile(concrete_function):
+    """The functions `concrete_function` calls that XLA must compile (the
+    loader's `must_compile`, in this process)."""
+    return sorted(function.signature.name for function in
+                  concrete_function.graph.as_graph_def().library.function
+                  if function.attr["_XlaMustCompile"].b)
+
+
+def test_enable_xla_reaches_every_export(workspace, monkeypatch):
+    """Every kind of export, both signatures: with --enable_xla each calls
+    one function XLA must compile (without it none:
+    test_xla_export_runs_compiled_in_a_fresh_process)."""
+    for task, (model, flag_list) in _task_flags(workspace).items():
+        export = _built_export(workspace, monkeypatch, model, *flag_list,
+                               "--enable_xla")
+        assert export.enable_xla, task
+        for name, function in export.signatures().items():
+            assert len(_must_compile(function)) == 1, (task, name)
+
+
+def test_xla_export_runs_compiled_in_a_fresh_process(fresh_process):
+    """The SavedModel keeps the must-compile attribute: a process that
+    loads it runs the model as XLA programs (the same function for both
+    signatures; TensorFlow logs the compilation); the export without the
+    flag has none."""
+    assert fresh_process["xla_compiled"]
+    must_compile = fresh_process["must_compile"]
+    for name in ("mrpc_xla", "tagging_crf_xla"):
+        functions = must_compile[name]
+        assert len(functions["serving_default"]) == 1, name
+        assert functions["serving_ids"] == functions["serving_default"], name
+    assert must_compile["mrpc"] == {"serving_default": [],
+                                    "serving_ids": []}
+
+
+def test_xla_classifier_serves_run_classifiers_probabilities(
+        fresh_process, classifier_runs):
+    """Both signatures of the --enable_xla export give run_classifier.py's
+    test_results.tsv (serving_ids: on its own Python features)."""
+    expected = classifier_runs["mrpc"]
+    for signature in ("serving_default", "serving_ids"):
+        outputs = fresh_process[signature]["mrpc_xla"]
+        np.testing.assert_allclose(outputs["probabilities"], expected,
+                                   atol=1e-5, err_msg=signature)
+        assert outputs["label_id"] == expected.argmax(axis=1).tolist()
+
+
+def test_xla_tagger_serving_ids_gives_run_taggings_labels(
+        workspace, fresh_process, tagging_runs):
+    """The --enable_xla CRF tagger's serving_ids (Viterbi decoding
+    compiled too) on run_tagging.py's own windows: its labels.
+    (serving_default: test_tagging_labels_are_run_taggings.)"""
+    from bert_tf.data import tagging_features
+    sentences, arrays = _tagging_windows(workspace)
+    predicted_ids = np.array(
+        fresh_process["serving_ids"]["tagging_crf_xla"]["predicted_ids"])
+    assert tagging_features.assemble_sentence_predictions(
+        sentences, arrays, predicted_ids, TAGGING_LABELS) == (
+        tagging_runs["tagging_crf"])
+
+
+@pytest.mark.parametrize("name", ["tagging", "tagging_crf",
+                                  "tagging_crf_xla"])
 def test_tagging_labels_are_run_taggings(tagging_runs, served, name):
-    expected = tagging_runs[name]
+    expected = tagging_runs[name.removesuffix("_xla")]
     outputs = served[name]
     assert len(outputs["labels"]) == len(TAGGING_SENTENCES) + 1
     for index, words in enumerate(TAGGING_SENTENCES):
@@ -449,21 +588,12 @@ def test_tagging_serving_ids_converts_to_tflite(workspace, exports,
     windows run_tagging.py's own conversion makes gives the labels of its
     test_predictions.txt (the CRF's Viterbi decoding included)."""
     from bert_tf.data import tagging_features
-    from bert_tf.data.tagging_examples import TaggedSentence
-    tokenizer = tokenization.FullTokenizer(
-        str(workspace / "cased" / "vocab.txt"), do_lower_case=False)
-    sentences = [TaggedSentence(words, None, [1] * len(words))
-                 for words in TAGGING_SENTENCES]
-    arrays = tagging_features.windows_to_arrays(
-        tagging_features.convert_sentences(sentences, TAGGING_LABELS, 16, 5,
-                                           tokenizer), 16)
+    sentences, arrays = _tagging_windows(workspace)
     converter = tf.lite.TFLiteConverter.from_saved_model(
         str(exports[name]), signature_keys=["serving_ids"])
     interpreter = tf.lite.Interpreter(model_content=converter.convert())
     outputs = interpreter.get_signature_runner("serving_ids")(**{
-        name: arrays[name] for name in (
-            "input_ids", "input_mask", "segment_ids", "word_positions",
-            "word_mask")})
+        name: arrays[name] for name in TAGGING_ID_INPUTS})
     assert tagging_features.assemble_sentence_predictions(
         sentences, arrays, outputs["predicted_ids"], TAGGING_LABELS) == (
         tagging_runs[name])
@@ -610,6 +740,12 @@ def test_existing_export_dir_is_refused_unless_overwrite(workspace, exports):
      "output_weights"),  # 2 labels, the checkpoint has 4
     (["--task_name=multiple_choice", "--init_checkpoint={classifier}"],
      "output_weights"),  # one score per choice, the checkpoint has 2
+    # Refused before the checkpoint (which lacks the head) is loaded.
+    *[(["--task_name=cola", "--init_checkpoint={pretrained}",
+        f"--format={export_format}", "--enable_xla"],
+       f"--enable_xla needs --format=saved_model: {export_format} models "
+       "run in their own runtime")
+      for export_format in ("onnx", "tflite")],
 ])
 def test_bad_input_is_reported_without_traceback(workspace, tmp_path,
                                                  golden_dir, flag_list,

@@ -39,7 +39,8 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
                       init_checkpoint, max_seq_length, label_list,
                       is_regression=False, has_text_b=False,
                       causal_attention=False, multi_label=False,
-                      threshold=0.5, pad_to_multiple_of=None):
+                      threshold=0.5, pad_to_multiple_of=None,
+                      enable_xla=False):
     """A `ClassifierExport` of a fine-tuned run_classifier.py checkpoint.
 
     Args:
@@ -61,6 +62,8 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
         text rounded up to a multiple of this (None: 8, see
         `serving._TextExport`); `max_seq_length` packs to the full length,
         as Google's fixed-length inputs.
+      enable_xla: the model call of both signatures is one XLA-compiled
+        function (`serving._TextExport`).
 
     Raises:
       ValueError: bad lengths or labels.
@@ -81,6 +84,7 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
                                     label_list, is_regression, has_text_b,
                                     multi_label=multi_label,
                                     threshold=threshold,
+                                    enable_xla=enable_xla,
                                     **_lengths(pad_to_multiple_of))
 
 
@@ -93,7 +97,7 @@ def squad_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
                  max_seq_length, doc_stride, max_query_length, n_best_size,
                  max_answer_length, version_2_with_negative=False,
                  null_score_diff_threshold=0.0, causal_attention=False,
-                 pad_to_multiple_of=None):
+                 pad_to_multiple_of=None, enable_xla=False):
     """A `SquadExport` of a fine-tuned run_squad.py checkpoint.
 
     A checkpoint of `run_squad.py --span_bilstm` (it holds
@@ -119,14 +123,15 @@ def squad_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
     export = serving.SquadExport(
         model, tokenizer, max_seq_length, doc_stride, max_query_length,
         n_best_size, max_answer_length, version_2_with_negative,
-        null_score_diff_threshold, pad_to_multiple_of=pad_to_multiple_of)
+        null_score_diff_threshold, pad_to_multiple_of=pad_to_multiple_of,
+        enable_xla=enable_xla)
     _load(model, init_checkpoint)
     return export
 
 
 def embedding_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
                      max_seq_length, causal_attention=False,
-                     pad_to_multiple_of=None):
+                     pad_to_multiple_of=None, enable_xla=False):
     """An `EmbeddingExport` of any checkpoint's encoder (`bert/...`).
 
     Args: as `classifier_export`'s.
@@ -138,6 +143,7 @@ def embedding_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
     _load(model, init_checkpoint)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
     return serving.EmbeddingExport(model, tokenizer, max_seq_length,
+                                   enable_xla=enable_xla,
                                    **_lengths(pad_to_multiple_of))
 
 
@@ -147,7 +153,8 @@ CRF_TRANSITIONS = "crf/transitions"
 
 def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
                    max_seq_length, doc_stride, label_list, use_crf=None,
-                   causal_attention=False, pad_to_multiple_of=None):
+                   causal_attention=False, pad_to_multiple_of=None,
+                   enable_xla=False):
     """A `TaggingExport` of a fine-tuned run_tagging.py checkpoint.
 
     Args: as `classifier_export`, and
@@ -185,6 +192,7 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
         bilstm_units=None if recurrent_kernel is None else recurrent_kernel[0])
     export = serving.TaggingExport(model, tokenizer, max_seq_length,
                                    doc_stride, label_list,
+                                   enable_xla=enable_xla,
                                    **_lengths(pad_to_multiple_of))
     _load(model, init_checkpoint)
     return export
@@ -193,7 +201,7 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
 def multiple_choice_export(bert_config, vocab_file, do_lower_case,
                            init_checkpoint, max_seq_length,
                            has_question=False, causal_attention=False,
-                           pad_to_multiple_of=None):
+                           pad_to_multiple_of=None, enable_xla=False):
     """A `MultipleChoiceExport` of a fine-tuned run_multiple_choice.py
     checkpoint (encoder and a one-output `output_weights`/`output_bias`).
 
@@ -208,5 +216,5 @@ def multiple_choice_export(bert_config, vocab_file, do_lower_case,
                   init_checkpoint)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
     return serving.MultipleChoiceExport(model, tokenizer, max_seq_length,
-                                        has_question,
+                                        has_question, enable_xla=enable_xla,
                                         **_lengths(pad_to_multiple_of))

@@ -183,8 +183,16 @@ def _write_tokenizer(export, directory):
             writer.write(text)
 
 
-def check_options(export_format, quantize):
-    """Raises ValueError for a combination `save` cannot write."""
+def check_options(export_format, quantize, enable_xla=False):
+    """Raises ValueError for a combination `save` cannot write (the
+    program calls it before loading the checkpoint, `save` again).
+
+    Args:
+      export_format: one of `FORMATS`.
+      quantize: one of `QUANTIZATIONS`.
+      enable_xla: the export compiles its model with XLA, which only
+        TensorFlow runs: `SAVED_MODEL` only.
+    """
     if export_format not in FORMATS:
         raise ValueError(f"--format={export_format} is not one of "
                          f"{', '.join(FORMATS)}")
@@ -196,6 +204,11 @@ def check_options(export_format, quantize):
             "--quantize=int8 needs --format=onnx or --format=tflite (Keras' "
             "int8 quantization does not make the SavedModel faster on CPUs; "
             "see the README)")
+    if enable_xla and export_format != SAVED_MODEL:
+        raise ValueError(
+            f"--enable_xla needs --format=saved_model: {export_format} "
+            "models run in their own runtime, which never runs TensorFlow's "
+            "XLA-compiled functions")
 
 
 def save(export, export_dir, export_format=SAVED_MODEL,
@@ -211,13 +224,13 @@ def save(export, export_dir, export_format=SAVED_MODEL,
         complete; an export of this project's only).
 
     Raises:
-      ValueError: an unknown format or quantization, or int8 with
-        `saved_model`.
+      ValueError: an unknown format or quantization, int8 with
+        `saved_model`, or an `enable_xla` export with another format.
       FileExistsError, file_io.WriteError: see
         `serving.export_directory`.
     """
     from bert_tf.export import serving
-    check_options(export_format, quantize)
+    check_options(export_format, quantize, export.enable_xla)
     if export_format == SAVED_MODEL:
         serving.save_export(export, export_dir, overwrite=overwrite)
         return

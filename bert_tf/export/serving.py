@@ -32,6 +32,12 @@ see `SquadExport`) run at their longest real window
 (`bert_tf.sequence_lengths`): a short request costs a
 short request's compute, with the outputs of the full-length packing.
 
+XLA (`enable_xla`, `export_saved_model.py --enable_xla`): every export
+calls its model through `_TextExport._run_model`, which is then one
+`tf.function(jit_compile=True)` in both signatures; tokenization, packing,
+SQuAD's answers and tagging's windows (string ops) stay outside it. Each
+new (batch, packed length) compiles once per loaded SavedModel.
+
 `serving_ids` takes int32 `input_ids`, `input_mask`, `segment_ids`
 [batch, seq_length] (multiple choice: [batch, num_choices, seq_length];
 tagging also `word_positions` and `word_mask`, the first piece of each word
@@ -116,6 +122,23 @@ def _taking_single_examples(function, specs):
     return batched
 
 
+def _model_call(model, jit_compile):
+    """`model(inputs, training=False, **kwargs)`, in a
+    `tf.function(jit_compile=True)` when `jit_compile`.
+
+    Within a signature's graph the compiled function is one call whose
+    function carries `_XlaMustCompile`: the loaded SavedModel runs it as
+    one XLA program per input shape, compiled at its first call (what
+    removes TensorFlow's per-op dispatch, most of a small batch's cost on
+    CPUs).
+    """
+    def call(inputs, **kwargs):
+        return model(inputs, training=False, **kwargs)
+    if not jit_compile:
+        return call
+    return tf.function(call, jit_compile=True)
+
+
 class _TextExport(tf.Module):
     """What every export has: the model, the tokenizer, the packing, and
     the two signatures (`serving_default` from `text_signature`,
@@ -125,7 +148,8 @@ class _TextExport(tf.Module):
     ID_RANK = 2
 
     def __init__(self, model, tokenizer, max_seq_length, name=None,
-                 pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF):
+                 pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF,
+                 enable_xla=False):
         """Args:
           model: a Keras model with its final weights.
           tokenizer: a `GraphFullTokenizer` of the model's vocabulary.
@@ -134,9 +158,20 @@ class _TextExport(tf.Module):
           pad_to_multiple_of: `serving_default` runs a request at its
             longest text rounded up to a multiple of this;
             `max_seq_length` packs every request to the full length.
+          enable_xla: the model call of both signatures (`_run_model`) is
+            one XLA-compiled function (`jit_compile=True`, saved with the
+            must-compile attribute); the tokenization, packing and string
+            outputs stay outside it (XLA has no string ops). Each new input
+            shape compiles once per loaded SavedModel.
         """
         super().__init__(name=name)
         self.model = model
+        self.enable_xla = bool(enable_xla)
+        # Behind a plain lambda: a tf.function attribute of a tf.Module
+        # would be saved as a function of its own beside the signatures.
+        call = _model_call(model, self.enable_xla)
+        self._run_model_function = lambda *args, **kwargs: call(*args,
+                                                                **kwargs)
         # The tf.Variables under the Keras variables, tracked directly: the
         # session-based loaders (TensorFlow Serving, `saved_model_cli run`)
         # restore only variables the SavedModel tracks as such; without
@@ -151,6 +186,12 @@ class _TextExport(tf.Module):
             pad_to_multiple_of=pad_to_multiple_of)
         self._cls_id = tokenizer.token_id("[CLS]")
         self._sep_id = tokenizer.token_id("[SEP]")
+
+    def _run_model(self, inputs, **kwargs):
+        """`self.model(inputs, training=False, **kwargs)`; one
+        XLA-compiled function with `enable_xla`. Every export calls its
+        model through this."""
+        return self._run_model_function(inputs, **kwargs)
 
     def _pack(self, text_a, text_b=None):
         ids_b = None if text_b is None else self._tokenizer.tokenize(text_b)
@@ -182,7 +223,8 @@ class ClassifierExport(_TextExport):
     def __init__(self, model, tokenizer, max_seq_length, label_list,
                  is_regression=False, has_text_b=False, multi_label=False,
                  threshold=0.5,
-                 pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF):
+                 pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF,
+                 enable_xla=False):
         """Args:
           model: a `ClassificationModel`.
           tokenizer: a `GraphFullTokenizer`.
@@ -199,11 +241,12 @@ class ClassifierExport(_TextExport):
             least `threshold`, and `labels` [batch, num_labels] the
             predicted labels' names ("" elsewhere).
           threshold: the runner's `--threshold` (multi_label only).
-          pad_to_multiple_of: see `_TextExport`.
+          pad_to_multiple_of, enable_xla: see `_TextExport`.
         """
         super().__init__(model, tokenizer, max_seq_length,
                          name="classifier_export",
-                         pad_to_multiple_of=pad_to_multiple_of)
+                         pad_to_multiple_of=pad_to_multiple_of,
+                         enable_xla=enable_xla)
         self.is_regression = is_regression
         self.has_text_b = has_text_b
         self.multi_label = multi_label
@@ -212,8 +255,7 @@ class ClassifierExport(_TextExport):
             [""] if is_regression else list(label_list), tf.string)
 
     def _outputs(self, features):
-        logits = tf.cast(self.model(features, training=False)["logits"],
-                         tf.float32)
+        logits = tf.cast(self._run_model(features)["logits"], tf.float32)
         if self.is_regression:
             return {"score": logits[:, 0]}
         if self.multi_label:
@@ -249,21 +291,23 @@ class EmbeddingExport(_TextExport):
     """Sentence embeddings from a `BertModel`: pooled and mean-pooled."""
 
     def __init__(self, model, tokenizer, max_seq_length,
-                 pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF):
+                 pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF,
+                 enable_xla=False):
         """Args:
           model: a `BertModel`.
           tokenizer: a `GraphFullTokenizer`.
           max_seq_length: the longest input, in pieces with [CLS] and
             [SEP]; longer texts are cut, as in run_classifier.py.
-          pad_to_multiple_of: see `_TextExport`.
+          pad_to_multiple_of, enable_xla: see `_TextExport`.
         """
         super().__init__(model, tokenizer, max_seq_length,
                          name="embedding_export",
-                         pad_to_multiple_of=pad_to_multiple_of)
+                         pad_to_multiple_of=pad_to_multiple_of,
+                         enable_xla=enable_xla)
 
     def serve_ids(self, input_ids, input_mask, segment_ids):
-        outputs = self.model(input_ids, input_mask=input_mask,
-                             segment_ids=segment_ids, training=False)
+        outputs = self._run_model(input_ids, input_mask=input_mask,
+                                  segment_ids=segment_ids)
         sequence_output = tf.cast(outputs["sequence_output"], tf.float32)
         # [batch, seq, 1]: the real tokens, [CLS] and [SEP] included.
         weights = tf.cast(input_mask, tf.float32)[:, :, tf.newaxis]
@@ -288,7 +332,8 @@ class SquadExport(_TextExport):
     def __init__(self, model, tokenizer, max_seq_length, doc_stride,
                  max_query_length, n_best_size=20, max_answer_length=30,
                  version_2_with_negative=False,
-                 null_score_diff_threshold=0.0, pad_to_multiple_of=None):
+                 null_score_diff_threshold=0.0, pad_to_multiple_of=None,
+                 enable_xla=False):
         """Args:
           model: a `SquadModel`.
           tokenizer: a `GraphFullTokenizer`.
@@ -298,6 +343,9 @@ class SquadExport(_TextExport):
           pad_to_multiple_of: run_squad.py's flag: None (its default) runs
             windows at `max_seq_length`, whose n-best lists rank the
             padding's logits as Google's do.
+          enable_xla: see `_TextExport` (the model of each question's
+            windows: its compiled function runs inside the per-question
+            loop).
 
         Raises:
           ValueError: the lengths cannot work (Google's checks).
@@ -305,15 +353,17 @@ class SquadExport(_TextExport):
         super().__init__(model, tokenizer, max_seq_length,
                          name="squad_export",
                          pad_to_multiple_of=pad_to_multiple_of
-                         or max_seq_length)
+                         or max_seq_length,
+                         enable_xla=enable_xla)
         self._answerer = squad_answers.SquadAnswerer(
             tokenizer, max_seq_length, doc_stride, max_query_length,
             n_best_size, max_answer_length, version_2_with_negative,
             null_score_diff_threshold)
 
     def serve_ids(self, input_ids, input_mask, segment_ids):
-        outputs = self.model({INPUT_IDS: input_ids, INPUT_MASK: input_mask,
-                              SEGMENT_IDS: segment_ids}, training=False)
+        outputs = self._run_model({INPUT_IDS: input_ids,
+                                   INPUT_MASK: input_mask,
+                                   SEGMENT_IDS: segment_ids})
         return {name: tf.cast(outputs[name], tf.float32)
                 for name in ("start_logits", "end_logits")}
 
@@ -351,7 +401,8 @@ class TaggingExport(_TextExport):
 
     def __init__(self, model, tokenizer, max_seq_length, doc_stride,
                  label_list,
-                 pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF):
+                 pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF,
+                 enable_xla=False):
         """Args:
           model: a `TaggingModel` (with a CRF: Viterbi decoding in the
             graph).
@@ -362,19 +413,22 @@ class TaggingExport(_TextExport):
             (`label_list.txt`).
           pad_to_multiple_of: a request's windows run at their longest
             real one rounded up to a multiple of this (see `_TextExport`).
+          enable_xla: see `_TextExport` (the CRF's Viterbi decoding is part
+            of the model, so it is compiled too).
 
         Raises:
           ValueError: lengths that cannot work.
         """
         super().__init__(model, tokenizer, max_seq_length,
                          name="tagging_export",
-                         pad_to_multiple_of=pad_to_multiple_of)
+                         pad_to_multiple_of=pad_to_multiple_of,
+                         enable_xla=enable_xla)
         self._windows = tagging_windows.TaggingWindows(
             tokenizer, max_seq_length, doc_stride)
         self.label_names = tf.constant(list(label_list), tf.string)
 
     def _predict(self, features):
-        outputs = self.model(features, training=False)
+        outputs = self._run_model(features)
         return {"logits": tf.cast(outputs["logits"], tf.float32),
                 "predicted_ids": outputs["predicted_ids"]}
 
@@ -411,7 +465,8 @@ class MultipleChoiceExport(_TextExport):
     ID_RANK = 3  # [batch, num_choices, seq]
 
     def __init__(self, model, tokenizer, max_seq_length, has_question=False,
-                 pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF):
+                 pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF,
+                 enable_xla=False):
         """Args:
           model: a `MultipleChoiceModel`.
           tokenizer: a `GraphFullTokenizer`.
@@ -421,18 +476,20 @@ class MultipleChoiceExport(_TextExport):
             or the question alone when the context is "").
           pad_to_multiple_of: see `_TextExport` (a request's choices are
             packed to its longest one).
+          enable_xla: see `_TextExport`.
         """
         super().__init__(model, tokenizer, max_seq_length,
                          name="multiple_choice_export",
-                         pad_to_multiple_of=pad_to_multiple_of)
+                         pad_to_multiple_of=pad_to_multiple_of,
+                         enable_xla=enable_xla)
         self.has_question = has_question
 
     def serve_ids(self, input_ids, input_mask, segment_ids):
         """Takes [batch, num_choices, seq]; returns [batch, num_choices]
         `probabilities` and `logits`, and `label` [batch]."""
-        logits = tf.cast(self.model({
+        logits = tf.cast(self._run_model({
             INPUT_IDS: input_ids, INPUT_MASK: input_mask,
-            SEGMENT_IDS: segment_ids}, training=False)["logits"], tf.float32)
+            SEGMENT_IDS: segment_ids})["logits"], tf.float32)
         return {"probabilities": tf.nn.softmax(logits, axis=-1),
                 "logits": logits,
                 "label": tf.argmax(logits, axis=-1, output_type=tf.int32)}
