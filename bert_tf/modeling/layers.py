@@ -4,7 +4,6 @@ checkpoint scope that keeps variable paths Google's names.
 """
 
 import contextlib
-import functools
 import math
 
 import keras
@@ -139,7 +138,7 @@ def get_activation(name):
 # -- dropout ------------------------------------------------------------------
 # Dropout applied only in training, as Google's `modeling.dropout`.
 
-def dropout(x, rate, training, sequence_axes=()):
+def dropout(x, rate, training):
     """Zeroes a `rate` fraction of `x` and rescales the rest, when training.
 
     Uses TensorFlow's stateful random op (as Google's code does) rather than
@@ -151,22 +150,13 @@ def dropout(x, rate, training, sequence_axes=()):
       rate: probability of dropping a value, in [0, 1).
       training: Python bool (or a scalar bool tensor); dropout happens only
         when it is true. `None` means inference.
-      sequence_axes: the axes of `x` that run over the input's positions
-        (e.g. (1,) for [batch, seq, hidden], (2, 3) for attention
-        probabilities [batch, heads, from_seq, to_seq]). Under
-        `full_length_dropout_scope` a seeded mask is drawn at the full
-        length along them and cut to `x`'s length.
 
     Returns:
       A tensor shaped like `x`.
     """
     if not rate or training is None or training is False:
         return x
-    if _GENERATOR is None:
-        drop = tf.nn.dropout
-    else:
-        drop = functools.partial(_generator_dropout,
-                                 sequence_axes=tuple(sequence_axes))
+    drop = tf.nn.dropout if _GENERATOR is None else _generator_dropout
     if training is True:
         return drop(x, rate=rate)
     return tf.cond(tf.cast(training, tf.bool),
@@ -178,31 +168,10 @@ def dropout(x, rate, training, sequence_axes=()):
 # active (at trace time), else None: TensorFlow's stateful op.
 _GENERATOR = None
 
-# The records' sequence length (a scalar tensor) while
-# `full_length_dropout_scope` is active (at trace time), else None.
-_FULL_SEQUENCE_LENGTH = None
 
-
-def _generator_dropout(x, rate, sequence_axes=()):
-    """`tf.nn.dropout`'s result, drawn from `_GENERATOR`.
-
-    Under `full_length_dropout_scope` the uniform values are drawn for `x`
-    padded to the full length along `sequence_axes`, and the part that
-    covers `x` kept: every real position gets the value it gets in a batch
-    padded to the full length, and the generator moves on by as much.
-    """
-    shape = tf.shape(x)
-    if _FULL_SEQUENCE_LENGTH is None or not sequence_axes:
-        uniform = _GENERATOR.uniform(shape, dtype=tf.float32)
-    else:
-        full_length = tf.cast(_FULL_SEQUENCE_LENGTH, shape.dtype)
-        axes = {axis % x.shape.rank for axis in sequence_axes}
-        full_shape = tf.stack([full_length if axis in axes else shape[axis]
-                               for axis in range(x.shape.rank)])
-        uniform = tf.slice(
-            _GENERATOR.uniform(full_shape, dtype=tf.float32),
-            tf.zeros_like(shape), shape)
-    keep = uniform >= rate
+def _generator_dropout(x, rate):
+    """`tf.nn.dropout`'s result, drawn from `_GENERATOR`."""
+    keep = _GENERATOR.uniform(tf.shape(x), dtype=tf.float32) >= rate
     return tf.where(keep, x / tf.cast(1.0 - rate, x.dtype),
                     tf.zeros_like(x))
 
@@ -228,30 +197,6 @@ def random_generator_scope(generator):
         yield
     finally:
         _GENERATOR = previous
-
-
-@contextlib.contextmanager
-def full_length_dropout_scope(full_length):
-    """Makes seeded `dropout` draw its masks as for the full-length batch.
-
-    A batch cut to its longest real sequence (length-aware batches) is the
-    full-length computation on the real tokens; without this scope its
-    seeded dropout masks would still differ, because the generator's
-    values are laid out by the cut shape (and the generator would advance
-    by less). With it, a seeded run's losses equal those of the run that
-    pads every batch to `max_seq_length`, dropout included. Has no effect
-    on TensorFlow's stateful op (unseeded runs).
-
-    Args:
-      full_length: the records' sequence length: an int or a scalar int
-        tensor of the graph being traced.
-    """
-    global _FULL_SEQUENCE_LENGTH
-    previous, _FULL_SEQUENCE_LENGTH = _FULL_SEQUENCE_LENGTH, full_length
-    try:
-        yield
-    finally:
-        _FULL_SEQUENCE_LENGTH = previous
 
 
 # -- layer norm ---------------------------------------------------------------

@@ -107,7 +107,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         probs = tf.cast(probs, self.compute_dtype)
         # Dropping whole keys to attend to, as in the original Transformer.
         probs = dropout(probs, self.config.attention_probs_dropout_prob,
-                        training, sequence_axes=(2, 3))
+                        training)
 
         context = tf.einsum("bnft,btnd->bfnd", probs, value)  # [b, f, n, d]
         return tf.reshape(
@@ -200,8 +200,7 @@ class TransformerBlock(keras.layers.Layer):
             hidden_states, attention_bias,
             training=training)                     # [batch, seq, hidden]
         attention_output = self.attention_output_dense(context)
-        attention_output = dropout(attention_output, hidden_dropout, training,
-                                   sequence_axes=(1,))
+        attention_output = dropout(attention_output, hidden_dropout, training)
         attention_output = self.attention_layer_norm(
             attention_output + hidden_states)      # [batch, seq, hidden]
 
@@ -210,8 +209,7 @@ class TransformerBlock(keras.layers.Layer):
             attention_output)                      # [batch, seq, intermediate]
         layer_output = self.output_dense(
             intermediate_output)                   # [batch, seq, hidden]
-        layer_output = dropout(layer_output, hidden_dropout, training,
-                               sequence_axes=(1,))
+        layer_output = dropout(layer_output, hidden_dropout, training)
         return self.output_layer_norm(
             layer_output + attention_output)       # [batch, seq, hidden]
 
