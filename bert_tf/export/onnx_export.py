@@ -20,8 +20,11 @@ LayerNorm and softmax stay float32, as in TFLite's dynamic-range
 quantization.
 """
 
+import contextlib
+import gc
 import os
 import tempfile
+import threading
 
 import tensorflow as tf
 
@@ -49,8 +52,9 @@ def onnx_model(export, input_names, input_rank):
     specs = [tf.TensorSpec([None] * input_rank, tf.int32, name=name)
              for name in input_names]
     function = tf.function(export.serve_ids)
-    model, _ = tf2onnx.convert.from_function(
-        function, input_signature=specs, opset=OPSET)
+    with _collecting_garbage():
+        model, _ = tf2onnx.convert.from_function(
+            function, input_signature=specs, opset=OPSET)
     # tf2onnx freezes the variables but leaves other captured tensors (the
     # classifier's label names) as graph inputs: make them constants.
     concrete = function.get_concrete_function(*specs)
@@ -73,6 +77,32 @@ def onnx_model(export, input_names, input_rank):
             dim.dim_param = name
     model.producer_name = "bert_tf (tf2onnx)"
     return model
+
+
+@contextlib.contextmanager
+def _collecting_garbage(interval_seconds=0.5):
+    """Runs Python's cyclic garbage collector every `interval_seconds`.
+
+    tf2onnx's graph optimizer deep-copies the whole graph, weights
+    included, before each of its passes; a discarded copy is a web of
+    reference cycles, which only the cyclic collector frees, and that runs
+    by object counts, not bytes. Left alone, the copies pile up: converting
+    MiniLM (91 MB of weights) peaked at 5.9 GB resident, BERT-Base passed
+    13 GB. Collecting every half second kept MiniLM's peak at 2.6 GB.
+    """
+    stop = threading.Event()
+
+    def collect():
+        while not stop.wait(interval_seconds):
+            gc.collect()
+
+    collector = threading.Thread(target=collect, daemon=True)
+    collector.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        collector.join()
 
 
 def quantize_int8(model):
