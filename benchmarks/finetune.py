@@ -274,13 +274,9 @@ def main():
         if args.rounds:
             rates = alternated_examples_per_second(config, record_file,
                                                    args, work)
-            for name, rate in rates.items():
-                print(f"{name:14s}{rate:10.1f} examples/s", flush=True)
-            print(f"ratios: bert_tf / bert_tf fixed "
-                  f"{harness.ratio(rates['bert_tf'], rates['bert_tf fixed'])}"
-                  f", bert_tf / model garden "
-                  f"{harness.ratio(rates['bert_tf'], rates['model garden'])}"
-                  f"; load average at the end {os.getloadavg()[0]:.1f}")
+            harness.print_length_aware_rates(
+                rates, tail=f"; load average at the end "
+                            f"{os.getloadavg()[0]:.1f}")
             return
         ours = bert_tf_examples_per_second(
             config, record_file, args, os.path.join(work, "bert_tf"))

@@ -138,6 +138,25 @@ def ratio(ours, theirs):
     return f"{ours / theirs:.2f}x"
 
 
+def print_length_aware_rates(rates, indent="", tail=""):
+    """Prints each contender's rate, then bert_tf's ratios to its own
+    fixed-length run and to Model Garden (the length-aware benchmarks).
+
+    Args:
+      rates: {contender: examples/s}, with "bert_tf", "bert_tf fixed" and
+        "model garden".
+      indent: put before every line.
+      tail: appended to the ratio line.
+    """
+    for name, rate in rates.items():
+        print(f"{indent}{name:14s}{rate:10.1f} examples/s", flush=True)
+    print(f"{indent}bert_tf / bert_tf fixed: "
+          f"{ratio(rates['bert_tf'], rates['bert_tf fixed'])}, "
+          f"bert_tf / model garden: "
+          f"{ratio(rates['bert_tf'], rates['model garden'])}{tail}",
+          flush=True)
+
+
 # -- flags and configuration --------------------------------------------------
 
 def add_model_shape_arguments(parser, *, with_vocab_size=False):

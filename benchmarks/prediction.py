@@ -313,15 +313,10 @@ def main():
         if "hugging face" in contenders:
             contenders["hugging face"].process.stdin.close()
             contenders["hugging face"].process.wait()
-        for key, rate in rates.items():
-            print(f"  {key:14s} {rate:8.1f} examples/s", flush=True)
-        print(f"  bert_tf / bert_tf fixed: "
-              f"{harness.ratio(rates['bert_tf'], rates['bert_tf fixed'])}, "
-              f"bert_tf / model garden: "
-              f"{harness.ratio(rates['bert_tf'], rates['model garden'])}; "
-              f"max |logit difference| vs fixed length {difference:.2e}"
-              f"{' (real positions)' if span else ''}",
-              flush=True)
+        harness.print_length_aware_rates(
+            rates, indent="  ",
+            tail=f"; max |logit difference| vs fixed length "
+                 f"{difference:.2e}{' (real positions)' if span else ''}")
         if "hugging face" in contenders:
             print(f"  bert_tf / hugging face: "
                   f"{harness.ratio(rates['bert_tf'], rates['hugging face'])}",
