@@ -164,13 +164,12 @@ def parse_training_log(output, num_steps, batch_size):
 
 def read_eval_accuracy(output_dir):
     """eval_accuracy from the runner's eval_results.txt."""
-    with open(os.path.join(output_dir, "eval_results.txt"),
-              encoding="utf-8") as reader:
-        for line in reader:
-            key, _, value = line.partition("=")
-            if key.strip() == "eval_accuracy":
-                return float(value)
-    sys.exit(f"{output_dir}/eval_results.txt has no eval_accuracy")
+    from bert_tf.runners import workflow
+    results = workflow.read_key_values(
+        os.path.join(output_dir, "eval_results.txt"))
+    if "eval_accuracy" not in results:
+        sys.exit(f"{output_dir}/eval_results.txt has no eval_accuracy")
+    return float(results["eval_accuracy"])
 
 
 def run_classifier(contender, seed, model_dir, data_dir, runs_dir, args):

@@ -122,23 +122,6 @@ def _taking_single_examples(function, specs):
     return batched
 
 
-def _model_call(model, jit_compile):
-    """`model(inputs, training=False, **kwargs)`, in a
-    `tf.function(jit_compile=True)` when `jit_compile`.
-
-    Within a signature's graph the compiled function is one call whose
-    function carries `_XlaMustCompile`: the loaded SavedModel runs it as
-    one XLA program per input shape, compiled at its first call (what
-    removes TensorFlow's per-op dispatch, most of a small batch's cost on
-    CPUs).
-    """
-    def call(inputs, **kwargs):
-        return model(inputs, training=False, **kwargs)
-    if not jit_compile:
-        return call
-    return tf.function(call, jit_compile=True)
-
-
 class _TextExport(tf.Module):
     """What every export has: the model, the tokenizer, the packing, and
     the two signatures (`serving_default` from `text_signature`,
@@ -167,11 +150,21 @@ class _TextExport(tf.Module):
         super().__init__(name=name)
         self.model = model
         self.enable_xla = bool(enable_xla)
-        # Behind a plain lambda: a tf.function attribute of a tf.Module
-        # would be saved as a function of its own beside the signatures.
-        call = _model_call(model, self.enable_xla)
-        self._run_model_function = lambda *args, **kwargs: call(*args,
-                                                                **kwargs)
+
+        def call(inputs, **kwargs):
+            return model(inputs, training=False, **kwargs)
+
+        if self.enable_xla:
+            # Within a signature's graph, one call of a function that
+            # carries `_XlaMustCompile`: the loaded SavedModel runs it as
+            # one XLA program per input shape, compiled at its first call
+            # (which removes TensorFlow's per-op dispatch, most of a small
+            # batch's cost on CPUs).
+            call = tf.function(call, jit_compile=True)
+        # A plain closure, not an attribute: a tf.function attribute of a
+        # tf.Module would be saved as a function of its own beside the
+        # signatures.
+        self._model_call = lambda inputs, **kwargs: call(inputs, **kwargs)
         # The tf.Variables under the Keras variables, tracked directly: the
         # session-based loaders (TensorFlow Serving, `saved_model_cli run`)
         # restore only variables the SavedModel tracks as such; without
@@ -191,7 +184,7 @@ class _TextExport(tf.Module):
         """`self.model(inputs, training=False, **kwargs)`; one
         XLA-compiled function with `enable_xla`. Every export calls its
         model through this."""
-        return self._run_model_function(inputs, **kwargs)
+        return self._model_call(inputs, **kwargs)
 
     def _pack(self, text_a, text_b=None):
         ids_b = None if text_b is None else self._tokenizer.tokenize(text_b)
