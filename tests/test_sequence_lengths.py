@@ -51,13 +51,13 @@ class RecordingTask(ArrayPretrainingTask):
 
 
 def make_trainer(output_dir, arrays, initial_checkpoint=None, train=True,
-                 **options):
+                 bert_config=None, **options):
     settings = dict(output_dir=str(output_dir), train_batch_size=8,
                     eval_batch_size=8, num_train_steps=3,
                     save_checkpoints_steps=100, iterations_per_loop=100,
                     log_steps=100, max_eval_steps=None, seed=3)
     settings.update(options)
-    task = RecordingTask(tiny_bert_config(), arrays,
+    task = RecordingTask(bert_config or tiny_bert_config(), arrays,
                          init_checkpoint=initial_checkpoint)
     factory = None
     if train:
@@ -218,6 +218,30 @@ def test_training_cut_to_length_is_the_full_length_computation(
         np.testing.assert_allclose(
             cut["trainer"].checkpoint_tensors()[name].numpy(),
             variable.numpy(), rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("options", [{}, dict(length_buckets=(16, 32))],
+                         ids=["cut", "buckets"])
+def test_seeded_dropout_drops_what_the_full_length_batch_drops(
+        tmp_path, initial_checkpoint, options):
+    # Dropout on every site the encoder has; the seeded masks of a cut batch
+    # are those of the full-length batch at the real positions.
+    config = tiny_bert_config(hidden_dropout_prob=0.3,
+                              attention_probs_dropout_prob=0.3)
+    arrays = short_examples(16, seed=5)
+    runs = {}
+    for name, run_options in (("fixed", FIXED), ("cut", options)):
+        trainer = make_trainer(tmp_path / name, arrays, initial_checkpoint,
+                               bert_config=config, num_train_steps=2,
+                               **run_options)
+        runs[name] = (trainer.train(), trainer)
+    (fixed_log, fixed), (cut_log, cut) = runs["fixed"], runs["cut"]
+    assert cut.task.traced_lengths != [FULL_LENGTH]  # it was cut
+    assert cut_log["loss"] == pytest.approx(fixed_log["loss"], abs=1e-5)
+    for name, variable in fixed.checkpoint_tensors().items():
+        np.testing.assert_allclose(
+            cut.checkpoint_tensors()[name].numpy(), variable.numpy(),
+            rtol=1e-4, atol=1e-6, err_msg=name)
 
 
 def test_evaluation_and_prediction_equal_the_full_length(fixed_and_cut_runs):

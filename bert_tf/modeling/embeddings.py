@@ -88,4 +88,5 @@ class BertEmbeddings(keras.layers.Layer):
         positions = self.position_embeddings.value[:seq_length][tf.newaxis]
         embeddings = words + token_types + positions
         embeddings = self.layer_norm(embeddings)
-        return dropout(embeddings, self.config.hidden_dropout_prob, training)
+        return dropout(embeddings, self.config.hidden_dropout_prob, training,
+                       sequence_axes=(1,))

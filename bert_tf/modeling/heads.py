@@ -384,7 +384,7 @@ class TokenClassifierHead(ClassifierHead):
           float32 logits [batch_size, seq_length, num_labels].
         """
         sequence_output = dropout(sequence_output, CLASSIFIER_DROPOUT,
-                                  training)
+                                  training, sequence_axes=(1,))
         return self._logits(sequence_output)
 
     def get_config(self):

@@ -4,6 +4,7 @@ checkpoint scope that keeps variable paths Google's names.
 """
 
 import contextlib
+import functools
 import math
 
 import keras
@@ -138,7 +139,7 @@ def get_activation(name):
 # -- dropout ------------------------------------------------------------------
 # Dropout applied only in training, as Google's `modeling.dropout`.
 
-def dropout(x, rate, training):
+def dropout(x, rate, training, sequence_axes=()):
     """Zeroes a `rate` fraction of `x` and rescales the rest, when training.
 
     Uses TensorFlow's stateful random op (as Google's code does) rather than
@@ -150,13 +151,22 @@ def dropout(x, rate, training):
       rate: probability of dropping a value, in [0, 1).
       training: Python bool (or a scalar bool tensor); dropout happens only
         when it is true. `None` means inference.
+      sequence_axes: the axes of `x` that run over the input's positions
+        (e.g. (1,) for [batch, seq, hidden], (2, 3) for attention
+        probabilities [batch, heads, from_seq, to_seq]). Under
+        `full_length_dropout_scope` a seeded mask numbers positions along
+        them as in the batch padded to the full length.
 
     Returns:
       A tensor shaped like `x`.
     """
     if not rate or training is None or training is False:
         return x
-    drop = tf.nn.dropout if _GENERATOR is None else _generator_dropout
+    if _GENERATOR is None:
+        drop = tf.nn.dropout
+    else:
+        drop = functools.partial(_generator_dropout,
+                                 sequence_axes=tuple(sequence_axes))
     if training is True:
         return drop(x, rate=rate)
     return tf.cond(tf.cast(training, tf.bool),
@@ -168,12 +178,77 @@ def dropout(x, rate, training):
 # active (at trace time), else None: TensorFlow's stateful op.
 _GENERATOR = None
 
+# The records' sequence length (a scalar tensor) while
+# `full_length_dropout_scope` is active (at trace time), else None.
+_FULL_SEQUENCE_LENGTH = None
 
-def _generator_dropout(x, rate):
-    """`tf.nn.dropout`'s result, drawn from `_GENERATOR`."""
-    keep = _GENERATOR.uniform(tf.shape(x), dtype=tf.float32) >= rate
+
+def _generator_dropout(x, rate, sequence_axes=()):
+    """`tf.nn.dropout`'s result, its mask a function of `_GENERATOR`.
+
+    Each call draws one 32-bit key from the generator, whatever `x`'s shape,
+    and keeps the value at each position when a hash of (key, position) is
+    at least `rate` of the 32-bit range. Positions are numbered as in the
+    batch padded to the full length along `sequence_axes` (under
+    `full_length_dropout_scope`), so a batch cut to its real length keeps
+    and drops exactly what the full-length batch does at those positions,
+    and the generator moves on by one key either way; the work is that of
+    the cut batch (hashing costs about what drawing uniform values would).
+
+    Args:
+      x: float tensor of rank >= 1.
+      rate: probability of dropping a value, in [0, 1).
+      sequence_axes: the axes of `x` that run over the input's positions.
+
+    Returns:
+      A tensor shaped like `x`.
+    """
+    key = _GENERATOR.uniform_full_int([], dtype=tf.uint32)
+    rank = x.shape.rank
+    shape = tf.shape(x, out_type=tf.int64)
+    axes = {axis % rank for axis in sequence_axes}
+    full_length = (None if _FULL_SEQUENCE_LENGTH is None
+                   else tf.cast(_FULL_SEQUENCE_LENGTH, tf.int64))
+
+    # The row number of each position over all axes but the last, as in the
+    # full-length tensor: [d_0, ..., d_{rank-2}, 1]. The last axis enters
+    # the hash by itself, so its numbering is the same whatever its length.
+    row = tf.zeros([1] * rank, tf.int64)
+    for axis in range(rank - 1):
+        extent = (full_length if axis in axes and full_length is not None
+                  else shape[axis])
+        coordinates = tf.reshape(
+            tf.range(shape[axis]),
+            [-1 if other == axis else 1 for other in range(rank)])
+        row = row * extent + coordinates
+    row = _mix32(tf.bitwise.bitwise_xor(tf.cast(row, tf.uint32), key))
+    column = (tf.cast(tf.range(shape[-1]), tf.uint32)
+              * tf.constant(_GOLDEN_RATIO_32, tf.uint32))
+    bits = _mix32(tf.bitwise.bitwise_xor(row, column))  # shaped like x
+
+    threshold = min(int(round(rate * 2.0**32)), 2**32 - 1)
+    keep = bits >= tf.constant(threshold, tf.uint32)
     return tf.where(keep, x / tf.cast(1.0 - rate, x.dtype),
                     tf.zeros_like(x))
+
+
+# 2^32 / golden ratio: consecutive column numbers land far apart before mixing.
+_GOLDEN_RATIO_32 = 0x9E3779B9
+_MIX_MULTIPLIERS = (0x7FEB352D, 0x846CA68B)
+
+
+def _mix32(x):
+    """A bijective integer hash of uint32 `x` (Wellons' "lowbias32").
+
+    Xor-shifts and odd multiplications, each invertible mod 2^32, so
+    distinct inputs stay distinct; every input bit moves about half of the
+    output bits, which makes the outputs of consecutive counters look
+    independent and uniform: what dropout needs of them.
+    """
+    for shift, multiplier in zip((16, 15), _MIX_MULTIPLIERS):
+        x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, shift))
+        x = x * tf.constant(multiplier, tf.uint32)
+    return tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, 16))
 
 
 @contextlib.contextmanager
@@ -197,6 +272,29 @@ def random_generator_scope(generator):
         yield
     finally:
         _GENERATOR = previous
+
+
+@contextlib.contextmanager
+def full_length_dropout_scope(full_length):
+    """Makes seeded `dropout` number positions as in the full-length batch.
+
+    A batch cut to its longest real sequence (length-aware batches) is the
+    full-length computation on the real tokens; without this scope its
+    seeded dropout masks would still differ, because positions would be
+    numbered by the cut shape. With it, a seeded run's losses equal those
+    of the run that pads every batch to `max_seq_length`, dropout included.
+    Has no effect on TensorFlow's stateful op (unseeded runs).
+
+    Args:
+      full_length: the records' sequence length: an int or a scalar int
+        tensor of the graph being traced.
+    """
+    global _FULL_SEQUENCE_LENGTH
+    previous, _FULL_SEQUENCE_LENGTH = _FULL_SEQUENCE_LENGTH, full_length
+    try:
+        yield
+    finally:
+        _FULL_SEQUENCE_LENGTH = previous
 
 
 # -- layer norm ---------------------------------------------------------------

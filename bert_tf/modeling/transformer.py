@@ -107,7 +107,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         probs = tf.cast(probs, self.compute_dtype)
         # Dropping whole keys to attend to, as in the original Transformer.
         probs = dropout(probs, self.config.attention_probs_dropout_prob,
-                        training)
+                        training, sequence_axes=(2, 3))
 
         context = tf.einsum("bnft,btnd->bfnd", probs, value)  # [b, f, n, d]
         return tf.reshape(
@@ -200,7 +200,8 @@ class TransformerBlock(keras.layers.Layer):
             hidden_states, attention_bias,
             training=training)                     # [batch, seq, hidden]
         attention_output = self.attention_output_dense(context)
-        attention_output = dropout(attention_output, hidden_dropout, training)
+        attention_output = dropout(attention_output, hidden_dropout, training,
+                                   sequence_axes=(1,))
         attention_output = self.attention_layer_norm(
             attention_output + hidden_states)      # [batch, seq, hidden]
 
@@ -209,7 +210,8 @@ class TransformerBlock(keras.layers.Layer):
             attention_output)                      # [batch, seq, intermediate]
         layer_output = self.output_dense(
             intermediate_output)                   # [batch, seq, hidden]
-        layer_output = dropout(layer_output, hidden_dropout, training)
+        layer_output = dropout(layer_output, hidden_dropout, training,
+                               sequence_axes=(1,))
         return self.output_layer_norm(
             layer_output + attention_output)       # [batch, seq, hidden]
 

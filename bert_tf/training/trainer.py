@@ -460,9 +460,14 @@ class Trainer:
         def gradients(features, denominators):
             # Cut to the batch's length (a bucket's static branch under
             # XLA); the gradients have the variables' shapes either way.
-            return sequence_lengths.call_at_length(
-                lambda cut: full_length_gradients(cut, denominators),
-                features, policy, sequence_features)
+            # Seeded dropout numbers positions as at the records' length, so
+            # that the cut batch drops what the full-length batch drops.
+            mask = features.get(sequence_lengths.INPUT_MASK)
+            full_length = None if mask is None else tf.shape(mask)[-1]
+            with modeling_layers.full_length_dropout_scope(full_length):
+                return sequence_lengths.call_at_length(
+                    lambda cut: full_length_gradients(cut, denominators),
+                    features, policy, sequence_features)
 
         def full_length_gradients(features, denominators):
             with tf.GradientTape() as tape:
