@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.config import BertConfigError
+from bert_tf.modeling import layers as modeling_layers
 from bert_tf.modeling import (BertModel, ClassifierHead, LayerNorm,
                               attention_bias_from_mask, gelu, get_activation)
 from modeling_harness import (BERT_DROPOUT, expected_bert_variables,
@@ -412,6 +413,59 @@ def test_dropout_only_when_training(random_model, padded_batch):
                                  training=True)["sequence_output"]
     assert np.abs(trained - first).max() > 1e-3
     assert np.abs(trained - trained_again).max() > 1e-3
+
+
+def seeded_dropout(x, rate, seed, full_length=None, sequence_axes=()):
+    """`dropout` as a seeded training step draws it, from a fresh generator."""
+    generator = tf.random.Generator.from_seed(seed)
+    with modeling_layers.random_generator_scope(generator), \
+            modeling_layers.full_length_dropout_scope(full_length):
+        return modeling_layers.dropout(tf.constant(x), rate, True,
+                                       sequence_axes=sequence_axes).numpy()
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.5])
+def test_seeded_dropout_keeps_one_minus_rate_independently(rate):
+    dropped = seeded_dropout(np.ones([16, 4, 32, 32], np.float32), rate,
+                             seed=3)
+    kept = dropped != 0
+    np.testing.assert_allclose(dropped[kept], 1 / (1 - rate), rtol=1e-6)
+    # Binomial: mean 1 - rate, standard deviation sqrt(rate (1 - rate) / n).
+    n = kept.size
+    sigma = math.sqrt(rate * (1 - rate) / n)
+    assert abs(kept.mean() - (1 - rate)) < 5 * sigma
+    # Neighbours along each axis are kept together as often as independent
+    # draws would be: (1 - rate)^2.
+    for axis in range(4):
+        both = np.logical_and(np.delete(kept, 0, axis=axis),
+                              np.delete(kept, -1, axis=axis))
+        assert abs(both.mean() - (1 - rate) ** 2) < 0.02, axis
+    # Another seed, another mask; the same seed, the same mask.
+    other = seeded_dropout(np.ones([16, 4, 32, 32], np.float32), rate,
+                           seed=4) != 0
+    assert 0.3 < np.mean(other != kept) / (2 * rate * (1 - rate)) < 1.7
+    np.testing.assert_array_equal(
+        seeded_dropout(np.ones([16, 4, 32, 32], np.float32), rate, seed=3),
+        dropped)
+
+
+@pytest.mark.parametrize("sequence_axes, cut", [
+    ((1,), np.s_[:, :9]),                      # [batch, seq, hidden]
+    ((2, 3), np.s_[:, :, :9, :9]),             # attention probabilities
+])
+def test_seeded_dropout_of_a_cut_batch_is_the_full_batch_cut(sequence_axes,
+                                                             cut):
+    shape = [3, 16, 8] if sequence_axes == (1,) else [3, 2, 16, 16]
+    x = np.random.default_rng(0).normal(size=shape).astype(np.float32)
+    full = seeded_dropout(x, 0.3, seed=5, full_length=16,
+                          sequence_axes=sequence_axes)
+    cut_batch = seeded_dropout(x[cut], 0.3, seed=5, full_length=16,
+                               sequence_axes=sequence_axes)
+    np.testing.assert_array_equal(cut_batch, full[cut])
+    # Numbered by the cut shape instead, the masks differ.
+    unscoped = seeded_dropout(x[cut], 0.3, seed=5,
+                              sequence_axes=sequence_axes)
+    assert np.mean((unscoped != 0) != (full[cut] != 0)) > 0.1
 
 
 def test_gradients_reach_every_variable(random_model, padded_batch):
