@@ -140,6 +140,11 @@ def exports(workspace, tagging_export_process):
                              "--do_lower_case=false",
                              "--serving_dtype=bfloat16",
                              f"--max_seq_length={CLASSIFIER_SEQ_LENGTH}"),
+        "tagging_bf16": _export(
+            workspace, "cased", "tagging_bf16", "--task_name=tagging",
+            f"--init_checkpoint={workspace / 'tagging' / 'model.ckpt'}",
+            "--do_lower_case=false", "--serving_dtype=bfloat16",
+            *TAGGING_FLAGS),
         **{f"multiple_choice_{input_format}": _export(
             workspace, "cased", f"multiple_choice_{input_format}",
             "--task_name=multiple_choice",
@@ -263,7 +268,7 @@ def fresh_process(workspace, exports):
             "context": [c for _, c in QUESTIONS]}},
         **{name: {"export_dir": str(exports[name]),
                   "inputs": {"text": _tagging_texts()}}
-           for name in ("tagging", "tagging_crf")},
+           for name in ("tagging", "tagging_crf", "tagging_bf16")},
         "multiple_choice_jsonl": {
             "export_dir": str(exports["multiple_choice_jsonl"]), "inputs": {
                 "context": [r.get("context", "")
@@ -480,12 +485,15 @@ def test_xla_tagger_serving_ids_gives_run_taggings_labels(
 # -- --serving_dtype=bfloat16: weights stored and matmuls computed in bfloat16
 
 # How far a bfloat16 export's probabilities may be from float32's. bfloat16
-# keeps 8 significant bits: each weight is rounded by up to 2^-9 (0.2%) of
-# itself, and so is each matmul's output; over a few layers a logit moves by
-# up to about 1e-2 of its size, and a probability p by p(1 - p) (<= 1/4)
-# times the logits' change. The test models' logits are at most ~10 (heads
-# scaled up: export_harness.write_checkpoint): 2e-2 bounds that with room;
-# observed here ~2e-3. The argmax must be the runner's.
+# keeps 8 significant bits: each weight, and each matmul's output, is
+# rounded by up to 2^-9 (0.2%) of itself; through the layers the logits move
+# by ~1% of their size (MiniLM-L6 on Rotten Tomatoes, README), and a
+# probability p by p(1 - p) <= 1/4 times the change of the logits' gap: an
+# undecided example's (gap < ~2) by up to ~1e-2. 2e-2 bounds that. The test
+# classifier's probabilities are saturated (its head scaled 30x: logits ~35,
+# which bfloat16 moved by up to 0.9 here, the probabilities by 3e-4); the
+# argmax must be the runner's, for the classifier and for every word of the
+# tagger (a pretrained encoder: varied labels).
 BF16_PROBABILITY_TOLERANCE = 2e-2
 
 
@@ -510,6 +518,17 @@ def test_bfloat16_classifier_serves_run_classifiers_predictions(
     # 2e-6).
     assert np.abs(np.array(fresh_process["serving_default"]["mrpc_bf16"][
         "probabilities"]) - expected).max() > 1e-5
+
+
+def test_bfloat16_tagger_gives_run_taggings_labels(tagging_runs, served):
+    """The --serving_dtype=bfloat16 softmax tagger (the golden pretrained
+    encoder, so words get varied labels), loaded in the fresh process,
+    labels every word as run_tagging.py's test_predictions.txt."""
+    expected = tagging_runs["tagging"]
+    outputs = served["tagging_bf16"]
+    for index, labels in enumerate(expected):
+        assert outputs["labels"][index][:len(labels)] == labels, index
+    assert len({label for labels in expected for label in labels}) > 2
 
 
 def _saved_variable_dtypes(export_dir):
