@@ -138,7 +138,9 @@ def define_flags(flag_values=FLAGS):
         "each call reads) and the matmuls compute in bfloat16; LayerNorm, "
         "softmax, the logits and every output stay float32. Fast only where "
         "the hardware computes bfloat16 (a CPU with AVX512_BF16 or AMX, a "
-        "recent GPU); probabilities move by up to ~1e-2 (see the README). "
+        "GPU with bfloat16 units); on CPUs not with --enable_xla (XLA's "
+        "bfloat16 matmuls are slow there). Probabilities move by up to ~1e-2 "
+        "(see the README). "
         "--format=saved_model only (ONNX and TFLite have --quantize).",
         flag_values=flag_values)
     flags.DEFINE_bool(
