@@ -32,7 +32,9 @@ post-processing:
 A second signature, `serving_ids`, takes int32 `input_ids`, `input_mask`,
 `segment_ids`. `--enable_xla` makes the model call of both one XLA-compiled
 function (each new batch size and packed length compiles once, at its first
-request). Loading needs only tensorflow and tensorflow_text
+request). `--serving_dtype=bfloat16` stores the weights in bfloat16 and
+computes the matmuls in bfloat16 (LayerNorm, softmax and the outputs stay
+float32). Loading needs only tensorflow and tensorflow_text
 (`import tensorflow_text` registers the tokenizer's ops). The directory is
 written under a temporary name and renamed at the end; an existing
 `--export_dir` is refused unless `--overwrite`, and even then unless it is an
@@ -128,6 +130,18 @@ def define_flags(flag_values=FLAGS):
         "BERT-Base here): batch to a few sizes. --format=saved_model only "
         "(ONNX Runtime and TFLite never run XLA); TensorFlow Serving runs it "
         "only with --xla_cpu_compilation_enabled=true.",
+        flag_values=flag_values)
+    flags.DEFINE_enum(
+        "serving_dtype", "float32", ("float32", "bfloat16"),
+        "float32: the checkpoint's weights as they are. bfloat16: the "
+        "weights are converted to bfloat16 and stored so (half the bytes "
+        "each call reads) and the matmuls compute in bfloat16; LayerNorm, "
+        "softmax, the logits and every output stay float32. Fast only where "
+        "the hardware computes bfloat16 (a CPU with AVX512_BF16 or AMX, a "
+        "GPU with bfloat16 units); on CPUs not with --enable_xla (XLA's "
+        "bfloat16 matmuls are slow there). Probabilities move by up to ~1e-2 "
+        "(see the README). "
+        "--format=saved_model only (ONNX and TFLite have --quantize).",
         flag_values=flag_values)
     flags.DEFINE_bool(
         "overwrite", False,
@@ -347,7 +361,7 @@ def run(flag_values):
     _check_task_name(flag_values.task_name.lower())
     from bert_tf.export import portable
     portable.check_options(flag_values.format, flag_values.quantize,
-                           flag_values.enable_xla)
+                           flag_values.enable_xla, flag_values.serving_dtype)
     runner_flags.check_file("bert_config_file", flag_values.bert_config_file)
     runner_flags.check_file("vocab_file", flag_values.vocab_file)
     # Before the slow work (loading the checkpoint, tracing the graph).
@@ -373,7 +387,8 @@ def run(flag_values):
                   causal_attention=flag_values.causal_attention,
                   # None: the builder's default for its task.
                   pad_to_multiple_of=flag_values.pad_to_multiple_of,
-                  enable_xla=flag_values.enable_xla)
+                  enable_xla=flag_values.enable_xla,
+                  serving_dtype=flag_values.serving_dtype)
     doc_stride = flag_values.doc_stride
     if doc_stride is None:
         doc_stride = DEFAULT_DOC_STRIDE.get(task_name)

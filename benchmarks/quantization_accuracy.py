@@ -1,4 +1,5 @@
-"""What int8 costs in accuracy: float32 against int8 exports on real tasks.
+"""What int8 and bfloat16 cost in accuracy: float32 against int8 and
+bfloat16 exports on real tasks.
 
 Each fine-tuned checkpoint (made with the project's own runners, see the
 README's "Serving" section for the commands) is exported in memory and its
@@ -12,7 +13,10 @@ makes (the runner's own feature code, padded to `--max_seq_length`):
   TFLite float32  `--format=tflite`, TensorFlow's interpreter (XNNPACK);
   TFLite int8     `--format=tflite --quantize=int8` (dynamic range);
   Keras int8      Keras 3's `model.quantize("int8")` of the same model, run
-                  by TensorFlow (measured only; not an export option).
+                  by TensorFlow (measured only; not an export option);
+  TF bfloat16     the checkpoint exported with `--serving_dtype=bfloat16`
+                  (weights stored and matmuls computed in bfloat16), its
+                  ids function.
 
 Tasks (any subset; each needs its runner's `--output_dir` and data):
 
@@ -42,8 +46,9 @@ Tasks (any subset; each needs its runner's `--output_dir` and data):
 
 It prints, per task, the size of its evaluation set in the units that
 matter (snippets, words and gold entities, questions), each runtime's score,
-the points int8 loses against float32 of the same runtime, and the paired
-count: how many units int8 decides differently from that float32 (labels of
+the points int8 (bfloat16) loses against float32 of the same runtime, and
+the paired count: how many units it decides differently from that float32
+(labels of
 snippets and words, answers of questions; entities predicted by only one of
 the two, so a moved boundary counts twice). For tagging it also says how
 borderline the changed words were: their float32 margin (top logit minus
@@ -63,14 +68,15 @@ import tensorflow as tf  # noqa: E402
 
 BATCH_SIZE = 32
 CONTENDERS = ("TF float32", "ONNX float32", "ONNX int8", "TFLite float32",
-              "TFLite int8", "Keras int8")
+              "TFLite int8", "Keras int8", "TF bfloat16")
 ENTITY_F1 = "entity_f1"
 ACCURACY = "accuracy"
 TAGGING_METRICS = (ENTITY_F1, ACCURACY)
 
 
 class Task(collections.namedtuple(
-        "Task", "export arrays metric sizes score decisions margins")):
+        "Task", "export arrays metric sizes score decisions margins "
+        "export_as")):
     """One task's evaluation, made by the task functions below.
 
     Attributes:
@@ -84,6 +90,8 @@ class Task(collections.namedtuple(
         counts.
       margins(outputs): None, or one float32 margin per word (top logit
         minus the runner-up), in the order of `decisions`' "words".
+      export_as(serving_dtype): the same checkpoint's export built with
+        that `--serving_dtype` (`export` is `export_as("float32")`).
     """
 
 def _batched(run, arrays):
@@ -98,10 +106,11 @@ def _batched(run, arrays):
     return {name: np.concatenate(values) for name, values in outputs.items()}
 
 
-def _runtimes(export, contenders=CONTENDERS):
-    """{contender: run(arrays) -> numpy outputs} of one export, for
+def _runtimes(task, contenders=CONTENDERS):
+    """{contender: run(arrays) -> numpy outputs} of one task's export, for
     `contenders`; the Keras int8 one quantizes the export's model, so it
     comes last."""
+    export = task.export
     import onnxruntime
 
     from bert_tf.export import onnx_export, portable
@@ -118,7 +127,7 @@ def _runtimes(export, contenders=CONTENDERS):
             model_content=content).get_signature_runner("serving_ids")
         return lambda arrays: runner(**arrays)
 
-    def tf_runner():
+    def tf_runner(export=export):
         serve = tf.function(export.serve_ids)
         return lambda arrays: {
             name: value.numpy() for name, value in serve(
@@ -141,6 +150,7 @@ def _runtimes(export, contenders=CONTENDERS):
             portable.tflite_model(export)),
         "TFLite int8": lambda: tflite_runner(
             portable.tflite_model(export, portable.INT8)),
+        "TF bfloat16": lambda: tf_runner(task.export_as("bfloat16")),
     }
     runtimes = {name: build() for name, build in builders.items()
                 if name in contenders}
@@ -182,17 +192,19 @@ def sentiment(model_dir, output_dir, data_dir, max_seq_length=64):
     arrays = {name: np.array([getattr(f, name) for f in features], np.int32)
               for name in ("input_ids", "input_mask", "segment_ids")}
     gold = np.array([f.label_id for f in features])
-    export = builders.classifier_export(
-        _config(model_dir), vocab, True, _checkpoint(output_dir),
-        max_seq_length, labels)
+    def export_as(serving_dtype):
+        return builders.classifier_export(
+            _config(model_dir), vocab, True, _checkpoint(output_dir),
+            max_seq_length, labels, serving_dtype=serving_dtype)
 
     def predicted(outputs):
         return outputs["probabilities"].argmax(-1)
 
-    return Task(export, arrays, "dev accuracy", {"snippets": len(gold)},
+    return Task(export_as("float32"), arrays, "dev accuracy",
+                {"snippets": len(gold)},
                 lambda outputs: float(np.mean(predicted(outputs) == gold)),
                 lambda outputs: {"snippets": predicted(outputs).tolist()},
-                lambda outputs: None)
+                lambda outputs: None, export_as)
 
 
 def _tagging_options(spec):
@@ -261,10 +273,13 @@ def tagging(model_dir, output_dir, data_dir, options):
         tagging_features.convert_sentences(sentences, label_list,
                                            max_seq_length, doc_stride,
                                            tokenizer), max_seq_length)
-    export = builders.tagging_export(
-        _config(model_dir), vocab, run["do_lower_case"],
-        _checkpoint(output_dir), max_seq_length, doc_stride, label_list,
-        run.get("use_crf"))
+    def export_as(serving_dtype):
+        return builders.tagging_export(
+            _config(model_dir), vocab, run["do_lower_case"],
+            _checkpoint(output_dir), max_seq_length, doc_stride, label_list,
+            run.get("use_crf"), serving_dtype=serving_dtype)
+
+    export = export_as("float32")
     inputs = {name: arrays[name] for name in export.ID_INPUTS}
     gold = [sentence.labels for sentence in sentences]
 
@@ -298,7 +313,8 @@ def tagging(model_dir, output_dir, data_dir, options):
               ) + " on " + options["files"]
     return Task(export, inputs, metric, sizes, score, decisions,
                 lambda outputs: _word_margins(sentences, arrays,
-                                              outputs["logits"]))
+                                              outputs["logits"]),
+                export_as)
 
 
 def span(model_dir, output_dir, dev_file, max_seq_length=48, doc_stride=24,
@@ -317,9 +333,13 @@ def span(model_dir, output_dir, dev_file, max_seq_length=48, doc_stride=24,
         is_training=False))
     arrays = squad_features.features_to_arrays(features, False)
     arrays.pop(squad_features.UNIQUE_IDS)
-    export = builders.squad_export(
-        _config(model_dir), vocab, True, _checkpoint(output_dir),
-        max_seq_length, doc_stride, max_query_length, 20, max_answer_length)
+    def export_as(serving_dtype):
+        return builders.squad_export(
+            _config(model_dir), vocab, True, _checkpoint(output_dir),
+            max_seq_length, doc_stride, max_query_length, 20,
+            max_answer_length, serving_dtype=serving_dtype)
+
+    export = export_as("float32")
     with open(dev_file, encoding="utf-8") as reader:
         dataset = json.load(reader)["data"]
 
@@ -339,7 +359,7 @@ def span(model_dir, output_dir, dev_file, max_seq_length=48, doc_stride=24,
     return Task(export, arrays, "dev F1", {"questions": len(examples)},
                 lambda outputs: squad_evaluate.evaluate_v1(
                     dataset, predicted(outputs))["f1"] / 100,
-                decisions, lambda outputs: None)
+                decisions, lambda outputs: None, export_as)
 
 
 def changed(reference, other):
@@ -366,18 +386,19 @@ def margin_summary(margins, flipped):
 
 
 def reference_of(contender):
-    """The float32 contender an int8 one is compared with."""
-    return ("TF float32" if contender == "Keras int8"
+    """The float32 contender an int8 or bfloat16 one is compared with
+    (a float32 one: itself)."""
+    return ("TF float32" if contender in ("Keras int8", "TF bfloat16")
             else contender.replace("int8", "float32"))
 
 
 def evaluate(task, contenders):
     """{"scores", "changed", "margins"} of `task` through `contenders`:
-    each contender's score, and for each int8 one the units it decides
-    differently from its float32 reference (and, for tagging, how
+    each contender's score, and for each int8 or bfloat16 one the units it
+    decides differently from its float32 reference (and, for tagging, how
     borderline the changed words were there)."""
     outputs = {contender: _batched(run, task.arrays) for contender, run in
-               _runtimes(task.export, contenders).items()}
+               _runtimes(task, contenders).items()}
     result = {"scores": {}, "changed": {}, "margins": {}}
     decisions = {}
     for contender, values in outputs.items():
@@ -385,7 +406,7 @@ def evaluate(task, contenders):
         decisions[contender] = task.decisions(values)
     for contender in outputs:
         reference = reference_of(contender)
-        if "int8" not in contender or reference not in outputs:
+        if reference == contender or reference not in outputs:
             continue
         result["changed"][contender] = {
             unit: changed(decisions[reference][unit], decisions[contender][unit])
@@ -410,7 +431,7 @@ def _print_task(name, task, result, seconds):
             counts = ", ".join(
                 f"{count:,} {unit}" for unit, count in
                 result["changed"][contender].items())
-            line += (f"   int8 - float32: "
+            line += (f"   - {reference}: "
                      f"{(score - scores[reference]) * 100:+.2f} points; "
                      f"changed: {counts}")
         print(line)

@@ -14,6 +14,10 @@ exported every way and served on the same texts:
                   raw text, the model call one XLA-compiled function
                   (compiled for each batch's shape in the untimed
                   warm-up call);
+  raw text bf16   the same checkpoint exported with
+                  `--serving_dtype=bfloat16`: as raw text, the weights
+                  stored and the matmuls computed in bfloat16 (AMX /
+                  AVX512_BF16 kernels on CPUs that have them);
   raw fixed       the same checkpoint exported to pack every request to
                   --seq_length, as exports did before length-aware packing
                   (without XLA: today's fixed-length export);
@@ -41,14 +45,18 @@ export's tokenizer.json: `packing.json` says so); the raw-text SavedModel
 packs in its graph and Model Garden pads to `--seq_length`.
 
 Calls of all contenders alternate, call by call, so a change of the
-machine's load favours none. Per contender and batch size it prints p50
+machine's load favours none (`--contenders` times a subset; "raw fixed",
+the peer of the p50 ratios, and "ids", the reference the float32
+contenders' probabilities are checked against, are always timed). Per
+contender and batch size it prints p50
 and p99 latency, examples/s (at the mean latency), and the useful FLOP/s
 (the model's FLOPs at each text's real length, per second) as a fraction
 of a float32 matmul's FLOP/s measured in the same alternation. It asserts
 nothing about time.
 
     python benchmarks/serving.py [--texts rt,full] [--batch_sizes 1,32]
-        [--calls 20,4] [--num_layers 12 ...]
+        [--calls 20,4] [--contenders "raw text,raw text bf16"]
+        [--num_layers 12 ...]
 """
 
 import argparse
@@ -68,6 +76,11 @@ VOCAB_FILE = harness.REPO_ROOT / "tests" / "golden" / "models" / (
 CORPUS = harness.REPO_ROOT / "tests" / "golden" / "create_pretraining_data" / (
     "corpus.txt")
 MATMUL = "matmul"
+CONTENDERS = ("raw text", "raw text XLA", "raw text bf16", "raw fixed", "ids",
+              "TFLite f32", "TFLite int8", "ORT f32", "ORT f32 opt",
+              "ORT int8", "ORT int8 opt", "Keras int8", "Model Garden")
+# Timed whatever --contenders says: the p50 ratios' peer and the reference.
+ALWAYS = ("raw fixed", "ids")
 
 
 def _full_texts(count, characters=600):
@@ -107,9 +120,13 @@ def _export_ours(config, seq_length, work_dir):
     serving.save_export(builders.classifier_export(
         config, str(VOCAB_FILE), True, prefix, seq_length, ["0", "1"],
         enable_xla=True), xla_dir)
+    bf16_dir = os.path.join(work_dir, "ours_bf16_saved_model")
+    serving.save_export(builders.classifier_export(
+        config, str(VOCAB_FILE), True, prefix, seq_length, ["0", "1"],
+        serving_dtype="bfloat16"), bf16_dir)
     head = {"kernel": model.classifier.output_weights.numpy().T,
             "bias": model.classifier.output_bias.numpy()}
-    return export, export_dir, fixed_dir, xla_dir, head
+    return export, export_dir, fixed_dir, xla_dir, bf16_dir, head
 
 
 def _export_model_garden(config, seq_length, work_dir):
@@ -138,6 +155,23 @@ def _export_model_garden(config, seq_length, work_dir):
         vocab_file=str(VOCAB_FILE), do_lower_case=True,
         tokenize_with_offsets=False, default_seq_length=seq_length)
     return preprocessing, encoder_dir
+
+
+def _model_garden_classifier(config, seq_length, work_dir, head):
+    """Model Garden's preprocessing and encoder SavedModel with `head`
+    (`_export_ours`'), one tf.function: texts -> probabilities."""
+    preprocessing, encoder_dir = _export_model_garden(config, seq_length,
+                                                      work_dir)
+    encoder = tf.saved_model.load(encoder_dir)
+    kernel = tf.constant(head["kernel"])
+    bias = tf.constant(head["bias"])
+
+    @tf.function
+    def model_garden(texts):
+        pooled = encoder(preprocessing(texts))["pooled_output"]
+        return tf.nn.softmax(tf.matmul(pooled, kernel) + bias)
+
+    return model_garden
 
 
 def _onnx_models(export, config, work_dir):
@@ -216,7 +250,16 @@ def main():
     parser.add_argument("--texts", default="rt,full",
                         help="rt: Rotten Tomatoes snippets; full: texts "
                              "that fill --seq_length")
+    parser.add_argument("--contenders", default=",".join(CONTENDERS),
+                        help="a comma-separated subset of: "
+                             + ", ".join(CONTENDERS)
+                             + f" ({' and '.join(ALWAYS)} always)")
     args = parser.parse_args()
+    chosen = set(args.contenders.split(",")) | set(ALWAYS)
+    unknown = sorted(chosen - set(CONTENDERS))
+    if unknown:
+        parser.error(f"--contenders: unknown {', '.join(unknown)} (known: "
+                     f"{', '.join(CONTENDERS)})")
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     calls = [int(c) for c in args.calls.split(",")]
     config = harness.bert_config(args)
@@ -229,31 +272,32 @@ def main():
 
     with tempfile.TemporaryDirectory() as work_dir:
         start = time.time()
-        export, ours_dir, fixed_dir, xla_dir, head = _export_ours(
+        export, ours_dir, fixed_dir, xla_dir, bf16_dir, head = _export_ours(
             config, args.seq_length, work_dir)
         raw_fixed = tf.saved_model.load(fixed_dir).signatures[
             "serving_default"]
         raw_xla = tf.saved_model.load(xla_dir).signatures["serving_default"]
-        preprocessing, encoder_dir = _export_model_garden(
-            config, args.seq_length, work_dir)
-        onnx_models = _onnx_models(export, config, work_dir)
+        raw_bf16 = tf.saved_model.load(bf16_dir).signatures[
+            "serving_default"]
+        onnx_models = ({} if not chosen & {
+            "ORT f32", "ORT f32 opt", "ORT int8", "ORT int8 opt"}
+            else _onnx_models(export, config, work_dir))
         tflite_models = {
-            "TFLite f32": portable.tflite_model(export),
-            "TFLite int8": portable.tflite_model(export, portable.INT8)}
+            name: portable.tflite_model(export, quantization)
+            for name, quantization in (("TFLite f32",
+                                        portable.NO_QUANTIZATION),
+                                       ("TFLite int8", portable.INT8))
+            if name in chosen}
         ours = tf.saved_model.load(ours_dir)
         raw = ours.signatures["serving_default"]
         ids_signature = ours.signatures["serving_ids"]
         # Keras int8: the in-memory model quantized after every export.
-        export.model.quantize("int8")
+        if "Keras int8" in chosen:
+            export.model.quantize("int8")
         keras_int8 = tf.function(export.serve_ids)
-        encoder = tf.saved_model.load(encoder_dir)
-        kernel = tf.constant(head["kernel"])
-        bias = tf.constant(head["bias"])
-
-        @tf.function
-        def model_garden(texts):
-            pooled = encoder(preprocessing(texts))["pooled_output"]
-            return tf.nn.softmax(tf.matmul(pooled, kernel) + bias)
+        model_garden = (_model_garden_classifier(config, args.seq_length,
+                                                 work_dir, head)
+                        if "Model Garden" in chosen else None)
 
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
@@ -296,6 +340,8 @@ def main():
                         "probabilities"].numpy(),
                     "raw text XLA": lambda: raw_xla(text_a=text_tensor)[
                         "probabilities"].numpy(),
+                    "raw text bf16": lambda: raw_bf16(text_a=text_tensor)[
+                        "probabilities"].numpy(),
                     "raw fixed": lambda: raw_fixed(text_a=text_tensor)[
                         "probabilities"].numpy(),
                     "ids": lambda: ids_signature(
@@ -311,14 +357,18 @@ def main():
                     "Keras int8": lambda: keras_int8(*tensors)[
                         "probabilities"].numpy(),
                     "Model Garden": lambda: model_garden(text_tensor).numpy(),
-                    MATMUL: matmul,
                 }
+                contenders = {name: function for name, function in
+                              contenders.items() if name in chosen}
+                contenders[MATMUL] = matmul
                 # The float32 contenders compute the same probabilities.
                 reference = contenders["ids"]()
                 for name in ("raw text", "raw text XLA", "raw fixed",
                              "TFLite f32", "ORT f32", "ORT f32 opt"):
-                    np.testing.assert_allclose(contenders[name](), reference,
-                                               atol=1e-4, err_msg=name)
+                    if name in contenders:
+                        np.testing.assert_allclose(
+                            contenders[name](), reference, atol=1e-4,
+                            err_msg=name)
                 latencies = _latencies(list(contenders.values()), count)
                 seconds = dict(zip(contenders, latencies))
                 matmul_rate = matmul_flops / np.median(seconds.pop(MATMUL))
@@ -354,21 +404,26 @@ def main():
                 line = f"{kind} batch {batch_size}: best bert_tf export " \
                     f"({best_name})"
                 for peer in peers[:2]:
-                    line += (f" / {peer} "
-                             f"{harness.ratio(best, row[prefix + peer])}")
-                line += (f"; raw text / ORT f32 "
-                         f"{harness.ratio(row[prefix + 'raw text'], row[prefix + 'ORT f32'])}")
+                    if prefix + peer in row:
+                        line += (f" / {peer} "
+                                 f"{harness.ratio(best, row[prefix + peer])}")
+                if prefix + "raw text" in row and prefix + "ORT f32" in row:
+                    line += (f"; raw text / ORT f32 "
+                             f"{harness.ratio(row[prefix + 'raw text'], row[prefix + 'ORT f32'])}")
                 print(line + " (throughput)")
                 p50 = {name[len(prefix):]: value[0]
                        for name, value in results.items()
                        if name.startswith(prefix)}
-                print(f"{kind} batch {batch_size}: p50 raw fixed / raw text "
-                      f"{harness.ratio(p50['raw fixed'], p50['raw text'])}; "
-                      f"raw fixed / raw text XLA "
-                      f"{harness.ratio(p50['raw fixed'], p50['raw text XLA'])}"
-                      f"; "
-                      f"Model Garden / raw text "
-                      f"{harness.ratio(p50['Model Garden'], p50['raw text'])}")
+                ratios = [
+                    f"raw fixed / {name} "
+                    f"{harness.ratio(p50['raw fixed'], p50[name])}"
+                    for name in ("raw text", "raw text XLA", "raw text bf16")
+                    if name in p50]
+                if "Model Garden" in p50 and "raw text" in p50:
+                    ratios.append(
+                        f"Model Garden / raw text "
+                        f"{harness.ratio(p50['Model Garden'], p50['raw text'])}")
+                print(f"{kind} batch {batch_size}: p50 " + "; ".join(ratios))
         print(json.dumps(results))
 
 

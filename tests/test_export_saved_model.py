@@ -26,7 +26,11 @@ tagger), the sentence embeddings against Google's own
 `extract_features.py` output, and the errors a user sees. With
 `--enable_xla` (the MRPC classifier and the CRF tagger): the fresh process
 finds XLA's must-compile attribute on the function both signatures call,
-and `serving_default` and `serving_ids` give the runners' outputs.
+and `serving_default` and `serving_ids` give the runners' outputs. With
+`--serving_dtype=bfloat16` (the MRPC classifier): the SavedModel's
+variables are stored in bfloat16 (LayerNorm and the head's bias in
+float32), and the fresh process's predictions are the runner's, its
+probabilities to a bfloat16 tolerance.
 """
 
 import json
@@ -129,6 +133,18 @@ def exports(workspace, tagging_export_process):
             workspace, "cased", "tagging_crf_xla", "--task_name=tagging",
             f"--init_checkpoint={workspace / 'tagging_crf' / 'model.ckpt'}",
             "--do_lower_case=false", "--enable_xla", *TAGGING_FLAGS),
+        # --serving_dtype=bfloat16: weights stored in bfloat16
+        # (test_bfloat16_...).
+        "mrpc_bf16": _export(workspace, "cased", "mrpc_bf16",
+                             "--task_name=MRPC", checkpoint,
+                             "--do_lower_case=false",
+                             "--serving_dtype=bfloat16",
+                             f"--max_seq_length={CLASSIFIER_SEQ_LENGTH}"),
+        "tagging_bf16": _export(
+            workspace, "cased", "tagging_bf16", "--task_name=tagging",
+            f"--init_checkpoint={workspace / 'tagging' / 'model.ckpt'}",
+            "--do_lower_case=false", "--serving_dtype=bfloat16",
+            *TAGGING_FLAGS),
         **{f"multiple_choice_{input_format}": _export(
             workspace, "cased", f"multiple_choice_{input_format}",
             "--task_name=multiple_choice",
@@ -237,6 +253,8 @@ def fresh_process(workspace, exports):
         "mrpc": {"export_dir": str(exports["mrpc"]), "inputs": pair_inputs},
         "mrpc_xla": {"export_dir": str(exports["mrpc_xla"]),
                      "inputs": pair_inputs, "ids_inputs": pair_ids},
+        "mrpc_bf16": {"export_dir": str(exports["mrpc_bf16"]),
+                      "inputs": pair_inputs, "ids_inputs": pair_ids},
         "tagging_crf_xla": {"export_dir": str(exports["tagging_crf_xla"]),
                             "inputs": {"text": _tagging_texts()},
                             "ids_inputs": tagging_ids},
@@ -250,7 +268,7 @@ def fresh_process(workspace, exports):
             "context": [c for _, c in QUESTIONS]}},
         **{name: {"export_dir": str(exports[name]),
                   "inputs": {"text": _tagging_texts()}}
-           for name in ("tagging", "tagging_crf")},
+           for name in ("tagging", "tagging_crf", "tagging_bf16")},
         "multiple_choice_jsonl": {
             "export_dir": str(exports["multiple_choice_jsonl"]), "inputs": {
                 "context": [r.get("context", "")
@@ -462,6 +480,148 @@ def test_xla_tagger_serving_ids_gives_run_taggings_labels(
     assert tagging_features.assemble_sentence_predictions(
         sentences, arrays, predicted_ids, TAGGING_LABELS) == (
         tagging_runs["tagging_crf"])
+
+
+# -- --serving_dtype=bfloat16: weights stored and matmuls computed in bfloat16
+
+# How far a bfloat16 export's probabilities may be from float32's. bfloat16
+# keeps 8 significant bits: each weight, and each matmul's output, is
+# rounded by up to 2^-9 (0.2%) of itself; a probability p moves by
+# p(1 - p) <= 1/4 times the change of the logits' gap. Measured on a
+# fine-tuned MiniLM-L6 (Rotten Tomatoes dev, 1,275 snippets, README): logits
+# moved by at most 0.026, probabilities by at most 9.3e-3 (p99 5e-3).
+# 2e-2 bounds that with room. The test classifier's probabilities are
+# saturated (its head scaled 30x: logits ~35, which bfloat16 moved by up to
+# 0.9 here, the probabilities by 3e-4); the argmax must be the runner's, for
+# the classifier and for every word of the tagger (a pretrained encoder:
+# varied labels).
+BF16_PROBABILITY_TOLERANCE = 2e-2
+
+
+def test_bfloat16_classifier_serves_run_classifiers_predictions(
+        fresh_process, classifier_runs):
+    """Both signatures of the --serving_dtype=bfloat16 export, loaded in the
+    fresh process, give run_classifier.py's test_results.tsv labels and,
+    to the bfloat16 tolerance, its probabilities (serving_ids: on the
+    runner's own Python features); the outputs stay float32."""
+    expected = classifier_runs["mrpc"]
+    for signature in ("serving_default", "serving_ids"):
+        outputs = fresh_process[signature]["mrpc_bf16"]
+        probabilities = np.array(outputs["probabilities"])
+        np.testing.assert_allclose(probabilities, expected,
+                                   atol=BF16_PROBABILITY_TOLERANCE,
+                                   err_msg=signature)
+        assert outputs["label_id"] == expected.argmax(axis=1).tolist()
+        assert outputs["label"] == [
+            ["0", "1"][i] for i in expected.argmax(axis=1)]
+    # bfloat16 did compute: the probabilities are not float32's to
+    # float32 round-off (test_classifier_probabilities_are_run_classifiers:
+    # 2e-6).
+    assert np.abs(np.array(fresh_process["serving_default"]["mrpc_bf16"][
+        "probabilities"]) - expected).max() > 1e-5
+
+
+def test_bfloat16_tagger_gives_run_taggings_labels(tagging_runs, served):
+    """The --serving_dtype=bfloat16 softmax tagger (the golden pretrained
+    encoder, so words get varied labels), loaded in the fresh process,
+    labels every word as run_tagging.py's test_predictions.txt."""
+    expected = tagging_runs["tagging"]
+    outputs = served["tagging_bf16"]
+    for index, labels in enumerate(expected):
+        assert outputs["labels"][index][:len(labels)] == labels, index
+    assert len({label for labels in expected for label in labels}) > 2
+
+
+def _saved_variable_dtypes(export_dir):
+    """{variable path under the export's model: dtype name} of a
+    SavedModel's variables, read from its checkpoint files with
+    TensorFlow's reader (no model code). A variable is saved once, under
+    one of the paths that reach it (the model's or the module's variable
+    list), so the paths come from the saved object graph."""
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+    reader = tf.train.load_checkpoint(
+        str(export_dir / "variables" / "variables"))
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+    dtypes = reader.get_variable_to_dtype_map()
+    saved, pending = {}, [(0, "")]
+    while pending:
+        node_id, path = pending.pop()
+        node = graph.nodes[node_id]
+        for attribute in node.attributes:
+            if attribute.name == "VARIABLE_VALUE" and path.startswith(
+                    "model/"):
+                saved[path.rstrip("/")] = dtypes[
+                    attribute.checkpoint_key].name
+        pending.extend((child.node_id, f"{path}{child.local_name}/")
+                       for child in node.children)
+    return saved
+
+
+def test_bfloat16_export_stores_bfloat16_variables(exports):
+    """The SavedModel holds every weight matrix and embedding table in
+    bfloat16 (half the bytes), LayerNorm's gamma and beta and the head's
+    output_bias in float32; without the flag everything is float32."""
+    saved = _saved_variable_dtypes(exports["mrpc_bf16"])
+    assert len(saved) > 20, saved  # the encoder's variables are there
+    float32 = {name for name, dtype in saved.items() if dtype == "float32"}
+    bfloat16 = {name for name, dtype in saved.items() if dtype == "bfloat16"}
+    assert float32 | bfloat16 == set(saved), saved
+    assert float32 and all(
+        "gamma" in name or "beta" in name or "output_bias" in name
+        for name in float32), sorted(float32)
+    assert any("word_embeddings" in name for name in bfloat16)
+    assert any("output_weights" in name for name in bfloat16)
+    assert sum("kernel" in name for name in bfloat16) == sum(
+        "kernel" in name for name in saved)
+    assert set(_saved_variable_dtypes(exports["mrpc"]).values()) == {
+        "float32"}
+
+
+def test_serving_dtype_reaches_every_export(workspace, monkeypatch):
+    """Every kind of export, with --serving_dtype=bfloat16: its model's
+    weight matrices are bfloat16, LayerNorm's parameters float32."""
+    for task, (model, flag_list) in _task_flags(workspace).items():
+        export = _built_export(workspace, monkeypatch, model, *flag_list,
+                               "--serving_dtype=bfloat16")
+        dtypes = {weight.path: weight.dtype for weight in
+                  export.model.weights}
+        kernels = [path for path in dtypes if path.endswith("kernel")]
+        assert kernels, task
+        assert {dtypes[path] for path in kernels} == {"bfloat16"}, task
+        assert {dtype for path, dtype in dtypes.items()
+                if "LayerNorm" in path} == {"float32"}, task
+
+
+@pytest.mark.slow
+def test_bfloat16_exports_return_no_bfloat16(workspace, monkeypatch):
+    """Every kind of bfloat16 export: neither signature returns a bfloat16
+    tensor; serving_ids' float outputs (logits, scores, embeddings) are
+    float32. (Traces every signature: ~40 s.)"""
+    for task, (model, flag_list) in _task_flags(workspace).items():
+        export = _built_export(workspace, monkeypatch, model, *flag_list,
+                               "--serving_dtype=bfloat16")
+        output_dtypes = {
+            name: {tensor.dtype for tensor in tf.nest.flatten(
+                function.structured_outputs)}
+            for name, function in export.signatures().items()}
+        for name, dtypes in output_dtypes.items():
+            assert tf.bfloat16 not in dtypes, (task, name)
+        assert tf.float32 in output_dtypes["serving_ids"], task
+
+
+def test_serving_dtype_is_checked_before_the_checkpoint(workspace):
+    """The builders refuse a dtype they do not serve, naming the flag,
+    before reading the (here absent) checkpoint."""
+    from bert_tf.export import builders
+    config = BertConfig.from_json_file(workspace / "cased" /
+                                       "bert_config.json")
+    with pytest.raises(ValueError, match=r"--serving_dtype='float16' is "
+                       r"not one of float32, bfloat16"):
+        builders.classifier_export(
+            config, str(workspace / "cased" / "vocab.txt"), False,
+            str(workspace / "absent" / "model.ckpt"), CLASSIFIER_SEQ_LENGTH,
+            ["0", "1"], serving_dtype="float16")
 
 
 @pytest.mark.parametrize("name", ["tagging", "tagging_crf",
@@ -746,6 +906,12 @@ def test_existing_export_dir_is_refused_unless_overwrite(workspace, exports):
        f"--enable_xla needs --format=saved_model: {export_format} models "
        "run in their own runtime")
       for export_format in ("onnx", "tflite")],
+    *[(["--task_name=cola", "--init_checkpoint={pretrained}",
+        f"--format={export_format}", "--serving_dtype=bfloat16"],
+       f"--serving_dtype=bfloat16 needs --format=saved_model: the "
+       f"{export_format} export is converted from float32 weights (for "
+       "smaller, faster weights there: --quantize=int8)")
+      for export_format in ("onnx", "tflite")],
 ])
 def test_bad_input_is_reported_without_traceback(workspace, tmp_path,
                                                  golden_dir, flag_list,
@@ -831,6 +997,25 @@ def test_export_rebuilds_a_tagging_model_with_its_bilstm(workspace):
                 "word_mask": np.ones((2, 12), np.int32)}
     np.testing.assert_allclose(export.model(features)["logits"],
                                trained(features)["logits"], atol=1e-5)
+    # --serving_dtype=bfloat16: the LSTMs keep float32 variables (Keras'
+    # orthogonal initializer cannot make bfloat16 ones) and compute in
+    # bfloat16 like the encoder; the logits are the model's to bfloat16's
+    # precision (these are O(1): 2^-9 relative per rounding, a few dozen
+    # roundings deep; observed 0.019).
+    bf16 = builders.tagging_export(
+        config, str(workspace / "uncased" / "vocab.txt"), True, str(prefix),
+        max_seq_length=32, doc_stride=16, label_list=["O", "B-X", "I-X"],
+        serving_dtype="bfloat16")
+    dtypes = {weight.path: weight.dtype for weight in bf16.model.weights}
+    assert {dtype for path, dtype in dtypes.items()
+            if path.startswith("bilstm/")} == {"float32"}
+    assert {dtype for path, dtype in dtypes.items()
+            if path.startswith("bert/encoder/")
+            and path.endswith("kernel")} == {"bfloat16"}
+    logits = bf16.model(features)["logits"]
+    assert logits.dtype == tf.float32
+    np.testing.assert_allclose(logits, trained(features)["logits"],
+                               atol=5e-2)
 
 
 @pytest.fixture(scope="module")

@@ -4,15 +4,24 @@ Each builder creates the task model, loads every one of its variables from
 the checkpoint (strictly: a fine-tuned checkpoint must hold the task's head
 under Google's names, e.g. `output_weights`/`output_bias` or
 `cls/squad/...`), and wraps it with the in-graph tokenizer.
+
+`serving_dtype` (`export_saved_model.py --serving_dtype`): `float32`, or
+`bfloat16`: the model is built under Keras' bfloat16 policy, so its
+variables are stored in bfloat16 (converted from the float32 checkpoint as
+it loads) and its matmuls compute in bfloat16; LayerNorm, softmax, the
+logits and every output stay float32.
 """
 
 from bert_tf import checkpoints
 from bert_tf import sequence_lengths
 from bert_tf.export import serving
 from bert_tf.text.graph_tokenizer import GraphFullTokenizer
+from bert_tf.training import precision
 
 
-def _check_length(max_seq_length, bert_config, pad_to_multiple_of=None):
+def _check_length(max_seq_length, bert_config, pad_to_multiple_of=None,
+                  serving_dtype="float32"):
+    precision.validate_serving_dtype(serving_dtype)
     bert_config.check_max_seq_length(max_seq_length)
     if max_seq_length < 3:
         raise ValueError(
@@ -40,7 +49,7 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
                       is_regression=False, has_text_b=False,
                       causal_attention=False, multi_label=False,
                       threshold=0.5, pad_to_multiple_of=None,
-                      enable_xla=False):
+                      enable_xla=False, serving_dtype="float32"):
     """A `ClassifierExport` of a fine-tuned run_classifier.py checkpoint.
 
     Args:
@@ -64,6 +73,8 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
         as Google's fixed-length inputs.
       enable_xla: the model call of both signatures is one XLA-compiled
         function (`serving._TextExport`).
+      serving_dtype: `float32`, or `bfloat16` (variables stored and matmuls
+        computed in bfloat16; see the module's docstring).
 
     Raises:
       ValueError: bad lengths or labels.
@@ -71,14 +82,16 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
         shape (e.g. another number of labels).
     """
     from bert_tf.tasks.classification import ClassificationModel
-    _check_length(max_seq_length, bert_config, pad_to_multiple_of)
+    _check_length(max_seq_length, bert_config, pad_to_multiple_of,
+                  serving_dtype)
     num_labels = 1 if is_regression else len(label_list)
     if not is_regression and num_labels < (1 if multi_label else 2):
         raise ValueError(
             f"classification needs at least 2 labels, got {label_list}")
-    model = _load(ClassificationModel(bert_config, num_labels,
-                                      causal_attention=causal_attention),
-                  init_checkpoint)
+    with precision.serving_dtype_scope(serving_dtype):
+        model = ClassificationModel(bert_config, num_labels,
+                                    causal_attention=causal_attention)
+    _load(model, init_checkpoint)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
     return serving.ClassifierExport(model, tokenizer, max_seq_length,
                                     label_list, is_regression, has_text_b,
@@ -97,7 +110,8 @@ def squad_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
                  max_seq_length, doc_stride, max_query_length, n_best_size,
                  max_answer_length, version_2_with_negative=False,
                  null_score_diff_threshold=0.0, causal_attention=False,
-                 pad_to_multiple_of=None, enable_xla=False):
+                 pad_to_multiple_of=None, enable_xla=False,
+                 serving_dtype="float32"):
     """A `SquadExport` of a fine-tuned run_squad.py checkpoint.
 
     A checkpoint of `run_squad.py --span_bilstm` (it holds
@@ -113,13 +127,16 @@ def squad_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
       CheckpointError: the checkpoint lacks `cls/squad/...` or a variable.
     """
     from bert_tf.tasks.squad import SquadModel
-    _check_length(max_seq_length, bert_config, pad_to_multiple_of)
+    _check_length(max_seq_length, bert_config, pad_to_multiple_of,
+                  serving_dtype)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
     recurrent_kernel = checkpoints.checkpoint_shapes(init_checkpoint).get(
         BILSTM_RECURRENT_KERNEL)
-    model = SquadModel(
-        bert_config, causal_attention=causal_attention,
-        bilstm_units=None if recurrent_kernel is None else recurrent_kernel[0])
+    with precision.serving_dtype_scope(serving_dtype):
+        model = SquadModel(
+            bert_config, causal_attention=causal_attention,
+            bilstm_units=(None if recurrent_kernel is None
+                          else recurrent_kernel[0]))
     export = serving.SquadExport(
         model, tokenizer, max_seq_length, doc_stride, max_query_length,
         n_best_size, max_answer_length, version_2_with_negative,
@@ -131,14 +148,17 @@ def squad_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
 
 def embedding_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
                      max_seq_length, causal_attention=False,
-                     pad_to_multiple_of=None, enable_xla=False):
+                     pad_to_multiple_of=None, enable_xla=False,
+                     serving_dtype="float32"):
     """An `EmbeddingExport` of any checkpoint's encoder (`bert/...`).
 
     Args: as `classifier_export`'s.
     """
     from bert_tf.modeling import BertModel
-    _check_length(max_seq_length, bert_config, pad_to_multiple_of)
-    model = BertModel(bert_config, causal_attention=causal_attention)
+    _check_length(max_seq_length, bert_config, pad_to_multiple_of,
+                  serving_dtype)
+    with precision.serving_dtype_scope(serving_dtype):
+        model = BertModel(bert_config, causal_attention=causal_attention)
     model.build()
     _load(model, init_checkpoint)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
@@ -154,7 +174,7 @@ CRF_TRANSITIONS = "crf/transitions"
 def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
                    max_seq_length, doc_stride, label_list, use_crf=None,
                    causal_attention=False, pad_to_multiple_of=None,
-                   enable_xla=False):
+                   enable_xla=False, serving_dtype="float32"):
     """A `TaggingExport` of a fine-tuned run_tagging.py checkpoint.
 
     Args: as `classifier_export`, and
@@ -174,7 +194,8 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
         shape (e.g. another number of labels).
     """
     from bert_tf.tasks.tagging import TaggingModel
-    _check_length(max_seq_length, bert_config, pad_to_multiple_of)
+    _check_length(max_seq_length, bert_config, pad_to_multiple_of,
+                  serving_dtype)
     if not label_list:
         raise ValueError("tagging needs at least one label")
     shapes = checkpoints.checkpoint_shapes(init_checkpoint)
@@ -186,10 +207,12 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
             f"{init_checkpoint} {'has' if has_crf else 'has no'} "
             f"{CRF_TRANSITIONS}")
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
-    model = TaggingModel(
-        bert_config, len(label_list), use_crf=has_crf,
-        causal_attention=causal_attention,
-        bilstm_units=None if recurrent_kernel is None else recurrent_kernel[0])
+    with precision.serving_dtype_scope(serving_dtype):
+        model = TaggingModel(
+            bert_config, len(label_list), use_crf=has_crf,
+            causal_attention=causal_attention,
+            bilstm_units=(None if recurrent_kernel is None
+                          else recurrent_kernel[0]))
     export = serving.TaggingExport(model, tokenizer, max_seq_length,
                                    doc_stride, label_list,
                                    enable_xla=enable_xla,
@@ -201,7 +224,8 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
 def multiple_choice_export(bert_config, vocab_file, do_lower_case,
                            init_checkpoint, max_seq_length,
                            has_question=False, causal_attention=False,
-                           pad_to_multiple_of=None, enable_xla=False):
+                           pad_to_multiple_of=None, enable_xla=False,
+                           serving_dtype="float32"):
     """A `MultipleChoiceExport` of a fine-tuned run_multiple_choice.py
     checkpoint (encoder and a one-output `output_weights`/`output_bias`).
 
@@ -210,10 +234,12 @@ def multiple_choice_export(bert_config, vocab_file, do_lower_case,
         context (run_multiple_choice.py's `--input_format=jsonl`).
     """
     from bert_tf.tasks.multiple_choice import MultipleChoiceModel
-    _check_length(max_seq_length, bert_config, pad_to_multiple_of)
-    model = _load(MultipleChoiceModel(bert_config,
-                                      causal_attention=causal_attention),
-                  init_checkpoint)
+    _check_length(max_seq_length, bert_config, pad_to_multiple_of,
+                  serving_dtype)
+    with precision.serving_dtype_scope(serving_dtype):
+        model = MultipleChoiceModel(bert_config,
+                                    causal_attention=causal_attention)
+    _load(model, init_checkpoint)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
     return serving.MultipleChoiceExport(model, tokenizer, max_seq_length,
                                         has_question, enable_xla=enable_xla,

@@ -183,7 +183,8 @@ def _write_tokenizer(export, directory):
             writer.write(text)
 
 
-def check_options(export_format, quantize, enable_xla=False):
+def check_options(export_format, quantize, enable_xla=False,
+                  serving_dtype="float32"):
     """Raises ValueError for a combination `save` cannot write (the
     program calls it before loading the checkpoint, `save` again).
 
@@ -192,6 +193,8 @@ def check_options(export_format, quantize, enable_xla=False):
       quantize: one of `QUANTIZATIONS`.
       enable_xla: the export compiles its model with XLA, which only
         TensorFlow runs: `SAVED_MODEL` only.
+      serving_dtype: `float32`, or `bfloat16` (variables stored in
+        bfloat16): `SAVED_MODEL` only; ONNX and TFLite have `quantize`.
     """
     if export_format not in FORMATS:
         raise ValueError(f"--format={export_format} is not one of "
@@ -209,6 +212,11 @@ def check_options(export_format, quantize, enable_xla=False):
             f"--enable_xla needs --format=saved_model: {export_format} "
             "models run in their own runtime, which never runs TensorFlow's "
             "XLA-compiled functions")
+    if serving_dtype != "float32" and export_format != SAVED_MODEL:
+        raise ValueError(
+            f"--serving_dtype={serving_dtype} needs --format=saved_model: "
+            f"the {export_format} export is converted from float32 weights "
+            "(for smaller, faster weights there: --quantize=int8)")
 
 
 def save(export, export_dir, export_format=SAVED_MODEL,
@@ -225,12 +233,14 @@ def save(export, export_dir, export_format=SAVED_MODEL,
 
     Raises:
       ValueError: an unknown format or quantization, int8 with
-        `saved_model`, or an `enable_xla` export with another format.
+        `saved_model`, or an `enable_xla` or bfloat16 export with another
+        format.
       FileExistsError, file_io.WriteError: see
         `serving.export_directory`.
     """
     from bert_tf.export import serving
-    check_options(export_format, quantize, export.enable_xla)
+    check_options(export_format, quantize, export.enable_xla,
+                  export.model.dtype_policy.name)
     if export_format == SAVED_MODEL:
         serving.save_export(export, export_dir, overwrite=overwrite)
         return

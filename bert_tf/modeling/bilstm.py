@@ -47,13 +47,19 @@ class BiLSTM(keras.layers.Layer):
             raise ValueError(f"BiLSTM units must be a positive integer, got "
                              f"{units!r}")
         self.units = units
+        # Under serving's bfloat16 policy the LSTMs keep their (small)
+        # variables in float32 and compute in bfloat16: the orthogonal
+        # initializer's QR decomposition has no bfloat16 kernel.
+        policy = self.dtype_policy
+        if policy.variable_dtype == "bfloat16":
+            policy = keras.DTypePolicy("mixed_bfloat16")
         # Keras' defaults: glorot-uniform kernels, orthogonal recurrent
         # kernels, forget-gate bias 1 -- the random initialization.
         self.forward_lstm = keras.layers.LSTM(
-            units, return_sequences=True, name="fw", dtype=self.dtype_policy)
+            units, return_sequences=True, name="fw", dtype=policy)
         self.backward_lstm = keras.layers.LSTM(
             units, return_sequences=True, go_backwards=True, name="bw",
-            dtype=self.dtype_policy)
+            dtype=policy)
 
     def build(self, sequence_shape):
         input_shape = (None, None, sequence_shape[-1])

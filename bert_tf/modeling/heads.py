@@ -59,10 +59,10 @@ class _OutputWeightsHead(keras.layers.Layer):
                 initializer=weight_initializer(stddev),
                 shape=(self._num_outputs, self.input_size),
                 dtype=self.variable_dtype, name="output_weights")
-            # float32 even under mixed precision: added to float32 logits.
+            # float32 under every policy: added to float32 logits.
             self.output_bias = keras.Variable(
                 initializer="zeros", shape=(self._num_outputs,),
-                dtype=self.variable_dtype, autocast=False, name="output_bias")
+                dtype="float32", autocast=False, name="output_bias")
 
     def _logits(self, inputs):
         """[..., hidden_size] -> float32 logits [..., num_outputs]."""
@@ -219,10 +219,10 @@ class MaskedLMHead(keras.layers.Layer):
             self.transform_layer_norm.build(
                 (None, None, self.config.hidden_size))
         with checkpoint_scope(scope):
-            # Added to float32 logits, so kept float32 (autocast=False).
+            # Added to float32 logits, so kept float32 under every policy.
             self.output_bias = keras.Variable(
                 initializer="zeros", shape=(self.config.vocab_size,),
-                dtype=self.variable_dtype, autocast=False,
+                dtype="float32", autocast=False,
                 name="output_bias")
 
     def call(self, sequence_output, masked_lm_positions):

@@ -309,9 +309,9 @@ class LayerNorm(keras.layers.Layer):
     y = (x - mean(x)) / sqrt(var(x) + epsilon) * gamma + beta
 
     with epsilon 1e-12 (Google's `tf.contrib.layers.layer_norm` call). Under
-    a mixed-precision policy the statistics, `gamma` and `beta` stay in
-    float32: inputs are converted to float32 on the way in and the result is
-    cast back to the compute dtype.
+    a 16-bit policy (mixed, or serving's bfloat16) the statistics, `gamma`
+    and `beta` stay in float32: inputs are converted to float32 on the way
+    in and the result is cast back to the compute dtype.
     """
 
     def __init__(self, epsilon=1e-12, name="LayerNorm", **kwargs):
@@ -330,11 +330,15 @@ class LayerNorm(keras.layers.Layer):
         if width is None:
             raise ValueError(
                 f"{self.name}: the last dimension of the input must be known")
-        # autocast=False: read in float32 even inside a float16 call.
+        # float32 under every policy (a bfloat16 one stores the other
+        # variables in bfloat16), and autocast=False: read in float32 even
+        # inside a float16 call.
         self.gamma = self.add_weight(
-            name="gamma", shape=(width,), initializer="ones", autocast=False)
+            name="gamma", shape=(width,), initializer="ones",
+            dtype="float32", autocast=False)
         self.beta = self.add_weight(
-            name="beta", shape=(width,), initializer="zeros", autocast=False)
+            name="beta", shape=(width,), initializer="zeros",
+            dtype="float32", autocast=False)
 
     def call(self, inputs):
         mean, variance = tf.nn.moments(inputs, axes=[-1], keepdims=True)

@@ -7,6 +7,12 @@ the loss is multiplied by a scale before differentiation, gradients are
 divided by it, and a step whose gradients overflow is skipped while the scale
 halves (`keras.optimizers.LossScaleOptimizer`). bfloat16 has float32's range
 and needs none.
+
+`bfloat16` (`export_saved_model.py --serving_dtype`) is for serving only:
+variables are *stored* in bfloat16 as well (half the weight bytes each call
+reads), matmuls and activations compute in bfloat16, and LayerNorm (its
+statistics and parameters), softmax and the logits stay in float32, as
+under the mixed policies. Nothing trains under it.
 """
 
 import contextlib
@@ -15,6 +21,9 @@ import keras
 import tensorflow as tf
 
 DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")
+# `export_saved_model.py --serving_dtype`: the Keras policy a served model is
+# built under (variables converted from the float32 checkpoint as it loads).
+SERVING_DTYPES = ("float32", "bfloat16")
 
 # Names under which the loss-scale state is saved next to Google's names, so a
 # resumed mixed_float16 run does not restart from the initial scale. Google's
@@ -31,7 +40,26 @@ def validate_dtype(dtype):
     return dtype
 
 
+def validate_serving_dtype(serving_dtype):
+    """Returns `serving_dtype` or raises a ValueError naming
+    `--serving_dtype`."""
+    if serving_dtype not in SERVING_DTYPES:
+        raise ValueError(
+            f"--serving_dtype={serving_dtype!r} is not one of "
+            f"{', '.join(SERVING_DTYPES)}")
+    return serving_dtype
+
+
 @contextlib.contextmanager
+def _global_policy(policy):
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
 def dtype_policy_scope(dtype):
     """Makes `dtype` Keras' global dtype policy while the block runs.
 
@@ -39,13 +67,13 @@ def dtype_policy_scope(dtype):
     inside this block gives it the policy; the previous policy comes back
     afterwards, so one process can build float32 and mixed models side by side.
     """
-    validate_dtype(dtype)
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(dtype)
-    try:
-        yield
-    finally:
-        keras.config.set_dtype_policy(previous)
+    return _global_policy(validate_dtype(dtype))
+
+
+def serving_dtype_scope(serving_dtype):
+    """`dtype_policy_scope` for a served model: `float32` or `bfloat16`
+    (`SERVING_DTYPES`), whose variables are stored in bfloat16."""
+    return _global_policy(validate_serving_dtype(serving_dtype))
 
 
 def set_tensor_float_32(allow):
