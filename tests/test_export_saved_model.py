@@ -533,11 +533,9 @@ def test_bfloat16_tagger_gives_run_taggings_labels(tagging_runs, served):
 
 
 def _saved_variable_dtypes(export_dir):
-    """{variable path under the export's model: dtype name} of a
-    SavedModel's variables, read from its checkpoint files with
-    TensorFlow's reader (no model code). A variable is saved once, under
-    one of the paths that reach it (the model's or the module's variable
-    list), so the paths come from the saved object graph."""
+    """{variable path: dtype name} of a SavedModel's variables, read from
+    its checkpoint files with TensorFlow's reader (no model code), the
+    paths from the saved object graph."""
     from tensorflow.core.protobuf import trackable_object_graph_pb2
     reader = tf.train.load_checkpoint(
         str(export_dir / "variables" / "variables"))
@@ -549,8 +547,7 @@ def _saved_variable_dtypes(export_dir):
         node_id, path = pending.pop()
         node = graph.nodes[node_id]
         for attribute in node.attributes:
-            if attribute.name == "VARIABLE_VALUE" and path.startswith(
-                    "model/"):
+            if attribute.name == "VARIABLE_VALUE":
                 saved[path.rstrip("/")] = dtypes[
                     attribute.checkpoint_key].name
         pending.extend((child.node_id, f"{path}{child.local_name}/")
@@ -576,6 +573,20 @@ def test_bfloat16_export_stores_bfloat16_variables(exports):
         "kernel" in name for name in saved)
     assert set(_saved_variable_dtypes(exports["mrpc"]).values()) == {
         "float32"}
+
+
+def test_each_variable_is_saved_once_under_its_keras_path(exports):
+    """The SavedModel's checkpoint holds each weight once, named by the
+    model's variable path: as many tensors as the model has variables, no
+    second copy (which doubled the export's size)."""
+    saved = _saved_variable_dtypes(exports["mrpc"])
+    reader = tf.train.load_checkpoint(
+        str(exports["mrpc"] / "variables" / "variables"))
+    values = [key for key in reader.get_variable_to_shape_map()
+              if key.endswith("VARIABLE_VALUE")]
+    assert len(values) == len(saved)
+    assert all(name.startswith("model_variables/") for name in saved)
+    assert "model_variables/bert/embeddings/word_embeddings" in saved
 
 
 def test_serving_dtype_reaches_every_export(workspace, monkeypatch):

@@ -148,7 +148,10 @@ class _TextExport(tf.Module):
             shape compiles once per loaded SavedModel.
         """
         super().__init__(name=name)
-        self.model = model
+        # Not tracked: a tracked Keras model would save every weight a
+        # second time (its Keras variables serialize themselves) beside
+        # `tf_variables` below, doubling the SavedModel's size.
+        self.model = self._no_dependency(model)
         self.enable_xla = bool(enable_xla)
 
         def call(inputs, **kwargs):
@@ -165,11 +168,13 @@ class _TextExport(tf.Module):
         # tf.Module would be saved as a function of its own beside the
         # signatures.
         self._model_call = lambda inputs, **kwargs: call(inputs, **kwargs)
-        # The tf.Variables under the Keras variables, tracked directly: the
-        # session-based loaders (TensorFlow Serving, `saved_model_cli run`)
-        # restore only variables the SavedModel tracks as such; without
-        # this they find the model's variables uninitialized.
-        self.tf_variables = [variable.value for variable in model.weights]
+        # The tf.Variables under the Keras variables, tracked directly and
+        # named by their Keras paths (Google's names): the session-based
+        # loaders (TensorFlow Serving, `saved_model_cli run`) restore only
+        # variables the SavedModel tracks as such; without this they find
+        # the model's variables uninitialized.
+        self.model_variables = {variable.path: variable.value
+                                for variable in model.weights}
         # Tracked so that the SavedModel holds the vocabulary table.
         self.vocab_table = tokenizer.vocab_table
         self._tokenizer = tokenizer
