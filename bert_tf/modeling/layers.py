@@ -144,7 +144,9 @@ def dropout(x, rate, training, sequence_axes=()):
 
     Uses TensorFlow's stateful random op (as Google's code does) rather than
     `keras.layers.Dropout`, whose seed-generator state would add a variable
-    per dropout site to every model and checkpoint.
+    per dropout site to every model and checkpoint; under
+    `random_generator_scope` (a seeded run) the mask is a hash of each
+    position and a key drawn from that generator (`_generator_dropout`).
 
     Args:
       x: float tensor.
