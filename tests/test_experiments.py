@@ -578,12 +578,26 @@ def test_results_files_from_finished_runs_and_invocations(planned):
             "name": name, "task": run.task, "variant": run.variant,
             "layers": run.layers, "seed": run.seed, "metrics": metrics,
             "seconds": 30.0}))
-    for seconds in (60.0, 40.0):
-        miniature.record_invocation(paths.work_dir, "cmd", 0.0, seconds,
-                                    runs_run=3, jobs=2)
+    miniature.record_invocation(paths.work_dir, "cmd", 0.0, 60.0,
+                                ["pretrain/mlm_nsp_L2", "span/none_L2/seed1"],
+                                jobs=2)
+    # Written before invocations named their runs: counts for every
+    # selection.
+    with open(paths.work_dir / miniature.INVOCATIONS_FILE, "a") as writer:
+        writer.write(json.dumps({"command": "old", "wall_seconds": 40.0,
+                                 "runs_run": 3}) + "\n")
     # Rewriting the results alone is not part of the experiment's time.
-    miniature.record_invocation(paths.work_dir, "cmd", 0.0, 5.0,
-                                runs_run=0, jobs=2)
+    miniature.record_invocation(paths.work_dir, "cmd", 0.0, 5.0, [], jobs=2)
+    # Runs outside this selection: not its time.
+    miniature.record_invocation(paths.work_dir, "cmd", 0.0, 900.0,
+                                ["pretrain/other_L9"], jobs=2)
+    assert len(miniature.load_invocations(paths.work_dir)) == 3
+    one_run = [run for run in runs if run.name == "span/none_L2/seed1"]
+    assert [record["wall_seconds"] for record in miniature.invocations_of(
+        miniature.load_invocations(paths.work_dir), one_run)] == [60.0, 40.0]
+    assert [record["wall_seconds"] for record in miniature.invocations_of(
+        miniature.load_invocations(paths.work_dir),
+        [runs[-1]])] == [40.0]
     results_dir = paths.work_dir / "results"
     tables = miniature.write_results(results_dir, runs, paths,
                                      miniature.DEFAULT, "cmd", jobs=2)
