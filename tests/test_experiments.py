@@ -236,20 +236,20 @@ def test_every_variant_task_and_seed_is_planned(planned):
     by_name = {run.name: run for run in runs}
     assert len(by_name) == len(runs)
     # 6 ablation pretrainings (mlm_nsp, mlm, ltr, mlm_sop, roberta,
-    # mlm_nsp_matched) + 2 more sizes; 8 rows x 4 tasks and the 2 BiLSTM
-    # rows' 3 token-level tasks, x seeds, plus the 2 extra sizes'
+    # mlm_nsp_matched) + 2 more sizes; 8 rows x 5 tasks and the 2 BiLSTM
+    # rows' 4 token-level tasks, x seeds, plus the 2 extra sizes'
     # sentiment runs x seeds.
     assert sum(run.task == miniature.PRETRAIN for run in runs) == 8
-    assert len(runs) == 8 + len(seeds) * (8 * 4 + 2 * 3 + 2)
+    assert len(runs) == 8 + len(seeds) * (8 * 5 + 2 * 4 + 2)
     for variant in ("mlm_nsp", "mlm", "ltr", "ltr_causal", "mlm_sop",
                     "roberta", "mlm_nsp_matched", "none"):
-        for task in ("sentiment", "span", "pos", "ner"):
+        for task in ("sentiment", "span", "pos", "ner", "wnut"):
             for seed in seeds:
                 run = by_name[f"{task}/{variant}_L2/seed{seed}"]
                 assert _flag(run.command, "seed") == str(seed)
     for variant in ("ltr_causal_bilstm", "mlm_nsp_bilstm"):
         for seed in seeds:
-            for task in ("span", "pos", "ner"):
+            for task in ("span", "pos", "ner", "wnut"):
                 assert f"{task}/{variant}_L2/seed{seed}" in by_name
             assert f"sentiment/{variant}_L2/seed{seed}" not in by_name
 
@@ -260,8 +260,8 @@ def test_the_ltr_model_is_fine_tuned_three_ways(planned):
     paths, runs = planned
     by_name = {run.name: run for run in runs}
     bilstm_flag = {"span": "span_bilstm", "pos": "tagging_bilstm",
-                   "ner": "tagging_bilstm"}
-    for task in ("sentiment", "span", "pos", "ner"):
+                   "ner": "tagging_bilstm", "wnut": "tagging_bilstm"}
+    for task in ("sentiment", "span", "pos", "ner", "wnut"):
         expected = {"ltr": (None, None), "ltr_causal": ("true", None)}
         if task != "sentiment":
             expected["ltr_causal_bilstm"] = ("true", "true")
@@ -276,7 +276,7 @@ def test_the_ltr_model_is_fine_tuned_three_ways(planned):
                                  ).resolve()
                     == paths.pretrain_dir("ltr", 2).resolve())
     # The BiLSTM's own effect: the MLM + NSP encoder with it, bidirectional.
-    for task in ("span", "pos", "ner"):
+    for task in ("span", "pos", "ner", "wnut"):
         run = by_name[f"{task}/mlm_nsp_bilstm_L2/seed1"]
         assert _flag(run.command, bilstm_flag[task]) == "true"
         assert _flag(run.command, "causal_attention") is None
@@ -369,12 +369,17 @@ def test_fine_tuning_starts_from_its_pretraining_or_from_nothing(planned):
         script = pathlib.Path(run.command[1]).name
         assert script == {"sentiment": "run_classifier.py",
                           "span": "run_squad.py", "pos": "run_tagging.py",
-                          "ner": "run_tagging.py"}[run.task]
-        if run.task in ("pos", "ner"):
+                          "ner": "run_tagging.py",
+                          "wnut": "run_tagging.py"}[run.task]
+        if run.task in ("pos", "ner", "wnut"):
             data = pathlib.Path(_flag(run.command, "data_dir")).name
-            assert (data, _flag(run.command, "input_format")) == (
-                ("wsj_pos", "word_tag") if run.task == "pos"
-                else ("conll2003_sample", "conll"))
+            assert (data, _flag(run.command, "input_format")) == {
+                "pos": ("wsj_pos", "word_tag"),
+                "ner": ("conll2003_sample", "conll"),
+                "wnut": ("wnut16", "conll")}[run.task]
+            # WNUT-16 has the CoNLL-2003 sample's recipe.
+            assert _flag(run.command, "num_train_epochs") == (
+                "10" if run.task == "pos" else "30")
             assert pathlib.Path(_flag(run.command, "label_list_file")
                                 ).parent.name == data
 
@@ -473,6 +478,7 @@ SYNTHETIC = [
     _info("ner", "mlm_nsp", 2, 1, eval_f1=0.30, eval_accuracy=0.9),
     _info("ner", "mlm_nsp", 2, 2, eval_f1=0.50, eval_accuracy=0.9),
     _info("ner", "ltr_causal_bilstm", 2, 1, eval_f1=0.25),
+    _info("wnut", "mlm_nsp", 2, 1, eval_f1=0.20, eval_accuracy=0.94),
     _info("pos", "mlm_nsp_bilstm", 2, 1, eval_accuracy=0.85),
 ]
 
@@ -505,6 +511,8 @@ def test_ablation_rows_on_synthetic_results():
     assert bert["pos"].std == pytest.approx(math.sqrt(0.005))
     assert bert["ner"].mean == pytest.approx(0.40)
     assert rows["ltr_causal_bilstm"]["ner"].mean == pytest.approx(0.25)
+    assert bert["wnut"].mean == pytest.approx(0.20)
+    assert bert["wnut"].n == 1 and rows["none"]["wnut"].n == 0
     assert rows["mlm_nsp_bilstm"]["pos"].mean == pytest.approx(0.85)
     assert rows["mlm_nsp_bilstm"]["pretraining"] == bert["pretraining"]
     assert rows["mlm_sop"]["pretraining"] == (
@@ -527,12 +535,12 @@ def test_tables_on_synthetic_results():
     lines = text.splitlines()
     assert ("| BERT (MLM + NSP) | masked LM accuracy 0.210, next sentence "
             "0.660 | 0.640 ± 0.040 | 42.0 ± 2.8 | 53.0 ± 4.2 | 0.850 ± 0.071 "
-            "| 0.400 ± 0.141 |") in lines
+            "| 0.400 ± 0.141 | 0.200 (1 seed) |") in lines
     assert ("| No pretraining (random init) | - | 0.560 ± 0.014 | - | - | - "
-            "| - |" in lines)
+            "| - | - |" in lines)
     assert ("| LTR & No NSP + BiLSTM, fine-tuned left to right | "
             "next-token accuracy 0.150 | - | 12.0 (1 seed) | 30.0 (1 seed) | "
-            "- | 0.250 (1 seed) |") in lines
+            "- | 0.250 (1 seed) | - |") in lines
     assert "The compute-matched BERT pretrains 31500 steps" in text
     assert "| 4 | 1.90M | 0.250 | 0.720 ± 0.028 |" in lines
     assert "| 6 | 2.30M | - | - |" in lines
@@ -664,22 +672,23 @@ def test_quick_experiment_runs_end_to_end(tmp_path):
     work_dir, results_dir = tmp_path / "work", tmp_path / "results"
     command = ["experiments.paper_in_miniature", None, "--quick",
                f"--work_dir={work_dir}", f"--results_dir={results_dir}"]
-    # 46 runs: a few minutes each start TensorFlow (about 8 minutes on 2
-    # idle cores; 34 minutes on a shared, loaded one).
+    # 56 runs, most of each TensorFlow's start-up (46 of them took 34
+    # minutes on a shared, loaded 2-core machine).
     finished = run_runner(*command, timeout=3600, expect_success=False)
     assert finished.returncode == 0, finished.stdout + finished.stderr
     results = json.loads((results_dir / "results.json").read_text())
-    # 6 ablation pretrainings and the 4-layer one; 8 rows x 4 tasks, 2
-    # BiLSTM rows x 3 token tasks, the 4-layer model's sentiment.
-    assert results["runs_finished"] == results["runs_total"] == 46
+    # 6 ablation pretrainings and the 4-layer one; 8 rows x 5 tasks, 2
+    # BiLSTM rows x 4 token tasks, the 4-layer model's sentiment.
+    assert results["runs_finished"] == results["runs_total"] == 56
     tasks = sorted({(run["task"], run["variant"]) for run in results["runs"]})
     assert ("span", "none") in tasks and ("pretrain", "ltr") in tasks
-    for task in ("span", "pos", "ner"):
+    for task in ("span", "pos", "ner", "wnut"):
         assert (task, "ltr_causal_bilstm") in tasks
         assert (task, "mlm_nsp_bilstm") in tasks
     for pretraining in ("mlm_sop", "roberta", "mlm_nsp_matched"):
         assert ("pretrain", pretraining) in tasks
         assert ("ner", pretraining) in tasks
+        assert ("wnut", pretraining) in tasks
     for run in results["runs"]:
         assert run["seconds"] > 0 and run["metrics"]
     for name in ("results.md", "ablation.png", "model_size.png"):
@@ -688,4 +697,4 @@ def test_quick_experiment_runs_end_to_end(tmp_path):
     # A second invocation has nothing left to run.
     again = run_runner(*command, expect_success=False)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "46 of 46 runs are done already" in again.stdout
+    assert "56 of 56 runs are done already" in again.stdout
