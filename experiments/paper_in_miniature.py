@@ -1105,12 +1105,9 @@ def ablation_rows(infos, layers):
                 infos, SPAN, variant.name, layers, "exact_match")),
             "span_f1": summarize(metric_values(
                 infos, SPAN, variant.name, layers, "f1")),
-            POS: summarize(metric_values(
-                infos, POS, variant.name, layers, TASK_METRICS[POS][0])),
-            NER: summarize(metric_values(
-                infos, NER, variant.name, layers, TASK_METRICS[NER][0])),
-            WNUT: summarize(metric_values(
-                infos, WNUT, variant.name, layers, TASK_METRICS[WNUT][0])),
+            **{task: summarize(metric_values(
+                infos, task, variant.name, layers, TASK_METRICS[task][0]))
+               for task in TAGGING_TASKS},
         })
     return rows
 
@@ -1162,8 +1159,9 @@ def markdown_tables(ablation, sizes, majority, span_prior, settings):
             f"| {row['label']} | {row['pretraining']} | "
             f"{row[SENTIMENT].format(3)} | "
             f"{row['span_exact_match'].format(1)} | "
-            f"{row['span_f1'].format(1)} | {row[POS].format(3)} | "
-            f"{row[NER].format(3)} | {row[WNUT].format(3)} |")
+            f"{row['span_f1'].format(1)} | "
+            + "".join(f"{row[task].format(3)} | " for task in TAGGING_TASKS
+                      ).rstrip())
     prior = ("" if span_prior is None else
              f" Span positional prior (the best fixed span, words "
              f"{span_prior['start'] + 1}-"
@@ -1205,8 +1203,8 @@ def _json_row(row):
 def plot_ablation(ablation, infos, layers, majority, span_prior, path):
     """ablation.png: sentiment accuracy, span F1 / EM, POS accuracy and the
     two NER tasks' F1 per variant (bars: mean, error bars: std, dots: the
-    seeds), with the majority class and the span task's positional prior (None: not drawn)
-    as dashed lines."""
+    seeds), with the majority class and the span task's positional prior
+    (None: not drawn) as dashed lines."""
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib import pyplot
