@@ -2,13 +2,25 @@
 
 from setuptools import Extension, find_packages, setup
 
-# TensorFlow Model Garden and tf-keras: the independent reference the tests
-# compare with (Google's BERT in Model Garden) and the peer of benchmarks/.
-# bert_tf itself never imports them. Exact: the reference must not move.
+# TensorFlow Model Garden: the independent reference the tests compare with
+# (Google's BERT in Model Garden) and the peer of benchmarks/. bert_tf itself
+# never imports it. Exact: the reference must not move. Its only release,
+# 2.20.0, requires TensorFlow 2.20 (`tensorflow~=2.20.0`), so it is an extra
+# of its own ("reference"): on TensorFlow 2.21 leave it out, and the tests
+# that compare with it skip, saying so (Google's golden outputs still run).
 MODEL_GARDEN = [
     "tf-models-official==2.20.0",
-    "tf-keras==2.20.1",
 ]
+
+# Keras 2, which Model Garden's models are written in; 2.20 for TensorFlow
+# 2.20, 2.21 for 2.21.
+TF_KERAS = "tf-keras>=2.20,<2.22"
+
+# The TensorFlow releases bert_tf supports and tests (.ci/run: 2.20 in the
+# main run, 2.21 in the "tf221" run). A range, so that a TensorFlow already
+# installed is kept; tensorflow-text must be the same minor release.
+TENSORFLOW = "tensorflow>=2.20,<2.22"
+TENSORFLOW_TEXT = "tensorflow-text>=2.20,<2.22"
 
 KERAS_HUB = "keras-hub>=0.25,<1"
 
@@ -30,7 +42,7 @@ setup(
         "Google's BERT in TensorFlow 2 / Keras 3: Google's checkpoints, data "
         "files and command lines, unchanged."
     ),
-    # TensorFlow 2.20 and tensorflow-text 2.20 publish wheels for 3.10-3.13
+    # TensorFlow 2.20/2.21 and tensorflow-text publish wheels for 3.10-3.13
     # (.ci/run tests 3.10 and 3.13 beside the machine's own interpreter).
     python_requires=">=3.10,<3.14",
     packages=find_packages(include=["bert_tf", "bert_tf.*"]),
@@ -60,8 +72,8 @@ setup(
     # exact versions the tests use are in constraints.txt (`pip install -c
     # constraints.txt ...`, README "Set up").
     install_requires=[
-        "tensorflow>=2.20,<2.21",
-        "tensorflow-text>=2.20,<2.21",
+        TENSORFLOW,
+        TENSORFLOW_TEXT,
         "keras>=3.12,<4",
         "absl-py>=1.4,<3",
         "numpy>=1.26,<3",
@@ -86,13 +98,16 @@ setup(
             # Loads google_to_keras_hub's presets, saves its own
             # (tests/test_keras_hub_preset.py).
             KERAS_HUB,
-        ] + MODEL_GARDEN + ONNX,
+            TF_KERAS,
+        ] + ONNX,
+        # The tests' Model Garden reference (TensorFlow 2.20 only; see above).
+        "reference": MODEL_GARDEN,
         # benchmarks/: Model Garden is the peer each speed is compared with.
-        "benchmarks": MODEL_GARDEN + ONNX,
+        "benchmarks": MODEL_GARDEN + [TF_KERAS] + ONNX,
         # TensorFlow's GPU build: the CUDA and cuDNN libraries as pip
         # packages (Linux; a recent NVIDIA driver is all the machine needs).
         "gpu": [
-            "tensorflow[and-cuda]>=2.20,<2.21",
+            "tensorflow[and-cuda]>=2.20,<2.22",
         ],
         # create_pretraining_data.py --chinese_word_segmenter=jieba.
         "chinese": [

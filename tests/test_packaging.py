@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from tests.conftest import SMOKE_TESTS
+from tests.conftest import GOLDEN_TESTS, SMOKE_TESTS
 
 requirements = pytest.importorskip("packaging.requirements")
 markers = pytest.importorskip("packaging.markers")
@@ -20,6 +20,16 @@ markers = pytest.importorskip("packaging.markers")
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 # Packages bert_tf never imports (tests/ and benchmarks/ compare with them).
 MODEL_GARDEN = {"tf-models-official", "tf-keras"}
+# The constraint file of each supported TensorFlow, and the extras it covers
+# (Model Garden, in "reference" and "benchmarks", requires TensorFlow 2.20).
+# constraints.txt holds the rest, the same for both.
+CONSTRAINTS = {
+    "2.20": ("constraints-tf2.20.txt", ("gpu", "beam")),
+    "2.21": ("constraints-tf2.21.txt",
+             ("gpu", "beam", "reference", "benchmarks")),
+}
+TENSORFLOW_FAMILY = {"tensorflow", "tensorflow-text", "tf-keras",
+                     "tf-models-official"}
 
 
 def _setup_call():
@@ -57,20 +67,30 @@ def _name(requirement):
     return re.sub(r"[-_.]+", "-", requirement.name).lower()
 
 
-def _constraints():
-    """name -> [(Requirement, marker)] of constraints.txt."""
+def _constraints(*file_names):
+    """name -> [(Requirement, marker)] of constraint files taken together."""
     pins = {}
-    for number, line in enumerate(
-            (REPO_ROOT / "constraints.txt").read_text().splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        requirement = requirements.Requirement(line)
-        specifiers = list(requirement.specifier)
-        assert len(specifiers) == 1 and specifiers[0].operator == "==", (
-            f"constraints.txt line {number}: {line!r} is not an exact pin")
-        pins.setdefault(_name(requirement), []).append(requirement)
+    for file_name in file_names:
+        for number, line in enumerate(
+                (REPO_ROOT / file_name).read_text().splitlines(), 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            requirement = requirements.Requirement(line)
+            specifiers = list(requirement.specifier)
+            assert len(specifiers) == 1 and specifiers[0].operator == "==", (
+                f"{file_name} line {number}: {line!r} is not an exact pin")
+            pins.setdefault(_name(requirement), []).append(requirement)
     return pins
+
+
+def test_tensorflow_is_pinned_only_beside_constraints_txt():
+    """constraints.txt leaves TensorFlow to the environment (an installed
+    2.20 or 2.21 is kept by the README's install); each TensorFlow's file
+    pins only its family."""
+    assert not TENSORFLOW_FAMILY & set(_constraints("constraints.txt"))
+    for file_name, _ in CONSTRAINTS.values():
+        assert set(_constraints(file_name)) <= TENSORFLOW_FAMILY, file_name
 
 
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
@@ -98,20 +118,34 @@ def test_install_requires_are_ranges_and_model_garden_is_not_one():
     # The peers of the benchmarks: Model Garden and ONNX Runtime.
     assert MODEL_GARDEN | {"onnxruntime"} <= {
         _name(requirements.Requirement(r)) for r in extras["benchmarks"]}
-    assert MODEL_GARDEN <= {_name(requirements.Requirement(r))
-                            for r in extras["test"]}
+    assert {"tf-models-official"} == {
+        _name(requirements.Requirement(r)) for r in extras["reference"]}
+    assert "tf-keras" in {_name(requirements.Requirement(r))
+                          for r in extras["test"]}
+    # Both supported TensorFlow releases are inside the ranges.
+    for line in setup["install_requires"]:
+        requirement = requirements.Requirement(line)
+        if _name(requirement) in ("tensorflow", "tensorflow-text"):
+            assert requirement.specifier.contains("2.20.0"), line
+            assert requirement.specifier.contains("2.21.0"), line
     assert [requirements.Requirement(r).extras for r in extras["gpu"]] == [
         {"and-cuda"}]
 
 
-def test_constraints_pin_every_requirement_within_its_range():
+@pytest.mark.parametrize("tensorflow", sorted(CONSTRAINTS))
+def test_constraints_pin_every_requirement_within_its_range(tensorflow):
     """Every package setup.py names has one exact version per supported
-    Python in constraints.txt, inside setup.py's range."""
+    Python in each TensorFlow's constraints file, inside setup.py's range,
+    and that file's TensorFlow is the one it is named for."""
     setup = _setup_call()
-    pins = _constraints()
+    file_name, left_out = CONSTRAINTS[tensorflow]
+    pins = _constraints("constraints.txt", file_name)
+    for name in ("tensorflow", "tensorflow-text", "tf-keras"):
+        assert _pin_for(pins, name, "3.11").startswith(tensorflow + "."), (
+            file_name, name)
     lines = list(setup["install_requires"]) + [
         line for extra, extra_lines in setup["extras_require"].items()
-        if extra not in ("gpu", "beam") for line in extra_lines]
+        if extra not in left_out for line in extra_lines]
     for line in lines:
         requirement = requirements.Requirement(line)
         for python in PYTHONS:
@@ -124,17 +158,30 @@ def test_constraints_pin_every_requirement_within_its_range():
 def test_readme_commands_use_the_constraints_and_ci_runs_them_verbatim():
     readme = (REPO_ROOT / "README.md").read_text()
     main_job, tests = re.findall(
-        r"```sh\n(pip install -c constraints\.txt -e [^\n]*)\n```", readme)[:2]
+        r"```sh\n(pip install -c constraints\.txt (?:-c \S+ )?-e [^\n]*)\n```",
+        readme)[:2]
     assert main_job.endswith("python demo.py --work_dir=work_dir")
+    # The main job keeps the environment's TensorFlow; the tests pin 2.20's.
+    assert main_job.startswith("pip install -c constraints.txt -e . ")
+    assert tests.startswith("pip install -c constraints.txt -c "
+                            "constraints-tf2.20.txt -e \".[test,reference]\"")
     assert tests.endswith("python -m pytest -q tests")
     ci = (REPO_ROOT / ".ci" / "run").read_text()
     assert f"  {tests}\n" in ci
 
 
-def test_smoke_tests_name_existing_tests():
-    for entry in SMOKE_TESTS:
-        file_name, test_name = entry.split("::")
+def test_smoke_and_golden_tests_name_existing_tests():
+    for entry in SMOKE_TESTS + GOLDEN_TESTS:
+        file_name, _, test_name = entry.partition("::")
         tree = ast.parse((REPO_ROOT / "tests" / file_name).read_text())
         names = {node.name for node in tree.body
                  if isinstance(node, ast.FunctionDef)}
-        assert test_name in names, entry
+        assert not test_name or test_name in names, entry
+
+
+def test_ci_runs_tensorflow_2_21_with_its_constraints():
+    ci = (REPO_ROOT / ".ci" / "run").read_text()
+    assert "pip install -q tensorflow==2.21.0 tensorflow-text==2.21.1" in ci
+    assert ('pip install -q -c constraints.txt -c constraints-tf2.21.txt '
+            '-e ".[test]"') in ci
+    assert '-m "smoke or golden"' in ci

@@ -392,3 +392,53 @@ def test_write_eval_results_sorted_str_values(tmp_path):
         "masked_lm_accuracy": np.float32(0.5)})
     assert path.read_text() == ("global_step = 7\nloss = 0.37572256\n"
                                 "masked_lm_accuracy = 0.5\n")
+
+
+def _scalar_events(directory, whole_metadata=False):
+    """(tag, value, plugin name, step) of every summary value under directory.
+
+    whole_metadata: the serialized metadata instead of the plugin name.
+    """
+    events = []
+    for path in sorted(tf.io.gfile.glob(os.path.join(directory, "*"))):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                metadata = (value.metadata.SerializeToString()
+                            if whole_metadata
+                            else value.metadata.plugin_data.plugin_name)
+                events.append((value.tag,
+                               float(tf.make_ndarray(value.tensor)),
+                               value.tensor.dtype, metadata, event.step))
+    return events
+
+
+def test_scalar_summaries_need_no_tensorboard(tmp_path):
+    # Written as TensorBoard reads a scalar (hand-written expectation): the
+    # tag, a float32 scalar tensor, the "scalars" plugin, the step. The
+    # trainer writes its summaries this way because TensorFlow 2.21 no
+    # longer installs TensorBoard, whose tf.summary.scalar would raise.
+    from bert_tf.training import summaries
+    writer = tf.summary.create_file_writer(str(tmp_path))
+    with writer.as_default(step=7):
+        summaries.scalar("loss", 0.25)
+        summaries.scalar("global_step/sec", np.float32(3.5), step=9)
+    writer.flush()
+    assert _scalar_events(tmp_path) == [
+        ("loss", 0.25, tf.float32.as_datatype_enum, "scalars", 7),
+        ("global_step/sec", 3.5, tf.float32.as_datatype_enum, "scalars", 9)]
+
+
+def test_scalar_summaries_equal_tensorboards(tmp_path):
+    pytest.importorskip(
+        "tensorboard", reason="TensorBoard is not installed (TensorFlow 2.21 "
+        "no longer depends on it): nothing to compare with")
+    from bert_tf.training import summaries
+    for name, write in (("ours", summaries.scalar),
+                        ("tensorboard", tf.summary.scalar)):
+        writer = tf.summary.create_file_writer(str(tmp_path / name))
+        with writer.as_default(step=3):
+            write("learning_rate", 1e-4)
+            write("eval/accuracy", 0.5)
+        writer.flush()
+    assert (_scalar_events(tmp_path / "ours", whole_metadata=True)
+            == _scalar_events(tmp_path / "tensorboard", whole_metadata=True))

@@ -50,6 +50,7 @@ from bert_tf.training import precision
 from bert_tf.training import prediction
 from bert_tf.training import preemption
 from bert_tf.training import run_lock
+from bert_tf.training import summaries
 
 EVAL_RESULTS_FILE = "eval_results.txt"
 # The dropout generator's position, saved with each checkpoint of a seeded
@@ -902,13 +903,13 @@ class Trainer:
             metric_text, learning_rate, examples_per_second,
             progress_lib.format_duration(eta))
         with writer.as_default(step=step):
-            tf.summary.scalar("loss", loss)
-            tf.summary.scalar("learning_rate", learning_rate)
+            summaries.scalar("loss", loss)
+            summaries.scalar("learning_rate", learning_rate)
             if math.isfinite(steps_per_second):
-                tf.summary.scalar("examples_per_second", examples_per_second)
-                tf.summary.scalar("global_step/sec", steps_per_second)
+                summaries.scalar("examples_per_second", examples_per_second)
+                summaries.scalar("global_step/sec", steps_per_second)
             for name, value in metrics.items():
-                tf.summary.scalar(name, value)
+                summaries.scalar(name, value)
         return {"global_step": step, "loss": loss,
                 "learning_rate": learning_rate,
                 "examples_per_second": examples_per_second, **metrics}
@@ -982,7 +983,7 @@ class Trainer:
             with writer.as_default(step=step):
                 for key, value in results.items():
                     if key != "global_step":
-                        tf.summary.scalar(key, float(value))
+                        summaries.scalar(key, float(value))
             writer.flush()
         return results
 
