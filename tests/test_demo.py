@@ -505,8 +505,19 @@ def test_quick_job_end_to_end(tmp_path):
 
 def write_scalars(directory, values_by_tag):
     """TensorBoard summaries written by TensorFlow itself (the reference
-    writer): `tf.summary.scalar` tensors, and one old-style simple_value."""
+    writer): `tf.summary.scalar` tensors, and one old-style simple_value.
+
+    Without TensorBoard (TensorFlow 2.21 no longer installs it) the scalars
+    come from the trainer's own writer, which
+    tests/test_trainer.py::test_scalar_summaries_equal_tensorboards proves
+    byte-equal to `tf.summary.scalar` wherever TensorBoard is installed."""
+    import importlib.util
     import tensorflow as tf
+    if importlib.util.find_spec("tensorboard") is not None:
+        write_scalar = tf.summary.scalar
+    else:
+        from bert_tf.training import summaries
+        write_scalar = summaries.scalar
     writer = tf.summary.create_file_writer(str(directory))
     with writer.as_default():
         for tag, points in values_by_tag.items():
@@ -518,7 +529,7 @@ def write_scalars(directory, values_by_tag):
                     tf.summary.experimental.write_raw_pb(
                         summary.SerializeToString(), step=step)
                 else:
-                    tf.summary.scalar(tag, value, step=step)
+                    write_scalar(tag, value, step=step)
     writer.close()
 
 
