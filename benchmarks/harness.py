@@ -225,10 +225,10 @@ def minilm_vocab_file():
 def read_texts(name, limit):
     """`[(text_a, text_b or None)]` of a data set, in file order."""
     if name == "rotten_tomatoes":
-        from bert_tf.data import rotten_tomatoes
+        from bert_tf.corpora import rotten_tomatoes
         return [(text, None) for text, _ in
                 rotten_tomatoes.read_reviews()[:limit]]
-    from bert_tf.data import task_corpora
+    from bert_tf.corpora import task_corpora
     if name == "conll2003":
         path = task_corpora.package_file("conll2003_sample")
         blocks = task_corpora._blank_line_blocks(

@@ -27,8 +27,8 @@ import harness  # noqa: F401  (repository on sys.path, quiet TensorFlow)
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data import pretraining_dataset
-from bert_tf.data import pretraining_records as records
+from bert_tf.pretraining import dataset as pretraining_dataset
+from bert_tf.pretraining import records
 from bert_tf.data import tfrecord_files
 
 

@@ -2,7 +2,7 @@
 
 Every program (the runners, `extract_features.py`,
 `create_pretraining_data.py`, `python -m bert_tf.convert`, `learn_vocab`,
-`prepare_corpus`, `bert_tf.data.rotten_tomatoes`) defines absl flags in a
+`prepare_corpus`, `bert_tf.corpora.rotten_tomatoes`) defines absl flags in a
 `define_flags(flag_values)` function and ends a run that failed on bad input
 with `exit_with_error`: `<program>: error: <message>` on stderr, status 1,
 no traceback (the traceback is logged at `--v=1`, for bug reports).

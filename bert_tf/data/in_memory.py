@@ -15,7 +15,7 @@ for nothing.
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data import classifier_features
+from bert_tf.tasks.classification import features as classifier_features
 
 # The classifier's name for the real-row flag: one concept, one name.
 IS_REAL_EXAMPLE = classifier_features.IS_REAL_EXAMPLE
