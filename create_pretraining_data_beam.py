@@ -31,7 +31,7 @@ from bert_tf.pretraining import chinese_words
 from bert_tf.pretraining import beam as pretraining_beam
 from bert_tf.pretraining import corpus as pretraining_corpus
 from bert_tf.pretraining import instances as pretraining_instances
-from bert_tf.pretraining.corpus import PretrainingDataError
+from bert_tf.pretraining.errors import PretrainingDataError
 from bert_tf.runners import pretraining_data_flags
 
 PROGRAM = "create_pretraining_data_beam.py"

@@ -21,7 +21,7 @@ from bert_tf.pretraining import corpus as pretraining_corpus
 from bert_tf.pretraining import instances as pretraining_instances
 from bert_tf.pretraining import records as pretraining_records
 from bert_tf.data import tfrecord_files
-from bert_tf.pretraining.corpus import PretrainingDataError
+from bert_tf.pretraining.errors import PretrainingDataError
 from bert_tf.text import tokenization
 
 from runner_harness import run_runner

@@ -933,7 +933,7 @@ def test_export_overwrite_never_deletes_a_run_or_an_input(golden_dir,
 
 def test_an_output_dir_through_a_link_is_seen_to_be_the_inputs(tmp_path):
     from bert_tf.pretraining import beam as pretraining_beam
-    from bert_tf.pretraining.corpus import PretrainingDataError
+    from bert_tf.pretraining.errors import PretrainingDataError
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "part").write_text("text\n")

@@ -1,17 +1,79 @@
-"""Sliding windows over tokenized documents, as TensorFlow ops.
+"""Sliding windows over tokenized documents: Google's, in Python and as
+TensorFlow ops.
 
-The runners cut a document longer than a window into windows that overlap
-(`squad_features.doc_spans`): they start 0, s, 2 s, ... pieces in, with
+A document longer than a window is cut into windows that overlap
+(`doc_spans`): they start 0, s, 2 s, ... pieces in, with
 s = min(window length, doc_stride), until one reaches the document's end.
 Each piece belongs to the window where it has most context
-(`squad_features.max_context_owners`): the highest
+(`max_context_owners`): the highest
 `min(pieces left of it, pieces right of it) + 0.01 * window length`, the
-first window on ties. Here the same happens to a batch of documents at once;
-SQuAD's export (one question's context) and the tagging export (a batch of
-sentences) both use it.
+first window on ties. SQuAD's features (a question's context) and the
+tagger's (a long sentence) both cut their inputs so. `sliding_windows` does
+the same to a batch of documents at once inside a TensorFlow graph, for the
+raw-text exports of both tasks (`tasks/squad/graph_answers.py`,
+`tasks/tagging/graph_windows.py`).
 """
 
+import collections
+
+import numpy as np
 import tensorflow as tf
+
+# One window of a document: its first piece and how many pieces it has.
+DocSpan = collections.namedtuple("DocSpan", ["start", "length"])
+
+
+def doc_spans(num_doc_tokens, max_tokens_for_doc, doc_stride):
+    """Google's sliding windows over a tokenized document.
+
+    Args:
+      num_doc_tokens: pieces in the document.
+      max_tokens_for_doc: the most pieces a window holds.
+      doc_stride: distance between the starts of consecutive windows.
+
+    Returns:
+      A list of `DocSpan`s covering the document (empty for an empty one).
+    """
+    spans = []
+    start = 0
+    while start < num_doc_tokens:
+        length = min(num_doc_tokens - start, max_tokens_for_doc)
+        spans.append(DocSpan(start=start, length=length))
+        if start + length == num_doc_tokens:
+            break
+        start += min(length, doc_stride)
+    return spans
+
+
+def max_context_owners(spans, num_doc_tokens):
+    """For each piece of the document, the window where it has most context.
+
+    A piece's score in a window is `min(pieces left of it, pieces right of
+    it) + 0.01 * window length`; the highest score wins, the first window on
+    ties (Google's `_check_is_max_context`, for all pieces at once).
+
+    Args:
+      spans: the document's `DocSpan`s.
+      num_doc_tokens: pieces in the document.
+
+    Returns:
+      A list: piece index -> index of its owning span (-1 if no span holds
+      it).
+    """
+    best_scores = np.full([num_doc_tokens], -np.inf)
+    owners = np.full([num_doc_tokens], -1)
+    for span_index, span in enumerate(spans):
+        end = span.start + span.length - 1
+        positions = np.arange(span.start, end + 1)
+        # float64, as Google's Python floats: the same sums, the same ties.
+        scores = (np.minimum(positions - span.start, end - positions)
+                  + 0.01 * span.length)
+        better = scores > best_scores[span.start:end + 1]
+        best_scores[span.start:end + 1][better] = scores[better]
+        owners[span.start:end + 1][better] = span_index
+    return owners.tolist()
+
+
 
 
 def sliding_windows(num_pieces, max_window_pieces, doc_stride):

@@ -23,7 +23,7 @@ import os
 import posixpath
 
 from bert_tf import file_io
-from bert_tf.pretraining.corpus import PretrainingDataError
+from bert_tf.pretraining.errors import PretrainingDataError
 
 # The suffix of each shard's output file in the output directory.
 OUTPUT_SUFFIX = ".tfrecord"

@@ -25,7 +25,7 @@ as before.
 
 import re
 
-from bert_tf.pretraining.corpus import PretrainingDataError
+from bert_tf.pretraining.errors import PretrainingDataError
 
 SEGMENTATIONS = ("jieba", "spaces", "word_tag")
 

@@ -43,6 +43,7 @@ from absl import logging
 
 from bert_tf import file_io
 from bert_tf import progress as progress_lib
+from bert_tf.pretraining.errors import PretrainingDataError
 from bert_tf.text import tokenization
 
 # Text read at a time: 1 MB per worker process, within these bounds. A
@@ -60,10 +61,6 @@ _MAX_CACHED_WORDS = 1 << 22
 _BYTES_PER_AUTO_WORKER = 2 << 20
 # How many invalid-UTF-8 lines of one file are named one by one.
 _MAX_ENCODING_WARNINGS = 5
-
-
-class PretrainingDataError(ValueError):
-    """Input that cannot make pretraining data; the message says which."""
 
 
 def load_tokenizer(vocab_file, do_lower_case):

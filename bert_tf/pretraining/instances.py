@@ -57,7 +57,7 @@ from bert_tf.pretraining import exact_random
 from bert_tf.pretraining import corpus as pretraining_corpus
 from bert_tf.pretraining import records as pretraining_records
 from bert_tf.data import tfrecord_files
-from bert_tf.pretraining.corpus import PretrainingDataError
+from bert_tf.pretraining.errors import PretrainingDataError
 
 CLS_TOKEN = "[CLS]"
 SEP_TOKEN = "[SEP]"

@@ -64,7 +64,7 @@ def test_pipeline_writes_the_scripts_records_for_each_shard(
 
 def test_shards_with_the_same_name_are_refused(tmp_path):
     from bert_tf.pretraining import beam as pretraining_beam
-    from bert_tf.pretraining.corpus import PretrainingDataError
+    from bert_tf.pretraining.errors import PretrainingDataError
     with pytest.raises(PretrainingDataError,
                        match=r"input files a/x.txt and b/x.txt have the "
                              r"same name"):

@@ -29,7 +29,6 @@ The record format is Google's (`train.tf_record`, `eval.tf_record`): int64
 `start_positions`, `end_positions`, `is_impossible`.
 """
 
-import collections
 import dataclasses
 import os
 from typing import Dict, List, Optional
@@ -39,6 +38,7 @@ import tensorflow as tf
 
 from bert_tf import file_io
 from bert_tf.data import tfrecord_files
+from bert_tf.data import windows
 from bert_tf.data.encoded_input import EncodedInput
 from bert_tf.data.encoded_input import INPUT_IDS
 from bert_tf.data.encoded_input import INPUT_MASK
@@ -54,10 +54,6 @@ IS_IMPOSSIBLE = "is_impossible"
 
 # Beyond this many distinct words the word-piece cache starts again.
 _MAX_CACHED_WORDS = 1 << 20
-
-# One window of a document: its first piece and how many pieces it has.
-DocSpan = collections.namedtuple("DocSpan", ["start", "length"])
-
 
 @dataclasses.dataclass(kw_only=True)
 class SquadFeatures(EncodedInput):
@@ -98,57 +94,6 @@ class SquadFeatures(EncodedInput):
         """
         return dataclasses.replace(self, input_ids=None, input_mask=None,
                                    segment_ids=None)
-
-
-def doc_spans(num_doc_tokens, max_tokens_for_doc, doc_stride):
-    """Google's sliding windows over a tokenized document.
-
-    Args:
-      num_doc_tokens: pieces in the document.
-      max_tokens_for_doc: the most pieces a window holds.
-      doc_stride: distance between the starts of consecutive windows.
-
-    Returns:
-      A list of `DocSpan`s covering the document (empty for an empty one).
-    """
-    spans = []
-    start = 0
-    while start < num_doc_tokens:
-        length = min(num_doc_tokens - start, max_tokens_for_doc)
-        spans.append(DocSpan(start=start, length=length))
-        if start + length == num_doc_tokens:
-            break
-        start += min(length, doc_stride)
-    return spans
-
-
-def max_context_owners(spans, num_doc_tokens):
-    """For each piece of the document, the window where it has most context.
-
-    A piece's score in a window is `min(pieces left of it, pieces right of
-    it) + 0.01 * window length`; the highest score wins, the first window on
-    ties (Google's `_check_is_max_context`, for all pieces at once).
-
-    Args:
-      spans: the document's `DocSpan`s.
-      num_doc_tokens: pieces in the document.
-
-    Returns:
-      A list: piece index -> index of its owning span (-1 if no span holds
-      it).
-    """
-    best_scores = np.full([num_doc_tokens], -np.inf)
-    owners = np.full([num_doc_tokens], -1)
-    for span_index, span in enumerate(spans):
-        end = span.start + span.length - 1
-        positions = np.arange(span.start, end + 1)
-        # float64, as Google's Python floats: the same sums, the same ties.
-        scores = (np.minimum(positions - span.start, end - positions)
-                  + 0.01 * span.length)
-        better = scores > best_scores[span.start:end + 1]
-        best_scores[span.start:end + 1][better] = scores[better]
-        owners[span.start:end + 1][better] = span_index
-    return owners.tolist()
 
 
 def improve_answer_span(doc_tokens, input_start, input_end, tokenizer,
@@ -275,8 +220,9 @@ def generate_features(examples, tokenizer, max_seq_length, doc_stride,
 
         # [CLS], [SEP] and [SEP] take three positions.
         max_tokens_for_doc = max_seq_length - len(query_tokens) - 3
-        spans = doc_spans(len(all_doc_tokens), max_tokens_for_doc, doc_stride)
-        owners = max_context_owners(spans, len(all_doc_tokens))
+        spans = windows.doc_spans(len(all_doc_tokens), max_tokens_for_doc,
+                                  doc_stride)
+        owners = windows.max_context_owners(spans, len(all_doc_tokens))
         doc_offset = len(query_tokens) + 2
         prefix_tokens = ["[CLS]"] + query_tokens + ["[SEP]"]
         prefix_ids = [cls_id] + query_ids + [sep_id]

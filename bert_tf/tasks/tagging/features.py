@@ -9,10 +9,10 @@ loss. A sentence becomes one or more windows
 
 of at most `max_seq_length - 2` pieces. A sentence longer than that is cut
 into windows that overlap, each starting `doc_stride` pieces after the
-previous one (as SQuAD's document windows: `squad_features.doc_spans`);
+previous one (as SQuAD's document windows: `data.windows.doc_spans`);
 every word is predicted, and counted in metrics and losses, exactly once,
 in the window where its first piece has most context
-(`squad_features.max_context_owners`). So no word is ever dropped. A word
+(`data.windows.max_context_owners`). So no word is ever dropped. A word
 the tokenizer turns into nothing (only control characters, say) becomes
 `[UNK]`, so it is still predicted.
 
@@ -36,7 +36,7 @@ from typing import List
 
 import numpy as np
 
-from bert_tf.tasks.squad import features as squad_features
+from bert_tf.data import windows as windows_lib
 
 INPUT_IDS = "input_ids"
 INPUT_MASK = "input_mask"
@@ -97,8 +97,8 @@ def convert_sentence(sentence, sentence_index, label_map, max_seq_length,
         first_piece.append(len(pieces))
         pieces.extend(word_tokens)
         piece_word.extend([word_index] * len(word_tokens))
-    spans = squad_features.doc_spans(len(pieces), max_pieces, doc_stride)
-    owners = squad_features.max_context_owners(spans, len(pieces))
+    spans = windows_lib.doc_spans(len(pieces), max_pieces, doc_stride)
+    owners = windows_lib.max_context_owners(spans, len(pieces))
     label_ids = ([label_map[label] for label in sentence.labels]
                  if sentence.labels is not None
                  else [0] * len(sentence.words))

@@ -27,35 +27,7 @@ def _tokenizer(tmp_path, words):
     return tokenization.FullTokenizer(str(path), do_lower_case=True)
 
 
-# -- windows and max context, by hand -----------------------------------------
-
-def test_doc_spans_by_hand():
-    spans = squad_features.doc_spans(10, max_tokens_for_doc=4, doc_stride=2)
-    assert [tuple(s) for s in spans] == [(0, 4), (2, 4), (4, 4), (6, 4)]
-    # The last window ends at the document's end, even if it overlaps more.
-    spans = squad_features.doc_spans(7, max_tokens_for_doc=4, doc_stride=2)
-    assert [tuple(s) for s in spans] == [(0, 4), (2, 4), (4, 3)]
-    # A stride longer than a window never skips pieces.
-    spans = squad_features.doc_spans(9, max_tokens_for_doc=4, doc_stride=6)
-    assert [tuple(s) for s in spans] == [(0, 4), (4, 4), (8, 1)]
-    assert squad_features.doc_spans(3, 4, 2) == [(0, 3)]
-    assert squad_features.doc_spans(0, 4, 2) == []
-
-
-def test_max_context_by_hand():
-    spans = squad_features.doc_spans(10, 4, 2)
-    # Piece 3: span 0 gives min(3, 0) = 0, span 1 gives min(1, 2) = 1.
-    # Piece 5: span 1 gives min(3, 0), span 2 gives min(1, 2): span 2.
-    assert squad_features.max_context_owners(spans, 10) == [
-        0, 0, 0, 1, 1, 2, 2, 3, 3, 3]
-    # A tie (both windows leave piece 3 no context on one side, same
-    # length) goes to the first window.
-    spans = [squad_features.DocSpan(0, 4), squad_features.DocSpan(3, 4)]
-    assert squad_features.max_context_owners(spans, 7)[3] == 0
-    # The 0.01 * length term breaks ties towards the longer window.
-    spans = [squad_features.DocSpan(0, 3), squad_features.DocSpan(2, 5)]
-    assert squad_features.max_context_owners(spans, 7)[2] == 1
-
+# -- windows of a hand-built document ------------------------------------------
 
 def test_windows_of_a_hand_built_document(tmp_path):
     words = [f"w{i}" for i in range(10)]
