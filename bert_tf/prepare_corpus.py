@@ -52,8 +52,11 @@ def define_flags(flag_values):
 def run(flag_values):
     """Writes the corpus; returns its `CorpusStats`."""
     started = time.perf_counter()
-    dump_file = (flag_values.wiki_dump
-                 or wikipedia_corpus.find_gensim_wiki_dump())
+    try:
+        dump_file = (flag_values.wiki_dump
+                     or wikipedia_corpus.find_gensim_wiki_dump())
+    except FileNotFoundError as error:
+        raise FileNotFoundError(f"{error} (or pass --wiki_dump)") from None
     file_io.check_outputs_are_not_inputs(
         [("--output_file", flag_values.output_file)],
         [("--wiki_dump", dump_file)])

