@@ -27,8 +27,8 @@ from absl import flags
 
 from bert_tf import cli
 from bert_tf import file_io
-from bert_tf.pretraining import chinese_words
 from bert_tf.pretraining import beam as pretraining_beam
+from bert_tf.pretraining import chinese_words
 from bert_tf.pretraining import corpus as pretraining_corpus
 from bert_tf.pretraining import instances as pretraining_instances
 from bert_tf.pretraining.errors import PretrainingDataError

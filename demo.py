@@ -57,18 +57,18 @@ from absl import app
 from absl import flags
 
 from bert_tf import cli
-from demo_workflow.workflow import DEFAULT
-from demo_workflow.workflow import DEFAULT_SAMPLE_TEXT
-from demo_workflow.workflow import Interrupted
-from demo_workflow.workflow import Options
-from demo_workflow.workflow import QUICK
-from demo_workflow.workflow import SUMMARY_FILE
 from demo_workflow.workflow import build_steps
 from demo_workflow.workflow import check_settings
+from demo_workflow.workflow import DEFAULT
+from demo_workflow.workflow import DEFAULT_SAMPLE_TEXT
 from demo_workflow.workflow import display_path
 from demo_workflow.workflow import format_seconds
 from demo_workflow.workflow import forward_signals_to_children
+from demo_workflow.workflow import Interrupted
+from demo_workflow.workflow import Options
+from demo_workflow.workflow import QUICK
 from demo_workflow.workflow import run_steps
+from demo_workflow.workflow import SUMMARY_FILE
 from demo_workflow.workflow import summary_table
 from demo_workflow.workflow import write_job_report
 

@@ -267,8 +267,8 @@ def _multi_label_head(flag_values, task_name):
     import os
 
     from bert_tf import checkpoints
-    from bert_tf.tasks.classification import multi_label_data
     from bert_tf.runners import finetune
+    from bert_tf.tasks.classification import multi_label_data
     record = finetune.read_multi_label_head(os.path.dirname(
         checkpoints.resolve_checkpoint(flag_values.init_checkpoint)))
     asked = flag_values["multi_label"]
@@ -339,8 +339,8 @@ def _check_export_dir(flag_values):
     import os
 
     from bert_tf import file_io
-    from bert_tf.tasks.tagging import examples as tagging_examples
     from bert_tf.export import serving
+    from bert_tf.tasks.tagging import examples as tagging_examples
     checkpoint = flag_values.init_checkpoint
     checkpoint_dir = (checkpoint if os.path.isdir(checkpoint)
                       else os.path.dirname(checkpoint))

@@ -200,7 +200,8 @@ class ModelGarden:
     def __init__(self, model_dir, record_file, args):
         import tf_keras
         from bert_tf.config import BertConfig
-        from bert_tf.tasks.classification import features as classifier_features
+        from bert_tf.tasks.classification import (
+            features as classifier_features)
         from official.nlp.modeling import models
         config = BertConfig.from_json_file(
             os.path.join(model_dir, "bert_config.json"))

@@ -257,9 +257,9 @@ def tagging(model_dir, output_dir, data_dir, options):
         examples as tagging_examples,
         features as tagging_features,
     )
-    from bert_tf.tasks.tagging import metrics as tagging_metrics
     from bert_tf.export import builders
     from bert_tf.runners import finetune
+    from bert_tf.tasks.tagging import metrics as tagging_metrics
     from bert_tf.text import tokenization
     run = finetune.read_run_description(output_dir)
     if run["task"] != finetune.TAGGING:
@@ -331,8 +331,8 @@ def span(model_dir, output_dir, dev_file, max_seq_length=48, doc_stride=24,
         examples as squad_examples,
         features as squad_features,
     )
-    from bert_tf.tasks.squad import postprocess as squad_postprocess
     from bert_tf.export import builders
+    from bert_tf.tasks.squad import postprocess as squad_postprocess
     from bert_tf.text import tokenization
     vocab = os.path.join(model_dir, "vocab.txt")
     examples = squad_examples.read_squad_examples(dev_file,

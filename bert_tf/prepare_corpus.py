@@ -16,9 +16,9 @@ import time
 
 from absl import flags
 
-from bert_tf.corpora import wikipedia as wikipedia_corpus
 from bert_tf import cli
 from bert_tf import file_io
+from bert_tf.corpora import wikipedia as wikipedia_corpus
 
 PROGRAM = "python -m bert_tf.prepare_corpus"
 

@@ -66,8 +66,8 @@ from absl import app
 from absl import flags
 
 # The steps and command helpers demo.py runs too.
-from demo_workflow import workflow
 from bert_tf import file_io
+from demo_workflow import workflow
 from experiments import paper_in_miniature as miniature
 
 EXPERIMENTS_DIR = pathlib.Path(__file__).resolve().parent

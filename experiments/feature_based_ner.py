@@ -44,8 +44,8 @@ import sys
 from absl import app
 from absl import flags
 
-from demo_workflow import workflow
 from bert_tf import file_io
+from demo_workflow import workflow
 
 EXPERIMENTS_DIR = pathlib.Path(__file__).resolve().parent
 REPO_ROOT = EXPERIMENTS_DIR.parent

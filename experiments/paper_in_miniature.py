@@ -100,10 +100,10 @@ from absl import app
 from absl import flags
 
 # The steps and command helpers demo.py runs too.
-from demo_workflow import report
-from demo_workflow import workflow
 from bert_tf import file_io
 from bert_tf.corpora import task_corpora
+from demo_workflow import report
+from demo_workflow import workflow
 from experiments import replaced_span_task
 
 EXPERIMENTS_DIR = pathlib.Path(__file__).resolve().parent

@@ -10,8 +10,8 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.pretraining import records
-from bert_tf.tasks import base
 from bert_tf.pretraining import task as pretraining
+from bert_tf.tasks import base
 
 
 def make_pretraining_arrays(num_examples, max_seq_length=16,

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from bert_tf import file_io
-from bert_tf.pretraining import exact_random
+from bert_tf.data import tfrecord_files
 from bert_tf.pretraining import corpus as pretraining_corpus
+from bert_tf.pretraining import exact_random
 from bert_tf.pretraining import instances as pretraining_instances
 from bert_tf.pretraining import records as pretraining_records
-from bert_tf.data import tfrecord_files
 from bert_tf.pretraining.errors import PretrainingDataError
 from bert_tf.text import tokenization
 

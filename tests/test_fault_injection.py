@@ -486,10 +486,10 @@ def test_corrupt_tfrecord_is_named_with_its_offset(data_dir, tmp_path):
 
 def test_corrupt_classifier_and_squad_records_are_named(tmp_path):
     import tensorflow as tf
-    from bert_tf.tasks.classification import features as classifier_features
-    from bert_tf.tasks.squad import features as squad_features
     from bert_tf.data import tfrecord_files
     from bert_tf.runners import flags as runner_flags
+    from bert_tf.tasks.classification import features as classifier_features
+    from bert_tf.tasks.squad import features as squad_features
     path = tmp_path / "eval.tf_record"
     record = tf.train.Example(features=tf.train.Features(feature={
         name: tf.train.Feature(int64_list=tf.train.Int64List(value=[1] * 8))

@@ -20,8 +20,8 @@ as a length-1 list; both are converted here, once, on the input side.
 import tensorflow as tf
 
 from bert_tf import file_io
-from bert_tf.pretraining import records
 from bert_tf.data import tfrecord_files
+from bert_tf.pretraining import records
 
 # Parallel reads per input pipeline; more rarely helps on local disks and
 # costs memory (one read buffer per open file).

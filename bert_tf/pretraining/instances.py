@@ -53,10 +53,10 @@ from absl import logging
 import numpy as np
 
 from bert_tf import progress as progress_lib
-from bert_tf.pretraining import exact_random
-from bert_tf.pretraining import corpus as pretraining_corpus
-from bert_tf.pretraining import records as pretraining_records
 from bert_tf.data import tfrecord_files
+from bert_tf.pretraining import corpus as pretraining_corpus
+from bert_tf.pretraining import exact_random
+from bert_tf.pretraining import records as pretraining_records
 from bert_tf.pretraining.errors import PretrainingDataError
 
 CLS_TOKEN = "[CLS]"

@@ -40,9 +40,9 @@ from typing import Optional, Sequence
 import keras
 import tensorflow as tf
 
-from bert_tf.pretraining import records
 from bert_tf.modeling import BertModel, MaskedLMHead, NextSentenceHead
 from bert_tf.modeling import save_signature
+from bert_tf.pretraining import records
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
 
@@ -381,8 +381,8 @@ class PretrainingTask(base.Task):
 
     def build_inputs(self, mode, per_replica_batch_size, input_context=None):
         # Imported here: the data pipeline is only needed to train/evaluate.
-        from bert_tf.pretraining import dynamic_masking
         from bert_tf.pretraining import dataset as pretraining_dataset
+        from bert_tf.pretraining import dynamic_masking
         data = self.data_config
         is_training = mode == base.TRAIN
         if data.dynamic_masking:

@@ -1,7 +1,9 @@
 """`run_classifier.py --task_name=generic --multi_label=true`.
 
-Several labels per example (see `bert_tf.tasks.classification.multi_label_data` for the label
-columns and `bert_tf.tasks.classification.multi_label_task` for the model, loss and metrics).
+Several labels per example (see
+`bert_tf.tasks.classification.multi_label_data` for the label columns and
+`bert_tf.tasks.classification.multi_label_task` for the model, loss and
+metrics).
 `run_classifier.py` defines the flags (`define_flags` here adds the
 multi-label ones) and hands a multi-label run to `run`.
 """

@@ -4,9 +4,9 @@ import pathlib
 
 import pytest
 
+from bert_tf.corpora import task_corpora
 from bert_tf.tasks.multiple_choice import examples as multiple_choice
 from bert_tf.tasks.tagging import examples as tagging_examples
-from bert_tf.corpora import task_corpora
 from runner_harness import installed_corpus
 
 

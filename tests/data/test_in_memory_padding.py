@@ -15,13 +15,13 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data import in_memory
-from bert_tf.tasks.tagging import examples as examples_lib
-from bert_tf.tasks.tagging import features as features_lib
 from bert_tf.tasks import base
+from bert_tf.tasks.base import ArraysDataConfig
 from bert_tf.tasks.classification import multi_label_task as multi_label
 from bert_tf.tasks.multiple_choice import task as multiple_choice
+from bert_tf.tasks.tagging import examples as examples_lib
+from bert_tf.tasks.tagging import features as features_lib
 from bert_tf.tasks.tagging import task as tagging
-from bert_tf.tasks.base import ArraysDataConfig
 
 BATCH_SIZE = 4
 NUM_ROWS = 7  # two batches: 4 rows and a partial one of 3 (padded with 1)

@@ -13,10 +13,10 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.pretraining import dynamic_masking
+from bert_tf.pretraining.dataset import pretraining_dataset
 from bert_tf.pretraining.dynamic_masking import dynamic_masking_dataset
 from bert_tf.pretraining.dynamic_masking import pair_lengths_after_truncation
 from bert_tf.pretraining.dynamic_masking import write_dynamic_masking_records
-from bert_tf.pretraining.dataset import pretraining_dataset
 from bert_tf.text import tokenization
 
 SEQ = 64

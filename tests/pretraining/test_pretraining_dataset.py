@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.pretraining.dataset import check_pretraining_records
 from bert_tf.file_io import expand_input_patterns
+from bert_tf.pretraining.dataset import check_pretraining_records
 from bert_tf.pretraining.dataset import pretraining_dataset
 
 SEQ = 8

@@ -34,11 +34,11 @@ import tensorflow as tf
 from bert_tf import file_io
 from bert_tf.data import tfrecord_files
 from bert_tf.data.encoded_input import EncodedInput
-from bert_tf.data.encoded_input import INPUT_IDS
-from bert_tf.data.encoded_input import IS_REAL_EXAMPLE
-from bert_tf.data.encoded_input import INPUT_MASK
-from bert_tf.data.encoded_input import SEGMENT_IDS
 from bert_tf.data.encoded_input import frame_pair
+from bert_tf.data.encoded_input import INPUT_IDS
+from bert_tf.data.encoded_input import INPUT_MASK
+from bert_tf.data.encoded_input import IS_REAL_EXAMPLE
+from bert_tf.data.encoded_input import SEGMENT_IDS
 
 LABEL_IDS = "label_ids"
 FEATURE_NAMES = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS, LABEL_IDS,

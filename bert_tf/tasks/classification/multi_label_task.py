@@ -21,10 +21,10 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import file_io
-from bert_tf.tasks.classification import features as features_lib
 from bert_tf.data import in_memory
-from bert_tf.tasks.classification import multi_label_data as multi_label_lib
 from bert_tf.tasks import base
+from bert_tf.tasks.classification import features as features_lib
+from bert_tf.tasks.classification import multi_label_data as multi_label_lib
 
 TEST_RESULTS_FILE = "test_results.tsv"
 

@@ -32,12 +32,12 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import file_io
-from bert_tf.tasks.classification import features as features_lib
-from bert_tf.tasks.classification import metrics as classifier_metrics
 from bert_tf.modeling import BertModel, ClassifierHead
 from bert_tf.modeling import save_signature
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
+from bert_tf.tasks.classification import features as features_lib
+from bert_tf.tasks.classification import metrics as classifier_metrics
 
 TEST_RESULTS_FILE = "test_results.tsv"
 LOGITS = "logits"

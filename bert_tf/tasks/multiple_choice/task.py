@@ -20,12 +20,12 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import file_io
-from bert_tf.tasks.classification import features as features_lib
 from bert_tf.data import in_memory
 from bert_tf.modeling import BertModel, ClassifierHead
 from bert_tf.modeling import save_signature
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
+from bert_tf.tasks.classification import features as features_lib
 
 TEST_RESULTS_FILE = "test_results.tsv"
 

@@ -29,15 +29,15 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import checkpoints
+from bert_tf.modeling import SpanHead
+from bert_tf.tasks import base
+from bert_tf.tasks import losses
+from bert_tf.tasks import sequence_model
 from bert_tf.tasks.classification import features as classifier_features
 from bert_tf.tasks.squad import evaluate as squad_evaluate
 from bert_tf.tasks.squad import examples as squad_examples
 from bert_tf.tasks.squad import features as features_lib
 from bert_tf.tasks.squad import postprocess as squad_postprocess
-from bert_tf.modeling import BertModel, BiLSTM, SpanHead
-from bert_tf.modeling import save_signature
-from bert_tf.tasks import base
-from bert_tf.tasks import losses
 
 # The pooler is part of the encoder's checkpoint but not of this model's
 # computation.
@@ -49,7 +49,7 @@ END_LOGITS = "end_logits"
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class SquadModel(save_signature.TaskModel):
+class SquadModel(sequence_model.SequenceOutputModel):
     """`BertModel` (+ `BiLSTM`) + `SpanHead`, called on a feature dict.
 
     Returns `{"start_logits", "end_logits"}`, float32 [batch, seq_length].
@@ -76,18 +76,10 @@ class SquadModel(save_signature.TaskModel):
           name: Keras model name (not part of any variable's path).
           **kwargs: Keras model arguments.
         """
-        super().__init__(name=name, **kwargs)
-        self.bert_config = bert_config
-        self.causal_attention = bool(causal_attention)
-        self.bilstm_units = (None if bilstm_units is None
-                             else int(bilstm_units))
-        self.bert = BertModel(bert_config,
-                              causal_attention=self.causal_attention)
-        self.bilstm = (None if self.bilstm_units is None
-                       else BiLSTM(self.bilstm_units))
-        self.span_head = SpanHead(
-            bert_config, input_size=(None if self.bilstm is None
-                                     else 2 * self.bilstm_units))
+        super().__init__(bert_config, causal_attention, bilstm_units,
+                         name=name, **kwargs)
+        self.span_head = SpanHead(bert_config,
+                                  input_size=self.head_input_size)
         # Create every variable now: the optimizer and checkpoint restore
         # need them before the first step.
         dummy_ids = tf.zeros([1, 2], tf.int32)
@@ -97,22 +89,9 @@ class SquadModel(save_signature.TaskModel):
         self.built = True
 
     def call(self, features, training=False):
-        input_mask = features[features_lib.INPUT_MASK]
-        sequence_output = self.bert(
-            features[features_lib.INPUT_IDS], input_mask=input_mask,
-            segment_ids=features[features_lib.SEGMENT_IDS],
-            training=training)["sequence_output"]
-        if self.bilstm is not None:
-            sequence_output = self.bilstm(sequence_output,
-                                          input_mask=input_mask,
-                                          training=training)
-        start_logits, end_logits = self.span_head(sequence_output,
-                                                  training=training)
+        start_logits, end_logits = self.span_head(
+            self.sequence_output(features, training), training=training)
         return {START_LOGITS: start_logits, END_LOGITS: end_logits}
-
-    def task_config(self):
-        return {"causal_attention": self.causal_attention,
-                "bilstm_units": self.bilstm_units}
 
 
 def position_cross_entropy(logits, positions):

@@ -26,8 +26,8 @@ owning window) back in its sentence.
 
 import tensorflow as tf
 
-from bert_tf.tasks.tagging import features as features_lib
 from bert_tf.data import windows as windows_lib
+from bert_tf.tasks.tagging import features as features_lib
 from bert_tf.text import graph_tokenizer
 from bert_tf.text.graph_tokenizer import python_whitespace_class
 

@@ -39,13 +39,14 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import file_io
+from bert_tf.modeling import save_signature
+from bert_tf.modeling import TokenClassifierHead
+from bert_tf.tasks import base
+from bert_tf.tasks import losses
+from bert_tf.tasks import sequence_model
 from bert_tf.tasks.tagging import examples as tagging_examples
 from bert_tf.tasks.tagging import features as features_lib
 from bert_tf.tasks.tagging import metrics as tagging_metrics
-from bert_tf.modeling import BertModel, BiLSTM, TokenClassifierHead
-from bert_tf.modeling import save_signature
-from bert_tf.tasks import base
-from bert_tf.tasks import losses
 
 TEST_PREDICTIONS_FILE = "test_predictions.txt"
 TEST_PREDICTIONS_JSONL = "test_predictions.jsonl"
@@ -76,7 +77,7 @@ def sentence_entities(words, labels, chunk_scheme):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class TaggingModel(save_signature.TaskModel):
+class TaggingModel(sequence_model.SequenceOutputModel):
     """`BertModel` (+ `BiLSTM`) + `TokenClassifierHead` (+ `LinearChainCRF`).
 
     Called on a tagging feature dict; returns, per window and word slot
@@ -110,38 +111,21 @@ class TaggingModel(save_signature.TaskModel):
           name: Keras model name (not part of any variable's path).
           **kwargs: Keras model arguments.
         """
-        super().__init__(name=name, **kwargs)
+        super().__init__(bert_config, causal_attention, bilstm_units,
+                         name=name, **kwargs)
         from bert_tf.modeling.crf import LinearChainCRF
-        self.bert_config = bert_config
         self.num_labels = num_labels
         self.use_crf = use_crf
-        self.causal_attention = bool(causal_attention)
-        self.bilstm_units = (None if bilstm_units is None
-                             else int(bilstm_units))
-        self.bert = BertModel(bert_config,
-                              causal_attention=self.causal_attention)
-        self.bilstm = (None if self.bilstm_units is None
-                       else BiLSTM(self.bilstm_units))
         self.classifier = TokenClassifierHead(
-            bert_config, num_labels,
-            input_size=(None if self.bilstm is None
-                        else 2 * self.bilstm_units))
+            bert_config, num_labels, input_size=self.head_input_size)
         self.crf = LinearChainCRF(num_labels) if use_crf else None
         # Create every variable now (the optimizer and restore need them).
         dummy = tf.zeros([1, 2], tf.int32)
         self({name: dummy for name in features_lib.SEQUENCE_FEATURES})
 
     def call(self, features, training=False):
-        input_mask = features[features_lib.INPUT_MASK]
-        sequence_output = self.bert(
-            features[features_lib.INPUT_IDS], input_mask=input_mask,
-            segment_ids=features[features_lib.SEGMENT_IDS],
-            training=training)["sequence_output"]
-        if self.bilstm is not None:
-            sequence_output = self.bilstm(sequence_output,
-                                          input_mask=input_mask,
-                                          training=training)
-        token_logits = self.classifier(sequence_output, training=training)
+        token_logits = self.classifier(
+            self.sequence_output(features, training), training=training)
         # The logits of each word's first piece, in word order.
         logits = tf.gather(token_logits,
                            tf.cast(features[features_lib.WORD_POSITIONS],
@@ -162,8 +146,7 @@ class TaggingModel(save_signature.TaskModel):
 
     def task_config(self):
         return {"num_labels": self.num_labels, "use_crf": self.use_crf,
-                "causal_attention": self.causal_attention,
-                "bilstm_units": self.bilstm_units}
+                **super().task_config()}
 
     def saved_input_specs(self):
         """int32 [batch, seq]: the encoder's inputs and the words' first

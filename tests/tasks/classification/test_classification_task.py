@@ -11,8 +11,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import checkpoints
-from bert_tf.tasks.classification import features as cf
 from bert_tf.tasks import base
+from bert_tf.tasks.classification import features as cf
 from bert_tf.tasks.classification import task as classification
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -255,8 +255,8 @@ MIRRORED_SCRIPT = textwrap.dedent("""
     from test_classification_task import (make_task, predict_all,
                                           random_features, write_predict_file)
     from bert_tf.config import BertConfig
-    from bert_tf.tasks.classification import features as cf
     from bert_tf.tasks import base
+    from bert_tf.tasks.classification import features as cf
     from bert_tf.tasks.classification import task as classification
     from bert_tf.training.trainer import Trainer, TrainerConfig
     import pathlib

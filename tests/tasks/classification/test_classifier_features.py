@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.tasks.classification import features as cf
 from bert_tf.data import encoded_input
+from bert_tf.tasks.classification import features as cf
 from bert_tf.tasks.classification.glue_processors import InputExample
 from bert_tf.text.tokenization import FullTokenizer
 

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from bert_tf.tasks.classification import glue_processors
 from bert_tf.corpora import rotten_tomatoes
+from bert_tf.tasks.classification import glue_processors
 from bert_tf.tasks.classification.glue_processors import (
     DataFormatError,
     InputExample,

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 from sklearn import metrics as sk_metrics
 
+from bert_tf.tasks import base
+from bert_tf.tasks.base import ArraysDataConfig
 from bert_tf.tasks.classification import glue_processors
 from bert_tf.tasks.classification import multi_label_data as multi_label_lib
-from bert_tf.tasks import base
 from bert_tf.tasks.classification import multi_label_task as task_lib
-from bert_tf.tasks.base import ArraysDataConfig
 from bert_tf.text import tokenization
 
 

@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from bert_tf.tasks.multiple_choice import examples as mc
 from bert_tf.tasks import base
-from bert_tf.tasks.multiple_choice import task as task_lib
 from bert_tf.tasks.base import ArraysDataConfig
+from bert_tf.tasks.multiple_choice import examples as mc
+from bert_tf.tasks.multiple_choice import task as task_lib
 from bert_tf.text import tokenization
 
 SWAG_CSV = (

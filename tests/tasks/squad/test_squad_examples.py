@@ -10,8 +10,8 @@ import logging
 import pytest
 
 from bert_tf.tasks.squad import examples as squad_examples
-from testing import squad_synthetic
 from bert_tf.tasks.squad.examples import SquadFormatError
+from testing import squad_synthetic
 import squad_testdata
 
 

@@ -27,7 +27,7 @@ def _tokenizer(tmp_path, words):
     return tokenization.FullTokenizer(str(path), do_lower_case=True)
 
 
-# -- windows of a hand-built document ------------------------------------------
+# -- windows of a hand-built document ----------------------------------------
 
 def test_windows_of_a_hand_built_document(tmp_path):
     words = [f"w{i}" for i in range(10)]

@@ -14,8 +14,8 @@ import tensorflow as tf
 
 from bert_tf import checkpoints
 from bert_tf.config import BertConfig
-from bert_tf.tasks.squad import features as squad_features
 from bert_tf.tasks import base
+from bert_tf.tasks.squad import features as squad_features
 from bert_tf.tasks.squad import task as squad
 from bert_tf.training import trainer as trainer_lib
 

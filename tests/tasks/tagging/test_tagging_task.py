@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from bert_tf.tasks.tagging import examples as examples_lib
-from bert_tf.tasks.tagging import features as features_lib
 from bert_tf.modeling import crf as crf_lib
 from bert_tf.tasks import base
+from bert_tf.tasks.tagging import examples as examples_lib
+from bert_tf.tasks.tagging import features as features_lib
 from bert_tf.tasks.tagging import task as tagging
 
 
