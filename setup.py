@@ -27,7 +27,7 @@ KERAS_HUB = "keras-hub>=0.25,<1"
 # export_saved_model.py --format=onnx (tf2onnx converts, onnx and
 # onnxruntime's quantization write int8) and the tokenizer.json beside ONNX
 # and TFLite exports; benchmarks/serving.py's ONNX Runtime contenders;
-# tests/test_export_onnx.py runs the exports in ONNX Runtime.
+# tests/export/test_export_onnx.py runs the exports in ONNX Runtime.
 ONNX = [
     "tf2onnx>=1.16,<2",
     "onnx>=1.16,<2",
@@ -97,7 +97,7 @@ setup(
             # (tests/tasks/tagging/test_tagging_metrics.py).
             "seqeval>=1.2.2,<2",
             # Loads google_to_keras_hub's presets, saves its own
-            # (tests/test_keras_hub_preset.py).
+            # (tests/checkpoints/test_keras_hub_preset.py).
             KERAS_HUB,
             TF_KERAS,
         ] + ONNX,
@@ -116,8 +116,9 @@ setup(
         ],
         # google_to_hf's tokenizer.json; transformers' AutoTokenizer and
         # keras-hub's BertTokenizer.from_preset load the directory (both
-        # tokenizer-only here: no torch; tests/test_hf_export.py skips them
-        # when absent); google_to_keras_hub's presets load in keras-hub.
+        # tokenizer-only here: no torch; tests/checkpoints/test_hf_export.py
+        # skips them when absent); google_to_keras_hub's presets load in
+        # keras-hub.
         "hf": [
             "tokenizers>=0.20,<1",
             "transformers>=4.40,<6",

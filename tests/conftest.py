@@ -28,18 +28,19 @@ def pytest_addoption(parser):
 SMOKE_TESTS = (
     "test_create_pretraining_data.py::test_reproduces_googles_records",
     "pretraining/test_exact_random.py::test_draws_and_state_equal_pythons",
-    "test_tokenization.py::test_same_ids_as_model_garden_on_multilingual_text",
-    "test_tokenization.py::"
+    "text/test_tokenization.py::"
+    "test_same_ids_as_model_garden_on_multilingual_text",
+    "text/test_tokenization.py::"
     "test_every_bmp_code_point_and_astral_samples_match_model_garden",
-    "test_modeling.py::test_outputs_match_numpy_reference",
-    "test_modeling.py::test_model_garden_bert_encoder_agrees",
+    "modeling/test_modeling.py::test_outputs_match_numpy_reference",
+    "modeling/test_modeling.py::test_model_garden_bert_encoder_agrees",
     "test_extract_features.py::test_library_reproduces_google_output",
     "test_extract_features.py::test_script_reproduces_google_output",
     "test_run_classifier.py::test_single_sentence_task_learns",
     "test_convert.py::test_google_to_hf_to_google_is_bit_identical",
-    "test_keras_hub_preset.py::"
+    "checkpoints/test_keras_hub_preset.py::"
     "test_keras_hub_backbone_gives_googles_golden_outputs",
-    "test_keras_hub_preset.py::"
+    "checkpoints/test_keras_hub_preset.py::"
     "test_preset_keras_hub_saved_converts_back_to_googles_outputs",
     "test_demo.py::test_report_reads_tensorboard_summaries",
     "test_demo.py::test_progress_lines_become_a_bar_on_a_terminal",
@@ -55,15 +56,15 @@ SMOKE_TESTS = (
 # path under tests/ (all of it) or that and `::test_name`.
 GOLDEN_TESTS = (
     "test_extract_features.py",
-    "test_tokenization.py",
+    "text/test_tokenization.py",
     "test_create_pretraining_data.py",
     "test_run_pretraining.py",
-    "test_trainer.py",
+    "training/test_trainer.py",
     "test_run_classifier.py",
     "test_run_squad.py",
-    "test_export_saved_model.py::"
+    "export/test_export_saved_model.py::"
     "test_classifier_probabilities_are_run_classifiers",
-    "test_export_saved_model.py::"
+    "export/test_export_saved_model.py::"
     "test_xla_export_runs_compiled_in_a_fresh_process",
 )
 

@@ -15,9 +15,9 @@ import pytest
 from safetensors.numpy import load_file, save_file
 
 from bert_tf import checkpoints
+from bert_tf import convert
 from bert_tf.checkpoints import huggingface
 from bert_tf.config import BertConfig
-from bert_tf import convert
 
 from modeling_harness import BERT_DROPOUT, tiny_bert_config
 from modeling_harness import google_bert_shapes, random_tensors
@@ -280,8 +280,8 @@ def test_google_to_hf_to_google_is_bit_identical(tmp_path):
         f"--bert_config_file={source / 'bert_config.json'}",
         f"--output_dir={tmp_path / 'hf'}"]) == 0
     hf_files = sorted(os.listdir(tmp_path / "hf"))
-    # No tokenizer.json: the vocabulary has no [UNK] (tests/test_hf_export.py
-    # checks the tokenizer files).
+    # No tokenizer.json: the vocabulary has no [UNK]
+    # (tests/checkpoints/test_hf_export.py checks the tokenizer files).
     assert hf_files == ["config.json", "model.safetensors",
                         "special_tokens_map.json", "tokenizer_config.json",
                         "vocab.txt"]

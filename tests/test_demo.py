@@ -509,8 +509,9 @@ def write_scalars(directory, values_by_tag):
 
     Without TensorBoard (TensorFlow 2.21 no longer installs it) the scalars
     come from the trainer's own writer, which
-    tests/test_trainer.py::test_scalar_summaries_equal_tensorboards proves
-    byte-equal to `tf.summary.scalar` wherever TensorBoard is installed."""
+    tests/training/test_trainer.py::test_scalar_summaries_equal_tensorboards
+    proves byte-equal to `tf.summary.scalar` wherever TensorBoard is
+    installed."""
     import importlib.util
     import tensorflow as tf
     if importlib.util.find_spec("tensorboard") is not None:

@@ -6,7 +6,7 @@ depends on TensorBoard, and without it every call raises
 float32 scalar tensor whose metadata names TensorBoard's "scalars" plugin.
 `scalar` writes that same event with TensorFlow's own `tf.summary.write`, so
 the files are the ones `tf.summary.scalar` writes, TensorBoard installed or
-not (tests/test_trainer.py compares the two).
+not (tests/training/test_trainer.py compares the two).
 """
 
 import tensorflow as tf

@@ -1,8 +1,8 @@
 """Google's sliding windows and max-context owners (`bert_tf.data.windows`),
 worked by hand; SQuAD's and the tagger's features both cut documents so.
 The in-graph `sliding_windows` is held to them through the raw-text exports,
-whose answers and tags tests/test_export_saved_model.py compares with the
-runners'."""
+whose answers and tags tests/export/test_export_saved_model.py compares with
+the runners'."""
 
 from bert_tf.data import windows
 

@@ -278,6 +278,6 @@ def test_importing_the_tokenizer_does_not_import_tensorflow():
     import subprocess
     code = ("import sys; import bert_tf.text.tokenization; "
             "sys.exit(1 if 'tensorflow' in sys.modules else 0)")
-    repo_root = pathlib.Path(__file__).resolve().parents[1]
+    repo_root = pathlib.Path(__file__).resolve().parents[2]
     result = subprocess.run([sys.executable, "-c", code], cwd=repo_root)
     assert result.returncode == 0, "bert_tf.text.tokenization imports TF"

@@ -2,7 +2,7 @@
 
 The mirrored check needs two logical CPU devices, which must be configured
 before TensorFlow initializes; it runs this file as a script in a fresh
-process (`python tests/test_distribution.py mirrored OUT.json`).
+process (`python tests/training/test_distribution.py mirrored OUT.json`).
 """
 
 import json

@@ -17,7 +17,8 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO_ROOT = os.path.dirname(HERE)
+TESTS_DIR = os.path.dirname(HERE)
+REPO_ROOT = os.path.dirname(TESTS_DIR)
 NUM_STEPS = 4
 
 
@@ -49,7 +50,8 @@ def test_two_workers_train_in_lockstep(tmp_path):
             cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
             env={**os.environ, "TF_CONFIG": json.dumps(tf_config),
                  "PYTHONPATH": os.pathsep.join(
-                     [REPO_ROOT, HERE, os.environ.get("PYTHONPATH", "")])}))
+                     [REPO_ROOT, HERE, TESTS_DIR,
+                      os.environ.get("PYTHONPATH", "")])}))
     deadline = time.time() + 900
     try:
         for process in processes:

@@ -25,6 +25,7 @@ from bert_tf.training.learning_rate import GoogleLearningRateSchedule
 from bert_tf.training.learning_rate import google_learning_rate
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.optimization import optimizer_slot_variables
+from runner_harness import REPO_ROOT
 
 KERNEL = "bert/encoder/layer_0/output/dense/kernel"
 GAMMA = "bert/encoder/layer_0/attention/output/LayerNorm/gamma"
@@ -711,7 +712,7 @@ def test_mirrored_strategy_matches_one_big_batch():
     # different norms, so per-replica clipping would change the result.
     y = np.float32(rng.normal(size=(16, 2)) * np.arange(1, 17)[:, None] / 4)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))]
+        [str(REPO_ROOT)]
         + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     process = subprocess.run(
         [sys.executable, "-c", _MIRRORED_SCRIPT], env=env, text=True,

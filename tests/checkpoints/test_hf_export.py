@@ -19,7 +19,8 @@ import pytest
 
 from bert_tf import checkpoints
 from bert_tf.text import tokenization
-from tests.test_tokenization import MULTILINGUAL_TEXT
+from tests.conftest import GOLDEN_DIR
+from tests.text.test_tokenization import MULTILINGUAL_TEXT
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -133,8 +134,7 @@ def test_tanh_gelu_against_exact_gelu_on_minilm(tmp_path):
     from bert_tf.modeling import BertModel
 
     source = os.path.join(os.path.dirname(minilm.__file__), "model")
-    corpus = os.path.join(os.path.dirname(__file__), "golden",
-                          "create_pretraining_data", "corpus.txt")
+    corpus = os.path.join(GOLDEN_DIR, "create_pretraining_data", "corpus.txt")
     with open(corpus, encoding="utf-8") as reader:
         lines = [line for line in reader.read().splitlines()
                  if line.strip()][:64]
