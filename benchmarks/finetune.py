@@ -228,7 +228,8 @@ def main():
                           config.vocab_size)
         rates = alternated_examples_per_second(config, record_file, args,
                                                work)
-    record.add("training steps", rates, unit="examples/s",
+    record.add(f"training steps, {args.text} text, {args.num_layers} layers, "
+               f"hidden {args.hidden_size}", rates, unit="examples/s",
                lower_is_better=False, ratio=("bert_tf", "model garden"),
                details={"layers": args.num_layers,
                         "hidden_size": args.hidden_size,

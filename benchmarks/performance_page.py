@@ -51,24 +51,28 @@ HEADLINE_ROWS = (
     HeadlineRow("squad", "feature creation",
                 "SQuAD feature creation against Model Garden's `squad_lib`",
                 "python benchmarks/squad.py --part=features", None),
-    HeadlineRow("prediction", "rotten_tomatoes",
+    HeadlineRow("prediction", "rotten_tomatoes, minilm",
                 "Prediction, MiniLM shape, Rotten Tomatoes, batch 32, "
                 "against Model Garden",
                 "python benchmarks/prediction.py --shape=minilm "
                 "--datasets=rotten_tomatoes", 3.0),
-    HeadlineRow("serving", "batch 1",
-                "Serving one text (p50 latency), raw-text export against "
-                "Model Garden's preprocessing + encoder",
-                "python benchmarks/serving.py --batch_sizes=1", 4.0),
-    HeadlineRow("finetune", "training steps",
-                "Fine-tuning steps against Model Garden's `BertClassifier`",
+    HeadlineRow("serving", "rt texts, batch 1, 12 layers, hidden 768",
+                "Serving one Rotten Tomatoes snippet (p50 latency), BERT-Base "
+                "shape, raw-text export against Model Garden's "
+                "preprocessing + encoder",
+                "python benchmarks/serving.py --batch_sizes=1 --calls=20 "
+                "--texts=rt", 4.0),
+    HeadlineRow("finetune",
+                "training steps, rotten_tomatoes text, 12 layers, hidden 768",
+                "Fine-tuning steps, BERT-Base shape, Rotten Tomatoes "
+                "records, against Model Garden's `BertClassifier`",
                 "python benchmarks/finetune.py --text=rotten_tomatoes",
                 2.0),
     HeadlineRow("finetune_epoch", "epoch",
                 "One fine-tuning epoch of MiniLM (`run_classifier.py`) "
                 "against Model Garden",
                 "python benchmarks/finetune_epoch.py --model_dir=DIR", 2.0),
-    HeadlineRow("pretraining", "training step",
+    HeadlineRow("pretraining", "training step, 12 layers, hidden 768",
                 "Pretraining step, BERT-Base shape, against Model Garden's "
                 "`BertPretrainerV2`", "python benchmarks/pretraining.py",
                 None),
@@ -129,7 +133,12 @@ def _headline_table(records_list):
                                     row.measurement, headline=True)
         if record is None:
             missing.append(row)
-            lines.append(f"| {row.what} | no record yet | | | "
+            loaded, _ = _find(records_list, row.benchmark, row.measurement,
+                              headline=False)
+            seen = (f"; a run that is not a headline one: "
+                    f"[{loaded['file']}](#{_anchor(loaded)})" if loaded
+                    else "")
+            lines.append(f"| {row.what} | no record yet{seen} | | | "
                          f"{_goal_cell(row.goal, None)} | `{row.command}` |")
             continue
         ratio = measurement["ratio"]

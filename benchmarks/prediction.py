@@ -313,7 +313,8 @@ def main():
                 ours.shape)
             ours, google = ours[real], google[real]
         difference = np.max(np.abs(ours - google))
-        record.add(name, {key: [count / seconds for seconds in times]
+        record.add(f"{name}, {args.shape}",
+                   {key: [count / seconds for seconds in times]
                           for key, times in zip(contenders, rounds)},
                    unit="examples/s", lower_is_better=False,
                    ratio=("bert_tf", "model garden"),

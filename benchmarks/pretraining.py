@@ -246,13 +246,14 @@ def main():
                "seq_length": args.seq_length, "batch_size": args.batch_size,
                "dtype": args.dtype, "enable_xla": args.enable_xla}
     peer = ("bert_tf", "model garden") if theirs is not None else None
-    record.add("training step",
+    shape = f"{args.num_layers} layers, hidden {args.hidden_size}"
+    record.add(f"training step, {shape}",
                {name: [args.batch_size * args.steps_per_call / seconds
                        for seconds in times]
                 for name, times in zip(names, train_rounds[1:])},
                unit="sequences/s", lower_is_better=False, ratio=peer,
                details={**details, "steps_per_call": args.steps_per_call})
-    record.add("inference",
+    record.add(f"inference, {shape}",
                {name: [args.batch_size / seconds for seconds in times]
                 for name, times in zip(names, infer_rounds[1:])},
                unit="sequences/s", lower_is_better=False, ratio=peer,

@@ -78,15 +78,15 @@ def load_average():
     return os.getloadavg()[0]
 
 
-def wait_for_quiet_machine(max_load, wait_seconds, *, load=load_average,
+def wait_for_quiet_machine(max_load, wait_seconds, *, load=None,
                            sleep=time.sleep, clock=time.monotonic):
     """Returns the 1-minute load once it is below `max_load`.
 
     Args:
       max_load: the load average to be under.
       wait_seconds: how long to keep looking before giving up.
-      load, sleep, clock: the load, sleeping and clock functions (tests
-        pass their own).
+      load, sleep, clock: the load (default `load_average`), sleeping and
+        clock functions (tests pass their own).
 
     Returns:
       The load average seen last (below `max_load`).
@@ -95,6 +95,7 @@ def wait_for_quiet_machine(max_load, wait_seconds, *, load=load_average,
       SystemExit: with a one-line message, when the load stayed at or above
         `max_load` for `wait_seconds`.
     """
+    load = load or load_average
     deadline = clock() + wait_seconds
     current = load()
     while current >= max_load:
@@ -309,5 +310,6 @@ def read_records(results_dir=RESULTS_DIR):
                              f"{SCHEMA_VERSION}")
         record["file"] = path.name
         records.append(record)
-    return sorted(records, key=lambda record: (record["date"],
-                                               record["file"]))
+    # Same start second: "<name>.json", then "<name>-2.json", "-3", ...
+    return sorted(records, key=lambda record: (
+        record["date"], len(record["file"]), record["file"]))

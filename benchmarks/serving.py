@@ -265,8 +265,9 @@ def main():
                      f"{', '.join(CONTENDERS)})")
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     calls = [int(c) for c in args.calls.split(",")]
-    if min(batch_sizes + calls) <= 0 or len(calls) != len(batch_sizes):
-        parser.error("--batch_sizes and --calls: as many positive numbers")
+    if min(batch_sizes + calls) <= 0 or len(calls) < len(batch_sizes):
+        parser.error("--batch_sizes and --calls: positive numbers, a number "
+                     "of calls for each batch size")
     record = harness.records.Record("serving", args)
     config = harness.bert_config(args)
     threads = os.cpu_count()
@@ -381,7 +382,8 @@ def main():
                 peer = ("Model Garden" if "Model Garden" in seconds
                         else "raw fixed")
                 record.add(
-                    f"{kind} texts, batch {batch_size}",
+                    f"{kind} texts, batch {batch_size}, {args.num_layers} "
+                    f"layers, hidden {args.hidden_size}",
                     {name: [float(value) * 1e3 for value in times]
                      for name, times in seconds.items()},
                     unit="ms", ratio=("raw text", peer) if "raw text" in
