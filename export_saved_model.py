@@ -140,7 +140,7 @@ def define_flags(flag_values=FLAGS):
         "the hardware computes bfloat16 (a CPU with AVX512_BF16 or AMX, a "
         "GPU with bfloat16 units); on CPUs not with --enable_xla (XLA's "
         "bfloat16 matmuls are slow there). Probabilities move by up to ~1e-2 "
-        "(see the README). "
+        "(see docs/serving.md). "
         "--format=saved_model only (ONNX and TFLite have --quantize).",
         flag_values=flag_values)
     flags.DEFINE_bool(
