@@ -59,7 +59,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
 
-import records  # benchmarks/records.py: the run's record
+import records as benchmark_records  # benchmarks/records.py
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDEN_VOCAB = os.path.join(REPO_ROOT, "tests", "golden",
@@ -282,11 +282,11 @@ def main():
                         help="runs of each command; the one with the "
                              "median wall time is reported (one run is at "
                              "the mercy of the machine's other work)")
-    records.add_arguments(parser)
+    benchmark_records.add_arguments(parser)
     args = parser.parse_args()
     if args.repeats <= 0 or args.corpus_mb <= 0:
         parser.error("--repeats and --corpus_mb must be positive")
-    record = records.Record("create_pretraining_data", args)
+    record = benchmark_records.Record("create_pretraining_data", args)
     google = None if args.skip_google else google_script(args.google_bert_dir)
 
     with tempfile.TemporaryDirectory() as workdir:
