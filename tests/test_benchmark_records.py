@@ -96,6 +96,21 @@ def test_headline_needs_a_quiet_machine_and_three_rounds(tmp_path,
     assert record.as_dict()["headline"] is False
 
 
+def test_an_untimed_benchmark_records_whatever_the_load(tmp_path,
+                                                      monkeypatch):
+    """Accuracy does not move with the load: no gate, a headline record."""
+    monkeypatch.setattr(records, "load_average", lambda: 40.0)
+    record = records.Record("quantization_accuracy",
+                            argparse.Namespace(results_dir=str(tmp_path)),
+                            timed=False)
+    record.add("sentiment (accuracy)", {"TF float32": [0.8]}, unit="score",
+               lower_is_better=False)
+    written = record.as_dict()
+    assert written["headline"] is True and written["timed"] is False
+    assert "not timed: no load limit" in performance_page.render(
+        [dict(written, file="quantization_accuracy-x.json")])
+
+
 def test_a_file_that_is_not_a_record_is_named(tmp_path):
     (tmp_path / "broken.json").write_text("{")
     with pytest.raises(ValueError, match="broken.json: not JSON"):
