@@ -300,7 +300,7 @@ class PretrainedModel:
         if self._masked_lm is not None:
             return self._masked_lm
         from bert_tf import checkpoints
-        from bert_tf.tasks import pretraining
+        from bert_tf.pretraining import task as pretraining
         names = checkpoints.checkpoint_shapes(self.checkpoint)
         if "cls/predictions/output_bias" not in names:
             raise ValueError(
@@ -702,7 +702,7 @@ def _squad_result(rows, i):
 def _tagging_result(rows, i, label_list):
     """Words and labels; the entities too where the label list (and so
     whether the labels are BIO tags) is known."""
-    from bert_tf.tasks import tagging
+    from bert_tf.tasks.tagging import task as tagging
     count = int(rows["num_words"][i])
     words = [_decode(word) for word in rows["words"][i][:count]]
     labels = [_decode(label) for label in rows["labels"][i][:count]]

@@ -187,7 +187,7 @@ def test_the_documents_have_the_commands():
     assert {"run_classifier", "run_squad", "run_tagging",
             "run_multiple_choice", "run_pretraining", "export_saved_model",
             "extract_features", "create_pretraining_data",
-            "bert_tf.data.task_corpora"} <= programs
+            "bert_tf.corpora.task_corpora"} <= programs
 
 
 def test_every_document_is_read():
@@ -247,7 +247,7 @@ def test_documented_task_section_runs(program, tmp_path, monkeypatch,
     """docs/fine-tuning.md's tagging and multiple-choice blocks, run as written
     (in this process, from a fresh directory, `$BERT_BASE_DIR` a tiny
     model), the training made tiny by flags appended at the end."""
-    from bert_tf.data import task_corpora
+    from bert_tf.corpora import task_corpora
     model_dir = tmp_path / "model"
     model_dir.mkdir()
     for path in cased_tiny_dir.iterdir():
@@ -266,7 +266,7 @@ def test_documented_task_section_runs(program, tmp_path, monkeypatch,
             monkeypatch.setenv(name, value)
             continue
         module_name, arguments = _program(words[1:])
-        if module_name == "bert_tf.data.task_corpora":
+        if module_name == "bert_tf.corpora.task_corpora":
             try:
                 task_corpora.package_file(
                     arguments[0].split("=", 1)[1])
