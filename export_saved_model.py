@@ -3,8 +3,8 @@
     python export_saved_model.py --task_name=MRPC \\
       --bert_config_file=$BERT_BASE_DIR/bert_config.json \\
       --vocab_file=$BERT_BASE_DIR/vocab.txt \\
-      --init_checkpoint=/tmp/mrpc_output/model.ckpt-343 \\
-      --max_seq_length=128 --export_dir=/tmp/mrpc_saved_model
+      --init_checkpoint=work/mrpc_output/model.ckpt-343 \\
+      --max_seq_length=128 --export_dir=work/mrpc_saved_model
 
 The SavedModel's `serving_default` signature takes strings and does what
 the runner does, in the graph: Google's tokenization (the same ids as the
@@ -140,7 +140,7 @@ def define_flags(flag_values=FLAGS):
         "the hardware computes bfloat16 (a CPU with AVX512_BF16 or AMX, a "
         "GPU with bfloat16 units); on CPUs not with --enable_xla (XLA's "
         "bfloat16 matmuls are slow there). Probabilities move by up to ~1e-2 "
-        "(see the README). "
+        "(see docs/serving.md). "
         "--format=saved_model only (ONNX and TFLite have --quantize).",
         flag_values=flag_values)
     flags.DEFINE_bool(

@@ -8,7 +8,7 @@ Each line of --input_file is one example; `text_a ||| text_b` is a pair.
 
 Example:
   python extract_features.py --input_file=samples/sample_text.txt \\
-    --output_file=/tmp/features.jsonl --vocab_file=$BERT_DIR/vocab.txt \\
+    --output_file=work/features.jsonl --vocab_file=$BERT_DIR/vocab.txt \\
     --bert_config_file=$BERT_DIR/bert_config.json \\
     --init_checkpoint=$BERT_DIR/bert_model.ckpt --layers=-1,-2,-3,-4 \\
     --max_seq_length=128 --batch_size=8

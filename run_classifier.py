@@ -8,7 +8,7 @@ unchanged:
       --bert_config_file=$BERT_BASE_DIR/bert_config.json \\
       --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \\
       --max_seq_length=128 --train_batch_size=32 --learning_rate=2e-5 \\
-      --num_train_epochs=3.0 --output_dir=/tmp/mrpc_output/
+      --num_train_epochs=3.0 --output_dir=work/mrpc_output/
 
 It writes what the original writes: `train.tf_record`, `eval.tf_record`,
 `predict.tf_record`, `model.ckpt-<step>` checkpoints with Google's variable

@@ -6,7 +6,7 @@
       --bert_config_file=$BERT_BASE_DIR/bert_config.json \\
       --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \\
       --max_seq_length=128 --train_batch_size=16 --learning_rate=2e-5 \\
-      --num_train_epochs=3.0 --output_dir=/tmp/swag_output/
+      --num_train_epochs=3.0 --output_dir=work/swag_output/
 
 Input: `--data_dir` with SWAG's `train.csv`, `val.csv`, `test.csv`
 (`--input_format=swag`) or `train.jsonl`, `dev.jsonl`, `test.jsonl`

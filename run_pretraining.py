@@ -3,8 +3,8 @@ r"""Pretrains BERT (masked LM + next sentence prediction), as Google's original.
 A command line written for google-research/bert's run_pretraining.py runs
 unchanged:
 
-    python run_pretraining.py --input_file=/tmp/tf_examples.tfrecord \
-      --output_dir=/tmp/pretraining_output --do_train=True --do_eval=True \
+    python run_pretraining.py --input_file=work/tf_examples.tfrecord \
+      --output_dir=work/pretraining_output --do_train=True --do_eval=True \
       --bert_config_file=$BERT_BASE_DIR/bert_config.json \
       --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
       --train_batch_size=32 --max_seq_length=128 --max_predictions_per_seq=20 \

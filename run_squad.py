@@ -9,7 +9,7 @@ unchanged:
       --do_train=True --train_file=$SQUAD_DIR/train-v1.1.json \\
       --do_predict=True --predict_file=$SQUAD_DIR/dev-v1.1.json \\
       --train_batch_size=12 --learning_rate=3e-5 --num_train_epochs=2.0 \\
-      --max_seq_length=384 --doc_stride=128 --output_dir=/tmp/squad_base/
+      --max_seq_length=384 --doc_stride=128 --output_dir=work/squad_base/
 
 It writes what the original writes: `train.tf_record`, `eval.tf_record`,
 `model.ckpt-<step>` checkpoints with Google's variable names (encoder,

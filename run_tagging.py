@@ -5,7 +5,7 @@
       --bert_config_file=$BERT_BASE_DIR/bert_config.json \\
       --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --do_lower_case=false \\
       --max_seq_length=128 --train_batch_size=32 --learning_rate=5e-5 \\
-      --num_train_epochs=3.0 --output_dir=/tmp/conll_output/
+      --num_train_epochs=3.0 --output_dir=work/conll_output/
 
 Input: `--data_dir` with CoNLL-2003's `train.txt`, `dev.txt`, `test.txt`,
 or any files by `--train_file`, `--eval_file`, `--predict_file`;

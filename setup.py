@@ -70,7 +70,7 @@ setup(
     # TensorFlow 2.20 accepts and that the tests ran on (the machine's
     # versions and the newest ones pip chooses on Python 3.10 and 3.13). The
     # exact versions the tests use are in constraints.txt (`pip install -c
-    # constraints.txt ...`, README "Set up").
+    # constraints.txt ...`, docs/install.md).
     install_requires=[
         TENSORFLOW,
         TENSORFLOW_TEXT,
@@ -132,6 +132,11 @@ setup(
         # experiments/paper_in_miniature.py's plots.
         "experiments": [
             "matplotlib>=3.8,<4",
+        ],
+        # The documentation site (mkdocs.yml, docs/): `mkdocs build --strict`
+        # (tests/test_docs_site.py builds it when MkDocs is installed).
+        "docs": [
+            "mkdocs>=1.6,<2",
         ],
     },
 )

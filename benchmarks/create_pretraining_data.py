@@ -36,8 +36,9 @@ Usage:
   python benchmarks/create_pretraining_data.py --corpus_mb=1.07 \
       --repeat_to_mb=10 --skip_google --skip_peer
 
-Each bert_tf command runs --repeats times (default 3; the median wall time
-is reported), Google's and Model Garden's once. Each run's throughput
+Every command runs --repeats times (default 3; the run with the median
+wall time is reported, and every run goes into the record under
+`benchmarks/results/`, `benchmarks/records.py`). Each run's throughput
 (input MB a second) and each bert_tf run's speed-up
 over `--num_workers=1` are printed last. The load average at the start is
 printed first: on a shared machine the wall times depend on it, the CPU
@@ -56,6 +57,8 @@ import sysconfig
 import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
+
+import records as benchmark_records  # benchmarks/records.py
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDEN_VOCAB = os.path.join(REPO_ROOT, "tests", "golden",
@@ -277,11 +280,14 @@ def main():
     parser.add_argument("--skip_peer", action="store_true",
                         help="leave out Model Garden's port")
     parser.add_argument("--repeats", type=int, default=3,
-                        help="runs of each bert_tf command; the one with "
-                             "the median wall time is reported (a second "
-                             "or so each: one run is at the mercy of the "
-                             "machine's other work)")
+                        help="runs of each command; the one with the "
+                             "median wall time is reported (one run is at "
+                             "the mercy of the machine's other work)")
+    benchmark_records.add_arguments(parser)
     args = parser.parse_args()
+    if args.repeats <= 0 or args.corpus_mb <= 0:
+        parser.error("--repeats and --corpus_mb must be positive")
+    record = benchmark_records.Record("create_pretraining_data", args)
     google = None if args.skip_google else google_script(args.google_bert_dir)
 
     with tempfile.TemporaryDirectory() as workdir:
@@ -326,14 +332,14 @@ def main():
                 sys.executable, "-m",
                 "official.nlp.data.create_pretraining_data", *flags,
                 f"--output_file={workdir}/peer.tfrecord"]))
-        results = {}
+        results, every_run = {}, {}
         print(f"{'':28s}{'wall s':>9s}{'cpu s':>9s}{'peak MB':>9s}"
               f"{'records':>9s}")
         for name, command in runs:
-            repeats = args.repeats if name.startswith("bert_tf") else 1
             measured = sorted(
                 run_measured(command, os.path.join(workdir, "log.txt"))
-                for _ in range(max(1, repeats)))
+                for _ in range(args.repeats))
+            every_run[name] = measured
             results[name] = measured[len(measured) // 2]
             wall, cpu, peak, records, workers = results[name]
             print(f"{name:28s}{wall:9.2f}{cpu:9.2f}{peak:9.0f}{records:9d}"
@@ -358,6 +364,29 @@ def main():
                     line += (f", {one_worker[0] / wall:.2f}x "
                              f"--num_workers=1")
                 print(line)
+        details = {"corpus_mb": size / 1e6, "documents": documents,
+                   "dupe_factor": args.dupe_factor,
+                   "max_seq_length": args.max_seq_length,
+                   "records": {name: result[3]
+                               for name, result in results.items()}}
+        for index, what, unit in ((0, "wall time", "s"),
+                                  (1, "CPU time", "CPU s"),
+                                  (2, "peak memory", "MB")):
+            record.add(f"every run, {what}",
+                       {name: [run[index] for run in measured]
+                        for name, measured in every_run.items()},
+                       unit=unit, details=details)
+        for reference, label in (("Google's original",
+                                  "against Google's original"),
+                                 ("Model Garden",
+                                  "against Model Garden's port")):
+            if reference in every_run:
+                record.add(label, {
+                    name: [run[0] for run in every_run[name]]
+                    for name in ("bert_tf (default workers)", reference)},
+                    unit="s", ratio=("bert_tf (default workers)", reference),
+                    details=details)
+        record.write()
         for reference in ("Google's original", "Model Garden"):
             if reference not in results:
                 continue

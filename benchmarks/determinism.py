@@ -9,8 +9,9 @@ with `--do_train --do_eval` and reports the seconds of that call (flag
 parsing, feature writing, tracing, training and evaluation; not the import
 of TensorFlow), in wall and CPU seconds (the CPU time is less sensitive
 to what else the machine runs). The modes alternate, `--repeats` times
-each; the script prints each time, the medians and their ratios, and
-asserts nothing.
+each; the script prints each time, the medians and their ratios, writes
+every time to the run's record (`benchmarks/records.py`), and asserts
+nothing.
 
     python benchmarks/determinism.py                 # a small CPU run
     python benchmarks/determinism.py --layers=4 --hidden=256 --epochs=3
@@ -26,7 +27,7 @@ import sys
 import tempfile
 import time
 
-import harness  # noqa: F401  (puts the repository on the path)
+import harness  # first: puts the repository on the path
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORDS = [f"w{i}" for i in range(200)] + ["good", "bad"]
@@ -104,7 +105,11 @@ def main():
     parser.add_argument("--num_train", type=int, default=512)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
+    harness.records.add_arguments(parser)
     args = parser.parse_args()
+    if min(args.repeats, args.epochs, args.num_train) <= 0:
+        parser.error("--repeats, --epochs and --num_train must be positive")
+    record = harness.records.Record("determinism", args)
     times = {"deterministic": [], "seeds_only": []}
     with tempfile.TemporaryDirectory() as task:
         write_task(task, args.hidden, args.layers, args.num_train)
@@ -118,10 +123,19 @@ def main():
     for index, kind in ((0, "wall"), (1, "CPU")):
         medians = {mode: statistics.median(value[index] for value in values)
                    for mode, values in times.items()}
+        record.add(f"run_classifier.run, {kind} seconds",
+                   {mode: [value[index] for value in values]
+                    for mode, values in times.items()},
+                   unit="s" if kind == "wall" else "CPU s",
+                   ratio=("deterministic", "seeds_only"),
+                   details={"layers": args.layers, "hidden": args.hidden,
+                            "num_train": args.num_train,
+                            "epochs": args.epochs})
         print(f"median {kind}: deterministic "
               f"{medians['deterministic']:.2f} s, seeds only "
               f"{medians['seeds_only']:.2f} s, ratio "
               f"{medians['deterministic'] / medians['seeds_only']:.3f}")
+    record.write()
 
 
 if __name__ == "__main__":

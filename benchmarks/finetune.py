@@ -15,9 +15,14 @@ clipped to global norm 1.0), in one process:
   Model Garden's own custom loop is (a `tf.function` running `--steps`
   steps); `harness.model_garden_train_steps`, shared with squad.py.
 
-Each side first runs `--warmup_steps` steps (tracing, XLA compilation,
-input pipeline start), then `--steps` timed steps; the script prints
-examples/s for each and the ratio. It asserts nothing about time.
+Three contenders are timed alternating call by call for `--rounds` rounds
+(`harness.seconds_interleaved`; one untimed call of `--steps` steps each
+first: tracing, XLA compilation, input pipeline start): bert_tf at
+`--pad_to_multiple_of`, bert_tf at `--seq_length` (every batch full length,
+Google's behaviour) and Model Garden, so that a change in the machine's
+load favours none of them. The script prints the median examples/s of each
+and the ratios, and writes every round to the run's record
+(`benchmarks/records.py`). It asserts nothing about time.
 
     python benchmarks/finetune.py                    # BERT-Base (use a GPU)
     python benchmarks/finetune.py --num_layers=2 --steps=5   # a quick CPU run
@@ -34,20 +39,12 @@ shuffle), and the script prints the length distribution too.
     python benchmarks/finetune.py --text=rotten_tomatoes --steps=10
     python benchmarks/finetune.py --text=rotten_tomatoes --pad_to_multiple_of=128
 
-`--rounds=N` times three contenders instead, alternating call by call for
-N rounds (`harness.best_seconds_interleaved`, best call of each kept, one
-untimed call of `--steps` steps each first; `--warmup_steps` is not used):
-bert_tf at `--pad_to_multiple_of`, bert_tf at `--seq_length` (every batch
-full length, Google's behaviour) and Model Garden, so that a change in the
-machine's load favours none of them:
-
-    python benchmarks/finetune.py --text=rotten_tomatoes --steps=3 --rounds=2
+    python benchmarks/finetune.py --text=rotten_tomatoes --steps=3 --rounds=3
 """
 
 import argparse
 import os
 import tempfile
-import time
 
 import harness  # first: puts the repository on the path, quiets TF logging
 
@@ -93,38 +90,6 @@ def write_review_records(path, num_records, seq_length):
         for i, (_, label) in enumerate(reviews)]
     classifier_features.write_tfrecord(features, path)
     return arrays
-
-
-def bert_tf_examples_per_second(config, record_file, args, output_dir):
-    """Trains with run_classifier's task and trainer; returns examples/s."""
-    from bert_tf.tasks.classification import task as classification
-    from bert_tf.training import optimization
-    from bert_tf.training import trainer as trainer_lib
-
-    total_steps = args.warmup_steps + args.steps
-    task = classification.ClassificationTask(
-        config, NUM_LABELS,
-        classification.ClassificationDataConfig(
-            train_file=record_file, max_seq_length=args.seq_length, seed=0))
-    trainer_config = trainer_lib.TrainerConfig(
-        output_dir=output_dir, train_batch_size=args.batch_size,
-        num_train_steps=args.warmup_steps, iterations_per_loop=args.steps,
-        save_checkpoints_steps=10 * total_steps, log_steps=args.steps,
-        keep_checkpoint_max=1, dtype=args.dtype, enable_xla=args.enable_xla,
-        pad_to_multiple_of=args.pad_to_multiple_of,
-        group_by_length=args.group_by_length)
-    trainer = trainer_lib.Trainer(
-        task, trainer_config,
-        optimizer_factory=lambda: optimization.create_optimizer(
-            "adamw", LEARNING_RATE, total_steps, 0))
-    # Warm-up run: tracing, compilation and the first checkpoint.
-    trainer.train()
-    # Timed run: exactly one logging window of `--steps` steps, in one
-    # loop call; the trainer measures it (the final checkpoint is written
-    # after the window closes, outside the measurement).
-    trainer.config.num_train_steps = total_steps
-    result = trainer.train()
-    return result["examples_per_second"]
 
 
 def bert_tf_training(config, record_file, args, work):
@@ -192,7 +157,7 @@ def model_garden_training(config, record_file, args):
 
 def alternated_examples_per_second(config, record_file, args, work):
     """bert_tf length-aware, bert_tf full length and Model Garden, timed
-    alternating; returns `{contender: examples/s}`."""
+    alternating; returns `{contender: [examples/s of each round]}`."""
     fixed_args = argparse.Namespace(**vars(args))
     fixed_args.pad_to_multiple_of = args.seq_length
     contenders = {
@@ -202,20 +167,11 @@ def alternated_examples_per_second(config, record_file, args, work):
                                           os.path.join(work, "fixed")),
         "model garden": model_garden_training(config, record_file, args),
     }
-    best = harness.best_seconds_interleaved(list(contenders.values()),
-                                            args.rounds)
-    return {name: args.steps * args.batch_size / seconds
-            for name, seconds in zip(contenders, best)}
-
-
-def model_garden_examples_per_second(config, record_file, args):
-    """Trains Model Garden's BertClassifier (tf_keras); returns examples/s."""
-    train = model_garden_training(config, record_file, args)
-    train(args.warmup_steps)
-    start = time.perf_counter()
-    train()
-    elapsed = time.perf_counter() - start
-    return args.steps * args.batch_size / elapsed
+    rounds = harness.seconds_interleaved(list(contenders.values()),
+                                         args.rounds)
+    return {name: [args.steps * args.batch_size / seconds
+                   for seconds in times]
+            for name, times in zip(contenders, rounds)}
 
 
 def build_parser():
@@ -226,9 +182,7 @@ def build_parser():
     parser.add_argument("--seq_length", type=int, default=128)
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--steps", type=int, default=50,
-                        help="timed training steps per side")
-    parser.add_argument("--warmup_steps", type=int, default=5,
-                        help="untimed steps first (tracing, compilation)")
+                        help="training steps per timed call")
     parser.add_argument("--text", default="random",
                         choices=("random", "rotten_tomatoes"))
     parser.add_argument("--pad_to_multiple_of", type=int, default=8,
@@ -236,20 +190,21 @@ def build_parser():
                              "sequence rounded up to this (seq_length: "
                              "full length, as Model Garden)")
     parser.add_argument("--group_by_length", action="store_true")
-    parser.add_argument("--rounds", type=int, default=0,
-                        help="> 0: bert_tf, bert_tf at full length and "
-                             "Model Garden alternating for this many rounds "
-                             "of --steps steps (best kept)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="timed calls of each contender (bert_tf, "
+                             "bert_tf at full length, Model Garden), "
+                             "alternating")
     harness.add_precision_arguments(parser)
+    harness.records.add_arguments(parser)
     return parser
 
 
 def main():
     parser = build_parser()
     args = parser.parse_args()
-    if args.steps <= 0 or args.warmup_steps <= 0 or args.rounds < 0:
-        parser.error("--steps and --warmup_steps must be positive, "
-                     "--rounds not negative")
+    if args.steps <= 0 or args.rounds <= 0:
+        parser.error("--steps and --rounds must be positive")
+    record = harness.records.Record("finetune", args)
 
     config = harness.bert_config(args)
     devices = harness.logical_device_types()
@@ -271,19 +226,24 @@ def main():
         else:
             write_records(record_file, 4 * args.batch_size, args.seq_length,
                           config.vocab_size)
-        if args.rounds:
-            rates = alternated_examples_per_second(config, record_file,
-                                                   args, work)
-            harness.print_length_aware_rates(
-                rates, tail=f"; load average at the end "
-                            f"{os.getloadavg()[0]:.1f}")
-            return
-        ours = bert_tf_examples_per_second(
-            config, record_file, args, os.path.join(work, "bert_tf"))
-        print(f"bert_tf       {ours:10.1f} examples/s", flush=True)
-        theirs = model_garden_examples_per_second(config, record_file, args)
-        print(f"model garden  {theirs:10.1f} examples/s", flush=True)
-    print(f"ratio (bert_tf / model garden): {harness.ratio(ours, theirs)}")
+        rates = alternated_examples_per_second(config, record_file, args,
+                                               work)
+    record.add(f"training steps, {args.text} text, {args.num_layers} layers, "
+               f"hidden {args.hidden_size}", rates, unit="examples/s",
+               lower_is_better=False, ratio=("bert_tf", "model garden"),
+               details={"layers": args.num_layers,
+                        "hidden_size": args.hidden_size,
+                        "seq_length": args.seq_length,
+                        "batch_size": args.batch_size, "steps": args.steps,
+                        "text": args.text,
+                        "pad_to_multiple_of": args.pad_to_multiple_of,
+                        "group_by_length": args.group_by_length,
+                        "dtype": args.dtype, "enable_xla": args.enable_xla,
+                        "devices": devices})
+    harness.print_length_aware_rates(
+        {name: harness.median(values) for name, values in rates.items()},
+        tail=f" (medians of {args.rounds} rounds)")
+    record.write()
 
 
 if __name__ == "__main__":

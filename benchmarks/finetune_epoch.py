@@ -32,8 +32,9 @@ which includes tracing: `(steps - 1) * batch / examples/s`; Model Garden:
 one untimed step, then the others timed alike), the training phase's wall
 time from the runner's log timestamps (the first step's tracing included),
 the dev accuracy from `eval_results.txt` and the load average; then mean
-and standard deviation over the seeds and the ratios of the epoch times.
-It asserts nothing.
+and standard deviation over the seeds and the ratios of the epoch times,
+and writes every run to the record under `benchmarks/results/`
+(`benchmarks/records.py`). It asserts nothing.
 
     python benchmarks/finetune_epoch.py                 # ~35 min on 2 CPUs
     python benchmarks/finetune_epoch.py --train_examples=512 --seeds=1 \\
@@ -82,6 +83,7 @@ def build_parser():
     parser.add_argument("--max_seq_length", type=int, default=128)
     parser.add_argument("--train_batch_size", type=int, default=32)
     parser.add_argument("--learning_rate", type=float, default=1e-4)
+    harness.records.add_arguments(parser)
     return parser
 
 
@@ -251,6 +253,7 @@ def main():
         parser.error(f"--seeds={args.seeds}: comma-separated integers")
     if args.train_examples < 2 * args.train_batch_size:
         parser.error("--train_examples: at least two batches")
+    record = harness.records.Record("finetune_epoch", args)
 
     temporary = None
     if args.work_dir:
@@ -320,6 +323,19 @@ def main():
                       f"{_mean_std(ratios)}x (per seed: "
                       f"{', '.join(f'{r:.2f}' for r in ratios)})")
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
+    details = {"train_examples": count, "steps": num_steps,
+               "max_seq_length": args.max_seq_length, "seeds": seeds}
+    peer = next((name for name in ("model_garden", "fixed")
+                 if name in results and name != contenders[0]), None)
+    record.add("epoch", {name: [row[0] for row in rows]
+                         for name, rows in results.items()},
+               unit="s", ratio=(contenders[0], peer) if peer else None,
+               details=details)
+    record.add("dev accuracy", {name: [row[2] for row in rows]
+                                for name, rows in results.items()
+                                if rows[0][2] is not None},
+               unit="accuracy", lower_is_better=False, details=details)
+    record.write()
     if temporary is not None:
         temporary.cleanup()
 

@@ -27,7 +27,10 @@ cannot rot). Three parts, each printing its table as soon as it is done:
 float32 rows run with TF32 off (the runners' default; `--allow_tf32` turns
 it on for parts 2 and 3). Each timing is one call of 10 steps (2 with
 `--smoke`) after an untimed call (tracing, compilation), the two
-implementations alternating. Rows run most important first (mixed_bfloat16
+implementations alternating for 3 rounds (1 with `--smoke`), the median
+reported; every round goes into the run's record under
+`benchmarks/results/` (`benchmarks/records.py`; `--smoke` records nothing).
+Rows run most important first (mixed_bfloat16
 with XLA, then the original's float32) and none starts after `--budget_s`
 (default 330 s; later ones show as "skipped"), so the whole run stays
 under 8 minutes whatever the compile times. Nothing is asserted about time.
@@ -120,7 +123,7 @@ def suite_plan(smoke):
         pretraining=ordered(pretraining_shapes, ALL_PRECISIONS),
         finetuning=ordered(finetuning_shapes,
                            [FAST_PRECISION, ORIGINAL_PRECISION]),
-        steps=10, rounds=1)
+        steps=10, rounds=harness.records.MIN_HEADLINE_ROUNDS)
 
 
 def release_memory():
@@ -242,7 +245,24 @@ PRETRAINING_HEADER = ["model", "dtype", "XLA", "bert_tf seq/s", "bert_tf MFU",
                       "MG seq/s", "MG MFU", "bert_tf/MG"]
 
 
-def pretraining_row(entry, plan, peak_flops, skip_model_garden):
+def _record_row(record, entry, rounds, examples):
+    """Adds a row's per-round examples/s to `record` (None: no record)."""
+    if record is None:
+        return
+    name, shape, seq_length, batch_size, dtype, enable_xla = entry
+    contenders = {contender: [examples / seconds for seconds in times]
+                  for contender, times in zip(("bert_tf", "model garden"),
+                                              rounds)}
+    record.add(" ".join(_row_label(entry)), contenders, unit="examples/s",
+               lower_is_better=False,
+               ratio=(("bert_tf", "model garden") if len(contenders) == 2
+                      else None),
+               details={"shape": shape, "seq_length": seq_length,
+                        "batch_size": batch_size, "dtype": dtype,
+                        "enable_xla": enable_xla})
+
+
+def pretraining_row(entry, plan, peak_flops, skip_model_garden, record=None):
     """Sequences/s and MFU of both pretrainers for one configuration."""
     name, shape, seq_length, batch_size, dtype, enable_xla = entry
     args = argparse.Namespace(
@@ -256,7 +276,9 @@ def pretraining_row(entry, plan, peak_flops, skip_model_garden):
     if not skip_model_garden:
         contenders.append(
             pretraining.model_garden_pretraining(args, batch)[0])
-    times = harness.best_seconds_interleaved(contenders, plan["rounds"])
+    rounds = harness.seconds_interleaved(contenders, plan["rounds"])
+    _record_row(record, entry, rounds, plan["steps"] * batch_size)
+    times = [harness.median(times) for times in rounds]
     step_flops = 3 * pretraining.forward_flops(args)
     cells = []
     for seconds in times:
@@ -276,7 +298,7 @@ FINETUNING_HEADER = ["task", "dtype", "XLA", "bert_tf ex/s", "MG ex/s",
                      "bert_tf/MG"]
 
 
-def finetuning_row(entry, plan, work, skip_model_garden):
+def finetuning_row(entry, plan, work, skip_model_garden, record=None):
     """Examples/s of classifier or SQuAD training, both implementations."""
     name, shape, seq_length, batch_size, dtype, enable_xla = entry
     args = argparse.Namespace(
@@ -294,8 +316,10 @@ def finetuning_row(entry, plan, work, skip_model_garden):
     if not skip_model_garden:
         contenders.append(module.model_garden_training(
             config, record_file, args))
-    times = harness.best_seconds_interleaved(contenders, plan["rounds"])
+    rounds = harness.seconds_interleaved(contenders, plan["rounds"])
     examples = plan["steps"] * batch_size
+    _record_row(record, entry, rounds, examples)
+    times = [harness.median(times) for times in rounds]
     cells = [f"{examples / seconds:.1f}" for seconds in times]
     if skip_model_garden:
         cells += ["-", "-"]
@@ -382,6 +406,7 @@ def main():
                              "(the rest show as skipped); the most "
                              "important rows run first")
     parser.add_argument("--skip_model_garden", action="store_true")
+    harness.records.add_arguments(parser)
     args = parser.parse_args()
 
     parts = [part for part in args.parts.split(",") if part]
@@ -397,6 +422,8 @@ def main():
     xla_modes = [name == "on" for name in xla_names]
 
     plan = suite_plan(args.smoke)
+    # The smoke run's tiny numbers mean nothing: no record, no load check.
+    record = None if args.smoke else harness.records.Record("gpu_suite", args)
     pretraining_entries = [e for e in plan["pretraining"]
                            if e[4] in dtypes and e[5] in xla_modes]
     gpus = tf.config.list_physical_devices("GPU")
@@ -427,14 +454,18 @@ def main():
                 f"128, {NVIDIA_A100_PHASE2} at 512)",
                 PRETRAINING_HEADER, pretraining_entries,
                 lambda entry: pretraining_row(entry, plan, peak_flops,
-                                              args.skip_model_garden)))
+                                              args.skip_model_garden,
+                                              record)))
         if "finetuning" in parts:
             tables.append((
                 f"fine-tuning, {plan['steps']} steps a call",
                 FINETUNING_HEADER, plan["finetuning"],
                 lambda entry: finetuning_row(entry, plan, work,
-                                             args.skip_model_garden)))
+                                             args.skip_model_garden,
+                                             record)))
         run_tables(tables, deadline)
+    if record is not None:
+        record.write()
     print(f"gpu_suite done in {time.perf_counter() - started:.0f} s",
           flush=True)
 

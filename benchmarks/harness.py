@@ -6,9 +6,11 @@ have in common so that they time, configure and report alike:
 
 - importing it makes the repository importable and quiets TensorFlow's C++
   logging, so a script imports it before TensorFlow;
-- `best_seconds_interleaved` / `best_cpu_seconds_interleaved`: the best time
-  of each contender, calling them in turn round after round, so that a
-  change in the machine's load (other processes) favours none of them;
+- `seconds_interleaved` / `cpu_seconds_interleaved`: each contender's time
+  in every round, calling them in turn round after round, so that a change
+  in the machine's load (other processes) favours none of them; their
+  median and spread go into the run's record (`records.py`, re-exported
+  here as `harness.records`);
 - `matmul_benchmark`: a large float32 matmul, the machine's practical FLOP/s;
 - `add_model_shape_arguments`, `add_precision_arguments`, `bert_config`:
   the flags every script takes for the network's shape and precision;
@@ -37,6 +39,8 @@ if str(REPO_ROOT) not in sys.path:
 
 import tensorflow as tf  # noqa: E402
 
+import records  # noqa: E402,F401  (the benchmarks' `harness.records`)
+
 from bert_tf.training.adam_weight_decay import (  # noqa: E402
     GOOGLE_WEIGHT_DECAY_EXCLUSIONS, GOOGLE_WEIGHT_DECAY_RATE)
 
@@ -51,8 +55,8 @@ DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")
 
 # -- timing -------------------------------------------------------------------
 
-def best_seconds_interleaved(functions, rounds):
-    """Best wall time of each function, calling them in turn each round.
+def seconds_interleaved(functions, rounds):
+    """Wall time of each function in every round, calling them in turn.
 
     Each function first runs once untimed (tracing, compilation, warm
     caches). Alternating keeps a change in the machine's load from
@@ -63,21 +67,22 @@ def best_seconds_interleaved(functions, rounds):
       rounds: timed calls of each function.
 
     Returns:
-      A list of the best seconds per call, in the order of `functions`.
+      One list per function, in the order of `functions`, of its seconds in
+      each round (`records.summarize` gives their median and spread).
     """
     for function in functions:
         function()
-    best = [float("inf")] * len(functions)
+    times = [[] for _ in functions]
     for _ in range(rounds):
         for index, function in enumerate(functions):
             start = time.perf_counter()
             function()
-            best[index] = min(best[index], time.perf_counter() - start)
-    return best
+            times[index].append(time.perf_counter() - start)
+    return times
 
 
-def best_cpu_seconds_interleaved(functions, rounds):
-    """Best CPU time of each function, calling them in turn each round.
+def cpu_seconds_interleaved(functions, rounds):
+    """CPU time of each function in every round, calling them in turn.
 
     For single-threaded Python work, whose CPU time does not depend on what
     else the machine runs. There is no untimed first call: the first round
@@ -88,17 +93,22 @@ def best_cpu_seconds_interleaved(functions, rounds):
       rounds: calls of each function.
 
     Returns:
-      `(best_seconds, results)`: lists in the order of `functions`, the
-      results being those of the last round.
+      `(seconds, results)`: one list of per-round CPU seconds per function
+      and the results of the last round, in the order of `functions`.
     """
-    best = [float("inf")] * len(functions)
+    times = [[] for _ in functions]
     results = [None] * len(functions)
     for _ in range(rounds):
         for index, function in enumerate(functions):
             start = time.process_time()
             results[index] = function()
-            best[index] = min(best[index], time.process_time() - start)
-    return best, results
+            times[index].append(time.process_time() - start)
+    return times, results
+
+
+def median(values):
+    """The median of a contender's per-round values."""
+    return records.summarize(values)["median"]
 
 
 def matmul_benchmark(size, repeats):

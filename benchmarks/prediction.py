@@ -2,8 +2,9 @@
 
 On real text most of a batch padded to `--max_seq_length` is padding. This
 script predicts the same examples three ways, in one process, contenders
-alternating round by round (`harness.best_seconds_interleaved`) so that the
-machine's load favours none:
+alternating round by round (`harness.seconds_interleaved`) so that the
+machine's load favours none; the median rates are printed and every round
+goes into the run's record (`benchmarks/records.py`):
 
 * bert_tf: the prediction loop of `run_classifier.py --do_predict`
   (`bert_tf.training.prediction.predict`), examples grouped by length and
@@ -205,12 +206,13 @@ def build_parser():
     parser.add_argument("--max_query_length", type=int, default=64,
                         help="SQuAD questions' pieces kept (run_squad's "
                              "flag)")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pad_to_multiple_of", type=int,
                         default=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF)
     parser.add_argument("--hf_python", default="",
                         help="a Python with torch and transformers: adds "
                              "Hugging Face's PyTorch BERT as a contender")
+    harness.records.add_arguments(parser)
     return parser
 
 
@@ -225,11 +227,14 @@ def build_parser_and_parse():
                          "dev.json of experiments/replaced_span_task.py)")
         if not os.path.isfile(args.squad_file):
             parser.error(f"--squad_file={args.squad_file}: no such file")
+    if min(args.rounds, args.examples, args.batch_size) <= 0:
+        parser.error("--rounds, --examples and --batch_size must be positive")
     return args
 
 
 def main():
     args = build_parser_and_parse()
+    record = harness.records.Record("prediction", args)
     from bert_tf.config import BertConfig
     from bert_tf.tasks.classification.task import ClassificationModel
     from bert_tf.tasks.squad.task import SquadModel
@@ -296,7 +301,7 @@ def main():
                 logits[key] = run()
             return call
 
-        best = harness.best_seconds_interleaved(
+        rounds = harness.seconds_interleaved(
             [keeping(key, run) for key, run in contenders.items()],
             args.rounds)
         ours, google = logits["bert_tf"], logits["bert_tf fixed"]
@@ -308,8 +313,17 @@ def main():
                 ours.shape)
             ours, google = ours[real], google[real]
         difference = np.max(np.abs(ours - google))
-        rates = {key: count / seconds
-                 for key, seconds in zip(contenders, best)}
+        record.add(f"{name}, {args.shape}",
+                   {key: [count / seconds for seconds in times]
+                          for key, times in zip(contenders, rounds)},
+                   unit="examples/s", lower_is_better=False,
+                   ratio=("bert_tf", "model garden"),
+                   details={"shape": args.shape, "examples": count,
+                            "seq_length": args.seq_length,
+                            "batch_size": args.batch_size,
+                            "max_logit_difference": float(difference)})
+        rates = {key: count / harness.median(times)
+                 for key, times in zip(contenders, rounds)}
         if "hugging face" in contenders:
             contenders["hugging face"].process.stdin.close()
             contenders["hugging face"].process.wait()
@@ -322,6 +336,7 @@ def main():
                   f"{harness.ratio(rates['bert_tf'], rates['hugging face'])}",
                   flush=True)
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}")
+    record.write()
 
 
 if __name__ == "__main__":

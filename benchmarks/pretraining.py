@@ -26,8 +26,9 @@ fraction of it. Nothing is asserted about time.
 
 Each function runs one untimed call first (tracing, warm-up); then the two
 implementations' timed calls (and the matmul's) alternate for `--rounds`
-(training) or `--inference_rounds` rounds and the best of each is kept, so a
-change in the machine's load favours neither.
+(training) or `--inference_rounds` rounds, so a change in the machine's
+load favours neither; the medians are printed and every round goes into
+the run's record (`benchmarks/records.py`).
 """
 
 import argparse
@@ -203,14 +204,21 @@ def main():
     parser.add_argument("--steps", "--steps_per_call", dest="steps_per_call",
                         type=int, default=5,
                         help="training steps per timed tf.function call")
-    parser.add_argument("--rounds", type=int, default=2,
-                        help="timed training calls of each (best is kept)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="timed training calls of each (the median "
+                             "is reported)")
     parser.add_argument("--inference_rounds", type=int, default=6,
-                        help="timed inference calls of each (best is kept)")
+                        help="timed inference calls of each (the median "
+                             "is reported)")
     parser.add_argument("--matmul_size", type=int, default=2048)
     harness.add_precision_arguments(parser)  # --dtype, --enable_xla
     parser.add_argument("--skip_model_garden", action="store_true")
+    harness.records.add_arguments(parser)
     args = parser.parse_args()
+    if min(args.rounds, args.inference_rounds, args.steps_per_call) <= 0:
+        parser.error("--rounds, --inference_rounds and --steps must be "
+                     "positive")
+    record = harness.records.Record("pretraining", args)
 
     batch = synthetic_batch(args.batch_size, args.seq_length,
                             args.num_predictions, args.vocab_size)
@@ -228,14 +236,37 @@ def main():
     contenders = [ours] if theirs is None else [ours, theirs]
     # Interleaved measurements: the matmul reference with each
     # implementation's training, then with their inference (cheaper, so
-    # more rounds); the matmul keeps its best time of both.
-    train_times = harness.best_seconds_interleaved(
+    # more rounds); the matmul's rate is the median of both.
+    train_rounds = harness.seconds_interleaved(
         [matmul_fn] + [c[0] for c in contenders], args.rounds)
-    infer_times = harness.best_seconds_interleaved(
+    infer_rounds = harness.seconds_interleaved(
         [matmul_fn] + [c[1] for c in contenders], args.inference_rounds)
-    matmul = matmul_flops / min(train_times[0], infer_times[0])
-    train_times = [t / args.steps_per_call for t in train_times[1:]]
-    infer_times = infer_times[1:]
+    names = ["bert_tf", "model garden"][:len(contenders)]
+    details = {"layers": args.num_layers, "hidden_size": args.hidden_size,
+               "seq_length": args.seq_length, "batch_size": args.batch_size,
+               "dtype": args.dtype, "enable_xla": args.enable_xla}
+    peer = ("bert_tf", "model garden") if theirs is not None else None
+    shape = f"{args.num_layers} layers, hidden {args.hidden_size}"
+    record.add(f"training step, {shape}",
+               {name: [args.batch_size * args.steps_per_call / seconds
+                       for seconds in times]
+                for name, times in zip(names, train_rounds[1:])},
+               unit="sequences/s", lower_is_better=False, ratio=peer,
+               details={**details, "steps_per_call": args.steps_per_call})
+    record.add(f"inference, {shape}",
+               {name: [args.batch_size / seconds for seconds in times]
+                for name, times in zip(names, infer_rounds[1:])},
+               unit="sequences/s", lower_is_better=False, ratio=peer,
+               details=details)
+    record.add("matmul", {"float32 matmul": [
+        matmul_flops / seconds / 1e9
+        for seconds in train_rounds[0] + infer_rounds[0]]},
+        unit="GFLOP/s", lower_is_better=False,
+        details={"size": args.matmul_size})
+    matmul = matmul_flops / harness.median(train_rounds[0] + infer_rounds[0])
+    train_times = [harness.median(times) / args.steps_per_call
+                   for times in train_rounds[1:]]
+    infer_times = [harness.median(times) for times in infer_rounds[1:]]
     ours_train, ours_infer = train_times[0], infer_times[0]
     print(f"matmul {args.matmul_size}^3 float32: {matmul / 1e9:.1f} GFLOP/s")
     flops = forward_flops(args)
@@ -250,6 +281,7 @@ def main():
           f"{infer_rate / 1e9:.1f} GFLOP/s = {infer_rate / matmul:.0%} of "
           f"matmul")
     if theirs is None:
+        record.write()
         return
     theirs_train, theirs_infer = train_times[1], infer_times[1]
     print(f"Model Garden BertPretrainerV2: training "
@@ -257,7 +289,8 @@ def main():
           f"{args.batch_size / theirs_infer:.1f} sequences/s")
     print(f"ratio bert_tf / Model Garden: training "
           f"{harness.ratio(theirs_train, ours_train)}, inference "
-          f"{harness.ratio(theirs_infer, ours_infer)}")
+          f"{harness.ratio(theirs_infer, ours_infer)} (medians)")
+    record.write()
 
 
 if __name__ == "__main__":

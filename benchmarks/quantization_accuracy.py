@@ -52,7 +52,9 @@ the paired count: how many units it decides differently from that float32
 snippets and words, answers of questions; entities predicted by only one of
 the two, so a moved boundary counts twice). For tagging it also says how
 borderline the changed words were: their float32 margin (top logit minus
-the runner-up) against all words' margins.
+the runner-up) against all words' margins. The scores and counts go into
+the run's record under `benchmarks/results/` (`benchmarks/records.py`;
+accuracy does not depend on the machine's load, so no load limit).
 """
 
 import argparse
@@ -61,7 +63,7 @@ import json
 import os
 import time
 
-import harness  # noqa: F401  (repository on sys.path, quiet TensorFlow)
+import harness  # first: repository on sys.path, quiet TensorFlow
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -467,6 +469,7 @@ def build_parser():
     parser.add_argument("--contenders", default=",".join(CONTENDERS),
                         help="a comma-separated subset of: "
                              + ", ".join(CONTENDERS))
+    harness.records.add_arguments(parser, timed=False)
     return parser
 
 
@@ -496,6 +499,8 @@ def main():
     if not tasks:
         parser.error("no task: give --sentiment, --tagging or --span")
     results = {}
+    record = harness.records.Record("quantization_accuracy", args,
+                                    timed=False)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     for name, make in tasks:
         start = time.time()
@@ -507,6 +512,13 @@ def main():
         results[name] = {"metric": task.metric, "sizes": task.sizes,
                          **result}
         _print_task(name, task, result, time.time() - start)
+        record.add(f"{name} ({task.metric})",
+                   {contender: [score] for contender, score
+                    in result["scores"].items()},
+                   unit="score", lower_is_better=False,
+                   details={"sizes": task.sizes, "changed": result["changed"],
+                            "margins": result["margins"]})
+    record.write()
     if args.json:
         with open(args.json, "w", encoding="utf-8") as writer:
             json.dump(results, writer, indent=2)

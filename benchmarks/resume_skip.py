@@ -12,8 +12,9 @@ one process, times on the same pipeline:
 * read: iterating the first n + 1 batches, as the uninterrupted run's
   input did (the peer);
 
-best of `--rounds` each, interleaved (`harness.best_seconds_interleaved`),
-and prints records/s of each and their ratio. Usage:
+`--rounds` rounds each, interleaved (`harness.seconds_interleaved`),
+and prints the median records/s of each and their ratio; the rounds go
+into the run's record (`benchmarks/records.py`). Usage:
 
     python benchmarks/resume_skip.py --records=200000 --batch_size=32
 """
@@ -23,7 +24,7 @@ import os
 import tempfile
 import time
 
-import harness  # noqa: F401  (repository on sys.path, quiet TensorFlow)
+import harness  # first: repository on sys.path, quiet TensorFlow
 import numpy as np
 import tensorflow as tf
 
@@ -67,8 +68,13 @@ def main():
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--max_seq_length", type=int, default=128)
     parser.add_argument("--max_predictions_per_seq", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    harness.records.add_arguments(parser)
     args = parser.parse_args()
+    if min(args.rounds, args.records, args.files, args.batch_size) <= 0:
+        parser.error("--rounds, --records, --files and --batch_size must be "
+                     "positive")
+    record = harness.records.Record("resume_skip", args)
 
     with tempfile.TemporaryDirectory() as directory:
         started = time.perf_counter()
@@ -97,14 +103,23 @@ def main():
             for _ in range(batches + 1):
                 next(iterator)
 
-        skip_seconds, read_seconds = harness.best_seconds_interleaved(
+        skip_rounds, read_rounds = harness.seconds_interleaved(
             [skip, read], rounds=args.rounds)
     skipped = batches * args.batch_size
+    record.add("skip against read", {"skip": skip_rounds,
+                                     "read": read_rounds},
+               unit="s", ratio=("skip", "read"),
+               details={"batches": batches, "records": skipped,
+                        "batch_size": args.batch_size})
+    skip_seconds = harness.median(skip_rounds)
+    read_seconds = harness.median(read_rounds)
     print(f"skip {batches} batches ({skipped} records): {skip_seconds:.1f} s "
           f"({skipped / skip_seconds:,.0f} records/s)")
     print(f"read the same batches: {read_seconds:.1f} s "
           f"({skipped / read_seconds:,.0f} records/s)")
-    print(f"skip / read: {skip_seconds / read_seconds:.2f}")
+    print(f"skip / read: {skip_seconds / read_seconds:.2f} (medians of "
+          f"{args.rounds} rounds)")
+    record.write()
 
 
 if __name__ == "__main__":

@@ -51,8 +51,10 @@ contenders' probabilities are checked against, are always timed). Per
 contender and batch size it prints p50
 and p99 latency, examples/s (at the mean latency), and the useful FLOP/s
 (the model's FLOPs at each text's real length, per second) as a fraction
-of a float32 matmul's FLOP/s measured in the same alternation. It asserts
-nothing about time.
+of a float32 matmul's FLOP/s measured in the same alternation; every
+call's latency goes into the run's record (`benchmarks/records.py`), with
+the ratio of the p50 latencies of "raw text" and Model Garden (or "raw
+fixed" when Model Garden is not timed). It asserts nothing about time.
 
     python benchmarks/serving.py [--texts rt,full] [--batch_sizes 1,32]
         [--calls 20,4] [--contenders "raw text,raw text bf16"]
@@ -65,7 +67,7 @@ import os
 import tempfile
 import time
 
-import harness  # noqa: F401  (repository on sys.path, quiet TensorFlow)
+import harness  # first: repository on sys.path, quiet TensorFlow
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -254,6 +256,7 @@ def main():
                         help="a comma-separated subset of: "
                              + ", ".join(CONTENDERS)
                              + f" ({' and '.join(ALWAYS)} always)")
+    harness.records.add_arguments(parser)
     args = parser.parse_args()
     chosen = set(args.contenders.split(",")) | set(ALWAYS)
     unknown = sorted(chosen - set(CONTENDERS))
@@ -262,6 +265,10 @@ def main():
                      f"{', '.join(CONTENDERS)})")
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     calls = [int(c) for c in args.calls.split(",")]
+    if min(batch_sizes + calls) <= 0 or len(calls) < len(batch_sizes):
+        parser.error("--batch_sizes and --calls: positive numbers, a number "
+                     "of calls for each batch size")
+    record = harness.records.Record("serving", args)
     config = harness.bert_config(args)
     threads = os.cpu_count()
 
@@ -372,6 +379,20 @@ def main():
                 latencies = _latencies(list(contenders.values()), count)
                 seconds = dict(zip(contenders, latencies))
                 matmul_rate = matmul_flops / np.median(seconds.pop(MATMUL))
+                peer = ("Model Garden" if "Model Garden" in seconds
+                        else "raw fixed")
+                record.add(
+                    f"{kind} texts, batch {batch_size}, {args.num_layers} "
+                    f"layers, hidden {args.hidden_size}",
+                    {name: [float(value) * 1e3 for value in times]
+                     for name, times in seconds.items()},
+                    unit="ms", ratio=("raw text", peer) if "raw text" in
+                    seconds else None,
+                    details={"layers": args.num_layers,
+                             "hidden_size": args.hidden_size,
+                             "seq_length": args.seq_length,
+                             "mean_length": float(np.mean(lengths)),
+                             "matmul_gflops": matmul_rate / 1e9})
                 flops = model_flops(config, lengths)
                 for name, times in seconds.items():
                     p50 = np.percentile(times, 50)
@@ -425,6 +446,7 @@ def main():
                         f"{harness.ratio(p50['Model Garden'], p50['raw text'])}")
                 print(f"{kind} batch {batch_size}: p50 " + "; ".join(ratios))
         print(json.dumps(results))
+    record.write()
 
 
 if __name__ == "__main__":

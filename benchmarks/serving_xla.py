@@ -17,7 +17,8 @@ request at after packing it):
                 favours neither).
 
 The outputs of the two are compared (they must agree to float32
-round-off). It asserts nothing about time.
+round-off). Every call's time goes into the run's record
+(`benchmarks/records.py`). It asserts nothing about time.
 
     python benchmarks/serving_xla.py --num_layers=6 --hidden_size=384 \\
         --num_attention_heads=12 --intermediate_size=1536
@@ -28,7 +29,7 @@ import os
 import tempfile
 import time
 
-import harness  # noqa: F401  (repository on sys.path, quiet TensorFlow)
+import harness  # first: repository on sys.path, quiet TensorFlow
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -48,6 +49,7 @@ def build_parser():
                         help="batch x length of each measured input")
     parser.add_argument("--calls", type=int, default=20,
                         help="timed calls per export and shape")
+    harness.records.add_arguments(parser)
     return parser
 
 
@@ -73,7 +75,11 @@ def _exports(config, seq_length, work_dir):
 
 
 def main():
-    args = build_parser().parse_args()
+    parser = build_parser()
+    args = parser.parse_args()
+    if args.calls <= 0:
+        parser.error("--calls must be positive")
+    record = harness.records.Record("serving_xla", args)
     config = harness.bert_config(args)
     shapes = [tuple(int(n) for n in shape.split("x"))
               for shape in args.shapes.split(",")]
@@ -111,10 +117,18 @@ def main():
                       f"{first[name]:>12.2f} "
                       f"{np.percentile(times[name], 50) * 1e3:>9.1f} "
                       f"{np.percentile(times[name], 99) * 1e3:>9.1f}")
+            record.add(f"{batch}x{length}",
+                       {name: [seconds * 1e3 for seconds in values]
+                        for name, values in times.items()},
+                       unit="ms", ratio=("XLA", "plain"),
+                       details={"first_call_s": first,
+                                "layers": args.num_layers,
+                                "hidden_size": args.hidden_size})
             speedup = harness.ratio(np.median(times["plain"]),
                                     np.median(times["XLA"]))
             print(f"{batch:>5} {length:>6} p50 plain / XLA {speedup}; "
                   f"load average {os.getloadavg()[0]:.1f}")
+    record.write()
 
 
 if __name__ == "__main__":

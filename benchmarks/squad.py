@@ -29,9 +29,9 @@ clipped to global norm 1.0):
   loss (mean of the start and end cross-entropies) and the same loop shape.
 
 Each side runs one untimed call first (tracing, compilation); then the two
-sides' timed calls alternate for `--rounds` rounds and the best of each is
-kept. The script prints examples/s and the ratios; it asserts nothing about
-time.
+sides' timed calls alternate for `--rounds` rounds. The script prints the
+median examples/s and the ratios, and writes every round to the run's
+record (`benchmarks/records.py`); it asserts nothing about time.
 
     python benchmarks/squad.py         # both parts (BERT-Base: use a GPU)
     python benchmarks/squad.py --part=features
@@ -87,7 +87,7 @@ def model_garden_features(path, args):
     return len(examples), ids
 
 
-def feature_creation(args, work):
+def feature_creation(args, work, record):
     from absl import logging
     # Model Garden logs its first 20 features at INFO: not part of the work.
     logging.set_verbosity(logging.WARNING)
@@ -97,16 +97,25 @@ def feature_creation(args, work):
         min_words=80, max_words=250)
     path = squad_synthetic.write_json(os.path.join(work, "train.json"),
                                       document)
-    (ours, theirs), (our_result, their_result) = (
-        harness.best_cpu_seconds_interleaved(
+    (ours_rounds, theirs_rounds), (our_result, their_result) = (
+        harness.cpu_seconds_interleaved(
             [lambda: bert_tf_features(path, args),
              lambda: model_garden_features(path, args)], args.rounds))
     num_examples, our_ids = our_result
     if our_result != their_result:
         raise RuntimeError("bert_tf and Model Garden made different features")
+    record.add("feature creation",
+               {"bert_tf": [num_examples / s for s in ours_rounds],
+                "model garden": [num_examples / s for s in theirs_rounds]},
+               unit="examples/s (CPU time)", lower_is_better=False,
+               ratio=("bert_tf", "model garden"),
+               details={"questions": num_examples, "features": len(our_ids),
+                        "max_seq_length": args.seq_length,
+                        "doc_stride": args.doc_stride})
+    ours, theirs = harness.median(ours_rounds), harness.median(theirs_rounds)
     print(f"feature creation: {num_examples} questions -> {len(our_ids)} "
           f"features (max_seq_length {args.seq_length}, doc_stride "
-          f"{args.doc_stride}), CPU seconds, best of {args.rounds}")
+          f"{args.doc_stride}), CPU seconds, median of {args.rounds}")
     print(f"  bert_tf       {num_examples / ours:10.1f} examples/s "
           f"({len(our_ids) / ours:.1f} features/s)")
     print(f"  model garden  {num_examples / theirs:10.1f} examples/s "
@@ -201,22 +210,35 @@ def model_garden_training(config, record_file, args):
     return train
 
 
-def fine_tuning(args, work):
+def fine_tuning(args, work, record):
     config = harness.bert_config(args)
     devices = harness.logical_device_types()
     print(f"fine-tuning: BERT {args.num_layers} layers, hidden "
           f"{args.hidden_size}, seq {args.seq_length}, batch "
           f"{args.batch_size}, {args.dtype}, XLA "
           f"{'on' if args.enable_xla else 'off'}, devices {devices}; "
-          f"{args.steps} steps per call, best of {args.rounds}", flush=True)
+          f"{args.steps} steps per call, median of {args.rounds}",
+          flush=True)
     record_file = os.path.join(work, "train.tf_record")
     write_records(record_file, 4 * args.batch_size, args.seq_length,
                   config.vocab_size)
     ours_train = bert_tf_training(config, record_file, args, work)
     theirs_train = model_garden_training(config, record_file, args)
-    ours, theirs = harness.best_seconds_interleaved(
+    ours_rounds, theirs_rounds = harness.seconds_interleaved(
         [ours_train, theirs_train], args.rounds)
     examples = args.steps * args.batch_size
+    record.add("training steps",
+               {"bert_tf": [examples / s for s in ours_rounds],
+                "model garden": [examples / s for s in theirs_rounds]},
+               unit="examples/s", lower_is_better=False,
+               ratio=("bert_tf", "model garden"),
+               details={"layers": args.num_layers,
+                        "hidden_size": args.hidden_size,
+                        "seq_length": args.seq_length,
+                        "batch_size": args.batch_size, "steps": args.steps,
+                        "dtype": args.dtype, "enable_xla": args.enable_xla,
+                        "devices": devices})
+    ours, theirs = harness.median(ours_rounds), harness.median(theirs_rounds)
     print(f"  bert_tf       {examples / ours:10.1f} examples/s")
     print(f"  model garden  {examples / theirs:10.1f} examples/s")
     print(f"  ratio (bert_tf / model garden): {harness.ratio(theirs, ours)}",
@@ -227,7 +249,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", default="all",
                         choices=("all", "features", "finetune"))
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--num_paragraphs", type=int, default=200,
                         help="generated paragraphs (5 questions each, as "
                         "SQuAD)")
@@ -239,14 +261,17 @@ def main():
     parser.add_argument("--steps", type=int, default=10,
                         help="training steps per timed call")
     harness.add_precision_arguments(parser)
+    harness.records.add_arguments(parser)
     args = parser.parse_args()
     if min(args.rounds, args.steps, args.num_paragraphs) <= 0:
         parser.error("--rounds, --steps and --num_paragraphs must be positive")
+    record = harness.records.Record("squad", args)
     with tempfile.TemporaryDirectory(prefix="squad_benchmark_") as work:
         if args.part in ("all", "features"):
-            feature_creation(args, work)
+            feature_creation(args, work, record)
         if args.part in ("all", "finetune"):
-            fine_tuning(args, work)
+            fine_tuning(args, work, record)
+    record.write()
 
 
 if __name__ == "__main__":

@@ -3,10 +3,11 @@
 Model Garden's `official.nlp.tools.tokenization.FullTokenizer` is a port of
 Google's original, character loops included, so its time is the time of the
 original. Both tokenize the same lines; the script checks that they agree,
-then prints the best-of-N time of each and the speed ratio. It asserts
+then prints the median time of each and the speed ratio. It asserts
 nothing about time.
 
     python benchmarks/tokenizer.py [--repeat_corpus 10] [--rounds 3]
+        [--max_load 1.5] [--wait_for_load SECONDS]
 
 Texts:
   english      Google's golden corpus (Hamlet), repeated --repeat_corpus times.
@@ -17,7 +18,9 @@ bert_tf's word cache), so the ratio is not flattered by earlier passes. The
 one-off per-process cost of bert_tf's Unicode tables (about 0.2 s, paid on
 the first non-ASCII text) falls outside the timed passes. Times are CPU
 times of this process (both tokenizers are single-threaded Python), so other
-work on the machine disturbs them less than wall-clock times.
+work on the machine disturbs them less than wall-clock times. The two
+tokenizers alternate pass by pass for `--rounds` rounds; the median and
+spread of each go into the run's record (`benchmarks/records.py`).
 """
 
 import argparse
@@ -31,6 +34,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+import records  # noqa: E402  (benchmarks/records.py: the run's record)
 from bert_tf.text import tokenization  # noqa: E402
 
 GOLDEN = REPO_ROOT / "tests" / "golden"
@@ -51,16 +55,18 @@ MULTILINGUAL_LINES = [
 ]
 
 
-def _best_time(function, rounds):
-    best = float("inf")
+def _cpu_seconds(function, rounds):
+    """CPU seconds of each of `rounds` calls of `function`."""
+    seconds = []
     for _ in range(rounds):
         start = time.process_time()
         function()
-        best = min(best, time.process_time() - start)
-    return best
+        seconds.append(time.process_time() - start)
+    return seconds
 
 
-def _run(name, lines, vocab_file, do_lower_case, rounds):
+def _run(record, name, lines, vocab_file, do_lower_case, rounds):
+    """Times both tokenizers on `lines`; adds the measurement to `record`."""
     from official.nlp.tools import tokenization as model_garden
 
     def ours_pass():
@@ -73,27 +79,52 @@ def _run(name, lines, vocab_file, do_lower_case, rounds):
         tokenizer.wordpiece_tokenizer.max_input_chars_per_word = 200
         return [tokenizer.tokenize(line) for line in lines]
 
-    if ours_pass() != theirs_pass():
+    agree = ours_pass() == theirs_pass()
+    if not agree:
         print(f"{name}: the two tokenizers DISAGREE; timings not meaningful")
     # Loading the vocabulary is part of each pass for both; time it apart so
     # the ratio reflects tokenization.
-    load_ours = _best_time(
-        lambda: tokenization.FullTokenizer(vocab_file, do_lower_case), rounds)
-    load_theirs = _best_time(
-        lambda: model_garden.FullTokenizer(vocab_file, do_lower_case), rounds)
-    ours = _best_time(ours_pass, rounds) - load_ours
-    theirs = _best_time(theirs_pass, rounds) - load_theirs
+    load_ours = records.summarize(_cpu_seconds(
+        lambda: tokenization.FullTokenizer(vocab_file, do_lower_case),
+        rounds))["median"]
+    load_theirs = records.summarize(_cpu_seconds(
+        lambda: model_garden.FullTokenizer(vocab_file, do_lower_case),
+        rounds))["median"]
+    ours, theirs = [], []
+    for _ in range(rounds):  # alternating, pass by pass
+        ours += [seconds - load_ours for seconds in _cpu_seconds(ours_pass, 1)]
+        theirs += [seconds - load_theirs
+                   for seconds in _cpu_seconds(theirs_pass, 1)]
     words = sum(len(line.split()) for line in lines)
+    measurement = record.add(
+        name, {"bert_tf": ours, "model garden": theirs}, unit="CPU s",
+        ratio=("bert_tf", "model garden"),
+        details={"lines": len(lines), "words": words,
+                 "tokenizers_agree": agree})
+    ours, theirs = (measurement["contenders"][contender]
+                    for contender in ("bert_tf", "model garden"))
     print(f"{name:>24}: {len(lines):7d} lines {words:8d} words | "
-          f"bert_tf {ours:7.3f} s | model garden {theirs:7.3f} s | "
-          f"ratio {theirs / ours:5.1f}x")
+          f"bert_tf {ours['median']:7.3f} s (spread {ours['spread']:.0%}) | "
+          f"model garden {theirs['median']:7.3f} s "
+          f"(spread {theirs['spread']:.0%}) | "
+          f"ratio {measurement['ratio']['value']:5.1f}x", flush=True)
 
 
-def main():
+def build_parser():
+    """The script's flags (tests parse the docs' commands with it)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat_corpus", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
+    records.add_arguments(parser)
+    return parser
+
+
+def main():
+    parser = build_parser()
     args = parser.parse_args()
+    if args.rounds <= 0 or args.repeat_corpus <= 0:
+        parser.error("--rounds and --repeat_corpus must be positive")
+    record = records.Record("tokenizer", args)
 
     corpus = (GOLDEN / "create_pretraining_data" / "corpus.txt").read_text(
         encoding="utf-8").splitlines()
@@ -102,11 +133,13 @@ def main():
     english = corpus * args.repeat_corpus
     multilingual = MULTILINGUAL_LINES * (len(english) // len(MULTILINGUAL_LINES))
 
-    _run("english, uncased", english, uncased_vocab, True, args.rounds)
-    _run("english, cased", english, cased_vocab, False, args.rounds)
-    _run("multilingual, uncased", multilingual, uncased_vocab, True,
-         args.rounds)
-    _run("multilingual, cased", multilingual, cased_vocab, False, args.rounds)
+    for name, lines, vocab_file, do_lower_case in (
+            ("english, uncased", english, uncased_vocab, True),
+            ("english, cased", english, cased_vocab, False),
+            ("multilingual, uncased", multilingual, uncased_vocab, True),
+            ("multilingual, cased", multilingual, cased_vocab, False)):
+        _run(record, name, lines, vocab_file, do_lower_case, args.rounds)
+    record.write()
 
 
 if __name__ == "__main__":

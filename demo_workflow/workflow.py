@@ -81,7 +81,7 @@ class Settings:
         return max(1, self.num_train_steps // 10)
 
 
-# About 10 minutes on an idle 2-core CPU; see the README for measured times.
+# About 10 minutes on an idle 2-core CPU; docs/performance.md has measured times.
 # The model is BERT-Tiny's shape (2 layers, hidden 128): in this budget it
 # gets 5000 steps (~7 minutes) and learns past the unigram plateau
 # (masked-LM loss below the entropy of the masked tokens' frequencies,

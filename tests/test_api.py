@@ -11,8 +11,8 @@ independent references and the runners' own files.
   the `test_results.tsv`, `test_predictions.txt` / `.jsonl` and
   `predictions.json` that the same runs wrote, and `finetune`'s metrics
   against `eval_results.txt`;
-- the README's "Use it from Python" code, run as written on the tiny
-  golden checkpoint;
+- the "Use it from Python" code of docs/python-api.md, run as written on
+  the tiny golden checkpoint;
 - every bad input's one-line `ValueError`.
 
 The runs that fine-tune (each 20-40 s of tracing on a shared 2-core
@@ -37,11 +37,11 @@ from bert_tf import checkpoints
 from tests.modeling_harness import (np_bert_forward, np_gelu, np_layer_norm,
                                     np_softmax)
 
-README = REPO_ROOT / "README.md"
-README_SECTION = "## Use it from Python: raw text in"
-# The README's released-model directory name; the tests put the tiny golden
+API_PAGE = REPO_ROOT / "docs" / "python-api.md"
+API_PAGE_SECTION = "## Use it from Python: raw text in"
+# The page's released-model directory name; the tests put the tiny golden
 # checkpoint there (cased, as the name says).
-README_MODEL = "cased_L-12_H-768_A-12"
+API_PAGE_MODEL = "cased_L-12_H-768_A-12"
 
 
 @pytest.fixture(scope="module")
@@ -302,11 +302,11 @@ def test_finetune_refuses_another_models_files_in_output_dir(
     assert (output_dir / "vocab.txt").read_text() == "[PAD]\nmine\n"
 
 
-# -- the README's code, then predict against the runners' files -------------
+# -- the docs page's code, then predict against the runners' files -------------
 
-def _readme_code():
-    text = README.read_text(encoding="utf-8")
-    start = text.index(README_SECTION + "\n")
+def _api_page_code():
+    text = API_PAGE.read_text(encoding="utf-8")
+    start = text.index(API_PAGE_SECTION + "\n")
     end = text.index("\n## ", start + 1)
     blocks = re.findall(r"```python\n(.*?)```", text[start:end], re.S)
     assert len(blocks) >= 3
@@ -315,17 +315,17 @@ def _readme_code():
 
 @pytest.fixture(scope="module")
 def readme_run(tmp_path_factory, cased_tiny_dir):
-    """The README section's code blocks run in order, in a directory where
+    """The docs page section's code blocks run in order, in a directory where
     `cased_L-12_H-768_A-12` is the tiny golden checkpoint."""
     import os
     root = tmp_path_factory.mktemp("readme")
-    shutil.copytree(cased_tiny_dir, root / README_MODEL)
+    shutil.copytree(cased_tiny_dir, root / API_PAGE_MODEL)
     namespace = {}
     cwd = os.getcwd()
     os.chdir(root)
     try:
-        for block in _readme_code():
-            exec(compile(block, str(README), "exec"), namespace)  # noqa: S102
+        for block in _api_page_code():
+            exec(compile(block, str(API_PAGE), "exec"), namespace)  # noqa: S102
     finally:
         os.chdir(cwd)
     return root, namespace
@@ -352,7 +352,7 @@ def test_readme_code_runs_and_predicts_what_run_classifier_wrote(
     description = json.loads((output_dir / "bert_tf_run.json").read_text())
     assert description["task"] == "classification"
     assert (output_dir / "vocab.txt").read_bytes() == (
-        root / README_MODEL / "vocab.txt").read_bytes()
+        root / API_PAGE_MODEL / "vocab.txt").read_bytes()
 
 
 @pytest.mark.slow

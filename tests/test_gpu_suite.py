@@ -6,6 +6,7 @@ reference the suite itself uses); speed figures are only checked to exist.
 """
 
 import importlib
+import os
 import pathlib
 import subprocess
 import sys

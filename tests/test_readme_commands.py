@@ -1,12 +1,13 @@
-"""Every command line of the README is one its program accepts.
+"""Every command line of the README and the docs is one its program accepts.
 
 Each `python <program>.py ...` and `python -m <module> ...` line of the
-README's shell blocks (continuation lines joined, `$VARIABLES` and
-`$(...)` replaced by a path) is parsed by the program's own absl flag
-definitions, in this process: an unknown flag, a bad value or a missing
-required flag (`--output_dir`) fails the test with the README line. The
-reference is the README as written; the parser is the program's, exactly
-as a user's shell would hand it the line.
+shell blocks of README.md, docs/*.md and experiments/README.md
+(continuation lines joined, `$VARIABLES` and `$(...)` replaced by a path)
+is parsed by the program's own absl flag definitions (argparse for the
+benchmarks), in this process: an unknown flag, a bad value or a missing
+required flag (`--output_dir`) fails the test with the file and line. The
+reference is the documents as written; the parser is the program's,
+exactly as a user's shell would hand it the line.
 """
 
 import functools
@@ -26,6 +27,11 @@ from runner_harness import runner_environment
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = REPO_ROOT / "README.md"
+# Every page whose shell blocks a user copies commands from.
+DOCUMENTS = ([README] + sorted((REPO_ROOT / "docs").glob("*.md"))
+             + [REPO_ROOT / "experiments" / "README.md"])
+# The README is the five-minute read; the rest is in docs/.
+README_MAX_LINES = 250
 # What a `$VARIABLE` or `$(command)` stands for in the check.
 PLACEHOLDER = "work/placeholder"
 # Programs whose flags live on absl's global FLAGS (defined at import).
@@ -37,13 +43,18 @@ KNOWN_ONLY = ("create_pretraining_data_beam",)
 NOT_ABSL_PROGRAMS = ("pytest",)
 
 
-def readme_commands():
-    """`(line number, argv)` of each python program command in the README's
+def _name(document):
+    """A document's path relative to the repository, e.g. "docs/serving.md"."""
+    return document.relative_to(REPO_ROOT).as_posix()
+
+
+def document_commands(document):
+    """`(line number, argv)` of each python program command in `document`'s
     ```sh blocks."""
     commands = []
     in_shell = heredoc = False
     pending, start = "", 0
-    for number, line in enumerate(README.read_text(encoding="utf-8").split(
+    for number, line in enumerate(document.read_text(encoding="utf-8").split(
             "\n"), start=1):
         if line.startswith("```"):
             in_shell = line.strip() == "```sh"
@@ -86,7 +97,9 @@ def _without_substitutions(command):
     return command
 
 
-COMMANDS = readme_commands()
+# `(document name, line number, argv)` of every document's commands.
+COMMANDS = [(_name(document), line, argv) for document in DOCUMENTS
+            for line, argv in document_commands(document)]
 
 
 def _program(argv):
@@ -116,10 +129,12 @@ print(json.dumps(errors))
 
 @functools.lru_cache(maxsize=None)
 def _global_flag_errors(module_name):
-    """{README line: error or None} of the program's README commands,
-    parsed in one process of its own (two such programs define the same
-    flag names on absl's global FLAGS: they cannot share a process)."""
-    commands = [(line, _program(argv)[1]) for line, argv in COMMANDS
+    """{(document, line): error or None} of the program's commands in the
+    documents, parsed in one process of its own (two such programs define
+    the same flag names on absl's global FLAGS: they cannot share a
+    process)."""
+    commands = [((document, line), _program(argv)[1])
+                for document, line, argv in COMMANDS
                 if _program(argv)[0] == module_name]
     process = subprocess.run(
         [sys.executable, "-c", GLOBAL_FLAGS_PARSER, module_name],
@@ -131,15 +146,20 @@ def _global_flag_errors(module_name):
                     json.loads(process.stdout.strip().split("\n")[-1])))
 
 
-def parse_readme_command(line, argv):
-    """Parses a README command's arguments with its program's flags.
+def parse_document_command(document, line, argv):
+    """Parses a documented command's arguments with its program's flags.
+
+    Args:
+      document: the document's name ("README.md", "docs/serving.md").
+      line: the command's first line in it.
+      argv: the command's words after `python`.
 
     Returns:
       None when they parse, else the program's error message.
     """
     module_name, arguments = _program(argv)
     if module_name in GLOBAL_FLAG_PROGRAMS:
-        return _global_flag_errors(module_name)[line]
+        return _global_flag_errors(module_name)[document, line]
     if module_name.startswith("benchmarks."):
         # Benchmarks import their `harness` as a top-level module.
         benchmarks_dir = str(pathlib.Path(REPO_ROOT) / "benchmarks")
@@ -162,28 +182,44 @@ def parse_readme_command(line, argv):
     return None
 
 
-def test_the_readme_has_the_commands():
-    programs = {_program(argv)[0] for _, argv in COMMANDS}
+def test_the_documents_have_the_commands():
+    programs = {_program(argv)[0] for _, _, argv in COMMANDS}
     assert {"run_classifier", "run_squad", "run_tagging",
             "run_multiple_choice", "run_pretraining", "export_saved_model",
             "extract_features", "create_pretraining_data",
             "bert_tf.corpora.task_corpora"} <= programs
 
 
-@pytest.mark.parametrize("line, argv", COMMANDS,
-                         ids=[f"README.md:{line}" for line, _ in COMMANDS])
-def test_readme_command_parses(line, argv):
+def test_every_document_is_read():
+    """README, every docs page and the experiments' README show commands."""
+    shown = {document for document, _, _ in COMMANDS}
+    assert {"README.md", "docs/pretraining.md", "docs/fine-tuning.md",
+            "docs/serving.md", "docs/checkpoints.md",
+            "experiments/README.md"} <= shown
+
+
+@pytest.mark.parametrize("document, line, argv", COMMANDS,
+                         ids=[f"{document}:{line}"
+                              for document, line, _ in COMMANDS])
+def test_documented_command_parses(document, line, argv):
     if _program(argv)[0] in NOT_ABSL_PROGRAMS:
         pytest.skip(f"{_program(argv)[0]} is not a bert_tf program")
-    assert parse_readme_command(line, argv) is None, (
-        f"README.md:{line}: python {' '.join(argv)}")
+    assert parse_document_command(document, line, argv) is None, (
+        f"{document}:{line}: python {' '.join(argv)}")
 
 
-def test_readme_outputs_are_not_under_tmp():
-    """Outputs go under work/ (README: "What the commands below assume")."""
-    for line, argv in COMMANDS:
+def test_outputs_are_not_under_tmp():
+    """Outputs go under work/ (docs/index.md: "What the commands assume")."""
+    for document, line, argv in COMMANDS:
         for argument in argv:
-            assert "=/tmp" not in argument, f"README.md:{line}: {argument}"
+            assert "=/tmp" not in argument, f"{document}:{line}: {argument}"
+
+
+def test_the_readme_is_short():
+    lines = README.read_text(encoding="utf-8").count("\n")
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines; at most {README_MAX_LINES}: move the "
+        "rest into docs/")
 
 
 def test_work_directories_are_ignored_by_git():
@@ -193,22 +229,22 @@ def test_work_directories_are_ignored_by_git():
 
 
 def _shell_block_of(program):
-    """The lines of the README's ```sh block that runs `program`."""
-    blocks = re.findall(r"```sh\n(.*?)```", README.read_text(encoding="utf-8"),
-                        re.S)
+    """The lines of the documents' first ```sh block that runs `program`."""
+    blocks = [block for document in DOCUMENTS for block in re.findall(
+        r"```sh\n(.*?)```", document.read_text(encoding="utf-8"), re.S)]
     return next(block for block in blocks if f"python {program}.py" in block)
 
 
-# Appended to the README's runner command: the same command, tiny.
+# Appended to the documented runner command: the same command, tiny.
 TINY_OVERRIDES = ["--max_seq_length=32", "--doc_stride=16",
                   "--train_batch_size=8", "--num_train_epochs=0.02"]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("program", ["run_tagging", "run_multiple_choice"])
-def test_readme_task_section_runs(program, tmp_path, monkeypatch,
-                                  cased_tiny_dir):
-    """The README's tagging and multiple-choice blocks, run as written
+def test_documented_task_section_runs(program, tmp_path, monkeypatch,
+                                      cased_tiny_dir):
+    """docs/fine-tuning.md's tagging and multiple-choice blocks, run as written
     (in this process, from a fresh directory, `$BERT_BASE_DIR` a tiny
     model), the training made tiny by flags appended at the end."""
     from bert_tf.corpora import task_corpora

@@ -15,7 +15,7 @@ order even where `deterministic=False`, and one drawing stateful random
 numbers runs serially). bert_tf's pipelines already ask for a deterministic
 order when seeded and draw with stateless ops, so on a CPU the runner
 checks pass with op determinism turned off as well (tried: a local patch,
-see the README's "Reproducible runs"). `test_seed_turns_on_op_determinism`
+see docs/running-safely.md). `test_seed_turns_on_op_determinism`
 checks what it does on a CPU directly, and fails without it.
 """
 

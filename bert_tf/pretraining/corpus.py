@@ -57,7 +57,7 @@ _MIN_LINES_PER_WORKER = 2000
 _MAX_CACHED_WORDS = 1 << 22
 # Input text per worker process when the number of workers is chosen from
 # the input's size (`auto_num_workers`). Measured on 2 free cores, 2 workers
-# against 1: 1.06x at 1 MB, 1.36x at 5 MB, 1.39x at 50 MB (README).
+# against 1: 1.06x at 1 MB, 1.36x at 5 MB, 1.39x at 50 MB (benchmarks/create_pretraining_data.py).
 _BYTES_PER_AUTO_WORKER = 2 << 20
 # How many invalid-UTF-8 lines of one file are named one by one.
 _MAX_ENCODING_WARNINGS = 5

@@ -419,7 +419,7 @@ def make_deterministic(seed):
     setting: TensorFlow's CPU kernels split their work by the size of the
     thread pool, which depends on the machine, not on its load; so the
     guarantee is "same machine, same numbers", not across machines.
-    The cost, measured in the README ("Reproducible runs"), is small on CPU;
+    The cost, measured by benchmarks/determinism.py, is small on CPU;
     GPU kernels without a deterministic version raise an error naming the
     op instead of running nondeterministically.
 

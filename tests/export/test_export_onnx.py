@@ -451,7 +451,7 @@ def test_quantize_needs_onnx_or_tflite(workspace):
     assert error == (
         "export_saved_model.py: error: --quantize=int8 needs --format=onnx "
         "or --format=tflite (Keras' int8 quantization does not make the "
-        "SavedModel faster on CPUs; see the README)")
+        "SavedModel faster on CPUs; see docs/serving.md)")
     assert not (workspace / "never").exists()
 
 
