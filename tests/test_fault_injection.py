@@ -931,6 +931,62 @@ def test_export_overwrite_never_deletes_a_run_or_an_input(golden_dir,
         serving.check_export_dir(replaceable, overwrite=True)
 
 
+def test_preset_overwrite_replaces_only_the_converters_own_files(
+        golden_dir, tmp_path):
+    """google_to_keras_hub --overwrite: a user's file anywhere in the
+    preset (assets/ too) is named and kept; the converter's own files are
+    replaced."""
+    pytest.importorskip("keras_hub", reason='pip install -e ".[hf]"')
+    from bert_tf import convert
+    model = golden_dir / "models" / "cased_tiny"
+    preset = tmp_path / "preset"
+    args = ["google_to_keras_hub", f"--checkpoint={model}/bert_model.ckpt",
+            f"--bert_config_file={model}/bert_config.json",
+            "--do_lower_case=false", f"--output_dir={preset}", "--overwrite"]
+    assert convert.main(args) == 0
+    converted = sorted(_snapshot(preset))
+    (preset / "model.weights.h5").write_text("an older preset's weights")
+    assert convert.main(args) == 0
+    assert sorted(_snapshot(preset)) == converted
+    assert (preset / "model.weights.h5").read_bytes()[:4] == b"\x89HDF"
+
+    def refusal(named, more=""):
+        return (f"python -m bert_tf.convert google_to_keras_hub: error: "
+                f"--output_dir {preset} also holds {preset}/{named}{more}, "
+                f"which is not a file of the keras-hub preset this converter "
+                f"writes: refusing to replace it; move it away or choose "
+                f"another directory")
+
+    # A user's file at every depth, a directory of the user's (named
+    # whole), a link: each one is named, and nothing changes.
+    mine = {"assets/mine.txt": "assets/mine.txt",
+            "assets/tokenizer/my_notes.txt": "assets/tokenizer/my_notes.txt",
+            "notes/todo.txt": "notes",
+            "assets/tokenizer/link": "assets/tokenizer/link"}
+    for path, named in mine.items():
+        (preset / path).parent.mkdir(exist_ok=True)
+        if path.endswith("link"):
+            os.symlink(model / "vocab.txt", preset / path)
+        else:
+            (preset / path).write_text("mine")
+        before = _snapshot(tmp_path)
+        with pytest.raises(SystemExit) as exited:
+            convert.main(args)
+        assert str(exited.value.code) == refusal(named)
+        assert _snapshot(tmp_path) == before
+        if named == "notes":
+            shutil.rmtree(preset / named)
+        else:
+            os.remove(preset / named)
+    for path in mine:
+        (preset / path).parent.mkdir(exist_ok=True)
+        (preset / path).write_text("mine")
+    with pytest.raises(SystemExit) as exited:
+        convert.main(args)
+    assert str(exited.value.code) == refusal("assets/mine.txt",
+                                             " (and 3 more)")
+
+
 def test_an_output_dir_through_a_link_is_seen_to_be_the_inputs(tmp_path):
     from bert_tf.data import pretraining_beam
     from bert_tf.data.pretraining_corpus import PretrainingDataError
