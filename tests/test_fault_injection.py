@@ -1173,7 +1173,6 @@ def test_full_disk_keeps_the_previous_checkpoint_and_export(
         'model_checkpoint_path: "model.ckpt-1"\n')
     assert not [name for name in os.listdir(snapshot) if ".tmp-" in name]
 
-    model = golden_dir / "models" / "cased_tiny"
     previous = [sys.executable, "-c", (
         "import json, os; os.makedirs('{0}/export/variables'); "
         "open('{0}/export/saved_model.pb', 'w').write('previous'); "
@@ -1181,12 +1180,8 @@ def test_full_disk_keeps_the_previous_checkpoint_and_export(
         "open('{0}/export/bert_tf_export.json', 'w'))").format(disk)]
     shutil.rmtree(snapshot)
     status, output = _run_on_a_small_disk(disk, 256 * 1024, [
-        previous, _command("export_saved_model.py", [
-            "--task_name=embeddings", f"--vocab_file={model}/vocab.txt",
-            f"--bert_config_file={model}/bert_config.json",
-            f"--init_checkpoint={model}/bert_model.ckpt",
-            "--do_lower_case=False", f"--export_dir={disk}/export",
-            "--overwrite"])], snapshot)
+        previous, _command("export_saved_model.py", _embeddings_export_args(
+            golden_dir, disk / "export", "--overwrite"))], snapshot)
     assert status == 1, output[-5000:]
     assert _error_line(output) == (
         f"export_saved_model.py: error: cannot write SavedModel "
@@ -1195,6 +1190,106 @@ def test_full_disk_keeps_the_previous_checkpoint_and_export(
     assert "Traceback" not in output
     assert os.listdir(snapshot) == ["export"]  # no temporary directory
     assert (snapshot / "export" / "saved_model.pb").read_text() == "previous"
+
+
+def _embeddings_export_args(golden_dir, export_dir, *flags):
+    """export_saved_model.py's flags for the tiny model's embeddings."""
+    model = golden_dir / "models" / "cased_tiny"
+    return ["--task_name=embeddings", f"--vocab_file={model}/vocab.txt",
+            f"--bert_config_file={model}/bert_config.json",
+            f"--init_checkpoint={model}/bert_model.ckpt",
+            "--do_lower_case=False", f"--export_dir={export_dir}", *flags]
+
+
+PORTABLE_EXPORT_FILES = ["bert_tf_export.json", "packing.json",
+                         "special_tokens_map.json", "tokenizer.json",
+                         "tokenizer_config.json", "vocab.txt"]
+
+
+@needs_namespaces
+@pytest.mark.parametrize("flags, model_file", [
+    (["--format=tflite"], "model.tflite"),
+    (["--format=onnx", "--quantize=int8"], "model.onnx")])
+def test_a_full_tmpdir_does_not_stop_a_tflite_or_onnx_export(
+        flags, model_file, golden_dir, tmp_path):
+    """The converters' intermediate files (TFLite's SavedModel copy, the
+    float32 graph ONNX Runtime quantizes) are written beside the export,
+    so a $TMPDIR without room for them is not in the way (it was, and the
+    message blamed the export's disk). (A $TMPDIR without room for
+    Python's few-byte probe is skipped by Python itself.)"""
+    if model_file == "model.onnx":
+        pytest.importorskip("tf2onnx")
+        pytest.importorskip("onnxruntime")
+    tmpdir = tmp_path / "tmpdir"
+    snapshot = tmp_path / "snapshot"
+    export_dir = tmp_path / "export"
+    status, output = _run_on_a_small_disk(tmpdir, 64 * 1024, [
+        ["env", f"TMPDIR={tmpdir}"] + _command(
+            "export_saved_model.py",
+            _embeddings_export_args(golden_dir, export_dir, *flags))],
+        snapshot)
+    assert status == 0, output[-5000:]
+    # Nothing in $TMPDIR but the session id `import onnxruntime` writes.
+    assert set(os.listdir(snapshot)) <= {".ses"}
+    assert sorted(os.listdir(export_dir)) == sorted(
+        PORTABLE_EXPORT_FILES + [model_file])
+    assert sorted(os.listdir(tmp_path)) == ["export", "snapshot", "tmpdir"]
+
+
+def test_a_killed_tflite_exports_intermediate_files_are_removed_by_the_next(
+        golden_dir, tmp_path, caplog):
+    """Killed while converting: the converter's SavedModel copy is inside
+    the export's temporary directory (not in $TMPDIR, where nothing ever
+    removed it), which the next export to the same --export_dir removes;
+    nothing else is touched."""
+    import export_saved_model
+    from runner_harness import run_in_process
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / ".export.tmp-mine").write_text("mine too")
+    mine = _snapshot(out)
+    export_dir = out / "export"
+    args = _embeddings_export_args(golden_dir, export_dir, "--format=tflite")
+    log_path = tmp_path / "export.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            _command("export_saved_model.py", args), cwd=REPO_ROOT,
+            env={**_environment(), "TMPDIR": str(tmpdir)}, stdout=log,
+            stderr=subprocess.STDOUT)
+        try:
+            # The SavedModel copy the converter reads, wherever it is.
+            deadline = time.time() + 600
+            while not (list(out.glob(".export.tmp-*/*/*/saved_model.pb"))
+                       or list(tmpdir.glob("*/saved_model.pb"))):
+                assert process.poll() is None, log_path.read_text()[-5000:]
+                assert time.time() < deadline
+                time.sleep(0.02)
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    # TensorFlow's own AutoGraph sources aside (any killed TensorFlow
+    # program leaves them), $TMPDIR holds nothing of the export.
+    assert [name for name in os.listdir(tmpdir)
+            if not name.startswith("__autograph_generated_file")] == []
+    leftovers = [name for name in os.listdir(out)
+                 if name.startswith(f".export.tmp-{process.pid}-")]
+    assert len(leftovers) == 1, os.listdir(out)
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        run_in_process(export_saved_model, *args)
+    assert (f"Removed 1 temporary files left by a killed run writing "
+            f"{export_dir}: {leftovers[0]}") in caplog.text
+    assert sorted(os.listdir(out)) == [".export.tmp-mine", "export",
+                                       "notes.txt"]
+    assert {name: digest for name, digest in _snapshot(out).items()
+            if not name.startswith("export/")} == mine
+    assert sorted(os.listdir(export_dir)) == sorted(
+        PORTABLE_EXPORT_FILES + ["model.tflite"])
 
 
 def _tagging_args(golden_dir, tmp_path, output_dir):
