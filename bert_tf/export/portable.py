@@ -24,8 +24,9 @@ choice's question input). The directory is written
 under a temporary name and renamed when complete, with the marker every
 export has (`serving.export_directory`): `--overwrite` replaces only an
 export this project wrote. The converters' intermediate files (TFLite's
-SavedModel copy, the float32 ONNX graph that int8 quantization reads) are
-written inside that temporary directory, not in `$TMPDIR`: a full disk is
+SavedModel copy; the float32 ONNX graph that int8 quantization reads, and
+ONNX Runtime's copies of it) are written inside that temporary directory,
+not in `$TMPDIR`: a full disk is
 the export's own, which the message names, and what a killed export left
 is removed, with its temporary directory, by the next export to the same
 `--export_dir`.
@@ -259,6 +260,8 @@ def save(export, export_dir, export_format=SAVED_MODEL,
                                   description=MODEL_FILES[export_format]
                                   ) as directory:
         _write_tokenizer(export, directory)
+        # Intermediates on the export's disk, in its temporary directory
+        # (see the module docstring).
         work_dir = os.path.join(directory, INTERMEDIATE_DIR)
         os.mkdir(work_dir)
         writer = _write_onnx if export_format == ONNX else _write_tflite
