@@ -39,6 +39,7 @@ Nothing here is a second implementation of what the programs do:
 
 import csv
 import json
+import numbers
 import os
 import tempfile
 
@@ -93,8 +94,13 @@ def load(path, *, batch_size=32, do_lower_case=None, max_seq_length=None):
         message names it).
     """
     path = os.fspath(path)
-    if batch_size < 1:
-        raise ValueError(f"batch_size={batch_size} must be positive")
+    batch_size = _positive_int("batch_size", batch_size)
+    if max_seq_length is not None:
+        max_seq_length = _positive_int("max_seq_length", max_seq_length)
+    if do_lower_case is not None and not isinstance(do_lower_case,
+                                                    (bool, np.bool_)):
+        raise ValueError(f"bert_tf.load: do_lower_case={do_lower_case!r} "
+                         "must be True, False or None")
     if not os.path.isdir(path):
         raise ValueError(f"bert_tf.load: {path} is not a directory")
     if os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
@@ -121,6 +127,17 @@ def load(path, *, batch_size=32, do_lower_case=None, max_seq_length=None):
             + (f"; it has no {' or '.join(missing)}" if missing
                else "; it has no checkpoint"))
     return PretrainedModel(path, batch_size, do_lower_case, max_seq_length)
+
+
+def _positive_int(name, value):
+    """`value` as an int; a ValueError naming argument `name` unless it is
+    a positive integer (a string, a float or a bool is refused, not
+    converted)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, numbers.Integral) or value < 1:
+        raise ValueError(f"bert_tf.load: {name}={value!r} must be a "
+                         "positive int")
+    return int(value)
 
 
 def _has_checkpoint(directory):
@@ -627,6 +644,8 @@ class _Served:
                 if not isinstance(value, str):
                     raise ValueError(f"inputs[{i}]: '{name}' must be a "
                                      "string")
+            for text in [context, question] + list(choices):
+                _unicode(f"inputs[{i}]", text)
             columns["context"].append(context)
             columns["choices"].append(list(choices))
             if has_question:
@@ -713,6 +732,31 @@ def _tagging_result(rows, i, label_list):
     return result
 
 
+def _unicode(where, text):
+    """`text`, refused if it is not Unicode text that UTF-8 can encode.
+
+    A Python string may hold a lone surrogate ("\\ud800": text decoded
+    from broken UTF-16, or with errors="surrogateescape"), which TensorFlow
+    refuses deep inside with a message naming no input; this names it.
+
+    Args:
+      where: the input, for the message ("inputs[3]", "texts[0]").
+      text: a string.
+
+    Raises:
+      ValueError: `<where>: ... lone surrogate ...`.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(
+            f"{where}: character {error.start} of {text!r:.60} is a lone "
+            f"surrogate {text[error.start]!r}, which is not Unicode text "
+            "and cannot be encoded as UTF-8 (was it decoded from broken "
+            "UTF-16, or with errors='surrogateescape'?)") from None
+    return text
+
+
 def _strings(name, values):
     if isinstance(values, (str, bytes)) or not isinstance(values,
                                                           (list, tuple)):
@@ -722,6 +766,7 @@ def _strings(name, values):
         if not isinstance(value, str):
             raise ValueError(f"{name}[{i}] must be a string, got "
                              f"{type(value).__name__}")
+        _unicode(f"{name}[{i}]", value)
     return list(values)
 
 
@@ -729,7 +774,7 @@ def _text(i, item, what):
     if not isinstance(item, str):
         raise ValueError(f"inputs[{i}]: expected {what} (a string), got "
                          f"{item!r:.80}")
-    return item
+    return _unicode(f"inputs[{i}]", item)
 
 
 def _pair(i, item, what):
@@ -737,7 +782,7 @@ def _pair(i, item, what):
             or len(item) != 2 or not all(isinstance(t, str) for t in item)):
         raise ValueError(f"inputs[{i}]: expected a pair {what} of strings, "
                          f"got {item!r:.80}")
-    return tuple(item)
+    return tuple(_unicode(f"inputs[{i}]", text) for text in item)
 
 
 def _words(i, item, where="inputs"):
@@ -750,6 +795,7 @@ def _words(i, item, where="inputs"):
                 word.split()):
             raise ValueError(f"{where}[{i}]: word {word!r} must be a "
                              "non-empty string without whitespace")
+        _unicode(f"{where}[{i}]", word)
     return list(item)
 
 

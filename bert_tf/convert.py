@@ -34,7 +34,8 @@ keras-hub preset -> Google:
 
 vocab.txt is copied along. Existing output files are kept unless
 --overwrite is given (a preset directory is replaced only when it holds
-nothing but a preset's files).
+nothing but the files google_to_keras_hub writes, at any depth: a file of
+yours, in assets/ too, is named and kept).
 """
 
 from absl import flags

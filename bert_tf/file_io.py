@@ -7,7 +7,9 @@ import fnmatch
 import glob
 import os
 import re
+import secrets
 import shutil
+import string
 import sys
 import tempfile
 import uuid
@@ -354,6 +356,56 @@ def remove_dead_writers_temporaries(path):
     return removed
 
 
+# The random part of a temporary's name (`remove_dead_writers_temporaries`
+# matches it).
+_NAME_CHARACTERS = string.ascii_lowercase + string.digits + "_"
+_RANDOM_NAME_LENGTH = 8
+
+
+def _create_temporary(directory, prefix, create):
+    """Creates a new entry `<prefix><8 random characters>` in `directory`.
+
+    Unlike `tempfile.mkstemp` (0600) and `mkdtemp` (0700), what `create`
+    makes gets the mode the user's umask gives, as `open()` and `os.mkdir`
+    do (and the directory's default ACL, which a later chmod would undo):
+    an output is as private, or as shared, as the checkpoints TensorFlow
+    writes beside it.
+
+    Args:
+      directory: where to create it.
+      prefix: the name's start (`temporary_prefix`).
+      create: `create(path)` creates `path`, raising FileExistsError if it
+        exists (`os.open` with O_EXCL, `os.mkdir`).
+
+    Returns:
+      (path, what `create` returned).
+    """
+    for _ in range(100):
+        name = prefix + "".join(secrets.choice(_NAME_CHARACTERS)
+                                for _ in range(_RANDOM_NAME_LENGTH))
+        path = os.path.join(directory, name)
+        try:
+            return path, create(path)
+        except FileExistsError:
+            continue  # Taken: another name.
+    raise FileExistsError(errno.EEXIST, "no unused temporary name",
+                          os.path.join(directory, prefix + "*"))
+
+
+def _new_file(path):
+    """Opens a new file for writing with `open()`'s mode (0666 less the
+    umask); its descriptor."""
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL
+             | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+             | getattr(os, "O_BINARY", 0))
+    return os.open(path, flags, 0o666)
+
+
+def _new_directory(path):
+    """Creates a directory with `os.mkdir`'s mode (0777 less the umask)."""
+    os.mkdir(path, 0o777)
+
+
 @contextlib.contextmanager
 def atomic_write(path, mode="w", encoding="utf-8", newline=None):
     """Opens a temporary file beside `path` that replaces it on success.
@@ -362,7 +414,8 @@ def atomic_write(path, mode="w", encoding="utf-8", newline=None):
     temporary file behind), so a user's existing output is never lost to a
     half-written one. Works on every `tf.io.gfile` file system: local paths
     with `os` (no TensorFlow import), URLs such as `gs://bucket/file` with
-    `tf.io.gfile` (a temporary object renamed over the real name).
+    `tf.io.gfile` (a temporary object renamed over the real name). A
+    local file gets the mode `open()` would give it (0666 less the umask).
 
     Args:
       path: the file to write (local or a URL).
@@ -388,15 +441,14 @@ def atomic_write(path, mode="w", encoding="utf-8", newline=None):
     directory = check_output_directory(path)
     # `.<name>.tmp-<pid>-<random>`: a run that finds such a file of a dead
     # process removes it (`run_lock`, `remove_dead_writers_temporaries`).
-    descriptor, temporary = tempfile.mkstemp(
-        dir=directory, prefix=temporary_prefix(path))
+    temporary, descriptor = _create_temporary(
+        directory, temporary_prefix(path), _new_file)
     try:
         text_options = {} if "b" in mode else {"encoding": encoding,
                                                "newline": newline}
         with naming_write_errors(path):
             with os.fdopen(descriptor, mode, **text_options) as writer:
                 yield writer
-        os.chmod(temporary, 0o644)  # mkstemp makes it private (0600).
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -555,7 +607,8 @@ def atomic_directory(path, overwrite=False, check_replaceable=None):
     is moved aside into `.<name>.old-<pid>-<random>`: what a killed process
     left there is cleaned up by the next call for the same `path` (a
     previous `path` that the killed process had moved aside, but not yet
-    replaced, is first put back).
+    replaced, is first put back). The directory gets the mode `os.mkdir`
+    would give it (0777 less the umask).
 
     Args:
       path: the directory to create (local file system; missing parent
@@ -584,11 +637,11 @@ def atomic_directory(path, overwrite=False, check_replaceable=None):
         remove_dead_writers_temporaries(path)
     check_existing()
     os.makedirs(parent, exist_ok=True)
-    temporary = tempfile.mkdtemp(dir=parent, prefix=temporary_prefix(path))
+    temporary, _ = _create_temporary(parent, temporary_prefix(path),
+                                     _new_directory)
     try:
         with naming_write_errors(path, "directory"):
             yield temporary
-        os.chmod(temporary, 0o755)  # mkdtemp makes it private (0700).
         check_existing()
         if os.path.lexists(path):
             old = tempfile.mkdtemp(dir=parent,

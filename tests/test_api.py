@@ -208,14 +208,101 @@ def test_load_errors_name_the_path(tmp_path, cased_tiny_dir):
     with pytest.raises(ValueError, match=r"^max_seq_length=200 is larger "
                                          r"than|max_position_embeddings"):
         api.load(cased_tiny_dir, max_seq_length=200)
-    with pytest.raises(ValueError, match=r"^batch_size=0 must be positive$"):
-        api.load(cased_tiny_dir, batch_size=0)
     broken = tmp_path / "broken_run"
     shutil.copytree(cased_tiny_dir, broken)
     (broken / "bert_tf_run.json").write_text('{"task": "poetry"}')
     with pytest.raises(ValueError, match=r"bert_tf_run.json: no 'task' "
                                          r"among classification"):
         api.load(broken)
+
+
+@pytest.mark.parametrize("name, value", [
+    ("batch_size", "8"), ("batch_size", 8.0), ("batch_size", True),
+    ("batch_size", 0), ("batch_size", -1), ("batch_size", None),
+    ("max_seq_length", "64"), ("max_seq_length", 64.0),
+    ("max_seq_length", False), ("max_seq_length", 0),
+    ("max_seq_length", -64)])
+def test_load_refuses_a_count_that_is_no_positive_int(cased_tiny_dir, name,
+                                                      value):
+    """As the docstring says: a ValueError naming the argument (not a
+    TypeError from comparing a string, nor a silent conversion)."""
+    with pytest.raises(ValueError) as error:
+        api.load(cased_tiny_dir, **{name: value})
+    assert str(error.value) == (
+        f"bert_tf.load: {name}={value!r} must be a positive int")
+
+
+def test_load_refuses_a_casing_that_is_no_bool(cased_tiny_dir):
+    # bool("False") is True: the string would silently lower-case.
+    with pytest.raises(ValueError) as error:
+        api.load(cased_tiny_dir, do_lower_case="False")
+    assert str(error.value) == (
+        "bert_tf.load: do_lower_case='False' must be True, False or None")
+
+
+def _serving_default(inputs, outputs):
+    """A concrete function with an export's `serving_default` inputs
+    ({name: rank}, strings) and outputs (names), as `predict` recognizes
+    the task by (no model: the inputs given to it must not reach it)."""
+    import tensorflow as tf
+    specs = [tf.TensorSpec([None] * rank, tf.string, name=name)
+             for name, rank in inputs.items()]
+
+    def serve(*tensors):
+        return {name: tf.zeros(tf.shape(tensors[0])[:1]) for name in outputs}
+
+    return tf.function(serve).get_concrete_function(*specs)
+
+
+class _SignaturePredictor(api._TaskPredictor):
+    """`predict` over a `_serving_default` function."""
+
+    def __init__(self, function):
+        self.batch_size = 8
+        self._served = api._Served.from_signature(function, "a test")
+
+    def _serving(self):
+        return self._served
+
+
+SURROGATE_MESSAGE = (" is a lone surrogate '\\ud800', which is not Unicode "
+                     "text and cannot be encoded as UTF-8 (was it decoded "
+                     "from broken UTF-16, or with errors='surrogateescape'?)")
+
+
+@pytest.mark.parametrize("task, inputs, outputs, predicted, message", [
+    ("classification", {"text_a": 1}, ["label", "probabilities"],
+     ["fine", "bad \ud800 text"],
+     "inputs[1]: character 4 of 'bad \\ud800 text'"),
+    ("pair classification", {"text_a": 1, "text_b": 1},
+     ["label", "probabilities"], [("a", "b"), ("a", "b\ud800")],
+     "inputs[1]: character 1 of 'b\\ud800'"),
+    ("squad", {"question": 1, "context": 1}, ["answer"],
+     [("who\ud800", "context")], "inputs[0]: character 3 of 'who\\ud800'"),
+    ("tagging", {"text": 1}, ["labels", "words", "num_words"],
+     [["Peter"], ["Peter", "\ud800"]], "inputs[1]: character 0 of "
+                                        "'\\ud800'"),
+    ("multiple choice", {"context": 1, "choices": 2}, ["label"],
+     [("context", ["yes", "n\ud800"])],
+     "inputs[0]: character 1 of 'n\\ud800'"),
+    ("embeddings", {"text": 1}, ["pooled_output", "mean_pooled"],
+     ["\ud800"], "inputs[0]: character 0 of '\\ud800'"),
+])
+def test_predict_names_an_input_with_a_lone_surrogate(task, inputs, outputs,
+                                                      predicted, message):
+    """A string Python holds but UTF-8 cannot encode is named by its index
+    before TensorFlow sees it (its own error names no input)."""
+    model = _SignaturePredictor(_serving_default(inputs, outputs))
+    with pytest.raises(ValueError) as error:
+        model.predict(predicted)
+    assert str(error.value) == message + SURROGATE_MESSAGE
+
+
+def test_embed_names_a_text_with_a_lone_surrogate(tiny):
+    with pytest.raises(ValueError) as error:
+        tiny.embed(["fine", "x\ud800"])
+    assert str(error.value) == (
+        "texts[1]: character 1 of 'x\\ud800'" + SURROGATE_MESSAGE)
 
 
 def test_multi_label_predict_reads_the_runs_record(tmp_path,
@@ -372,6 +459,13 @@ def test_predict_input_shapes_are_checked(readme_run):
     with pytest.raises(ValueError, match=r"^inputs\[0\]: word 'a b' must "
                                          r"be a non-empty string"):
         tagger.predict([["a b"]])
+    # A lone surrogate, named before TensorFlow sees it.
+    for model, inputs in ((classifier, ["fine", "x\ud800"]),
+                          (tagger, [["fine"], ["x\ud800"]])):
+        with pytest.raises(ValueError) as error:
+            model.predict(inputs)
+        assert str(error.value) == (
+            "inputs[1]: character 1 of 'x\\ud800'" + SURROGATE_MESSAGE)
 
 
 @pytest.mark.slow

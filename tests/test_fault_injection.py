@@ -931,6 +931,62 @@ def test_export_overwrite_never_deletes_a_run_or_an_input(golden_dir,
         serving.check_export_dir(replaceable, overwrite=True)
 
 
+def test_preset_overwrite_replaces_only_the_converters_own_files(
+        golden_dir, tmp_path):
+    """google_to_keras_hub --overwrite: a user's file anywhere in the
+    preset (assets/ too) is named and kept; the converter's own files are
+    replaced."""
+    pytest.importorskip("keras_hub", reason='pip install -e ".[hf]"')
+    from bert_tf import convert
+    model = golden_dir / "models" / "cased_tiny"
+    preset = tmp_path / "preset"
+    args = ["google_to_keras_hub", f"--checkpoint={model}/bert_model.ckpt",
+            f"--bert_config_file={model}/bert_config.json",
+            "--do_lower_case=false", f"--output_dir={preset}", "--overwrite"]
+    assert convert.main(args) == 0
+    converted = sorted(_snapshot(preset))
+    (preset / "model.weights.h5").write_text("an older preset's weights")
+    assert convert.main(args) == 0
+    assert sorted(_snapshot(preset)) == converted
+    assert (preset / "model.weights.h5").read_bytes()[:4] == b"\x89HDF"
+
+    def refusal(named, more=""):
+        return (f"python -m bert_tf.convert google_to_keras_hub: error: "
+                f"--output_dir {preset} also holds {preset}/{named}{more}, "
+                f"which is not a file of the keras-hub preset this converter "
+                f"writes: refusing to replace it; move it away or choose "
+                f"another directory")
+
+    # A user's file at every depth, a directory of the user's (named
+    # whole), a link: each one is named, and nothing changes.
+    mine = {"assets/mine.txt": "assets/mine.txt",
+            "assets/tokenizer/my_notes.txt": "assets/tokenizer/my_notes.txt",
+            "notes/todo.txt": "notes",
+            "assets/tokenizer/link": "assets/tokenizer/link"}
+    for path, named in mine.items():
+        (preset / path).parent.mkdir(exist_ok=True)
+        if path.endswith("link"):
+            os.symlink(model / "vocab.txt", preset / path)
+        else:
+            (preset / path).write_text("mine")
+        before = _snapshot(tmp_path)
+        with pytest.raises(SystemExit) as exited:
+            convert.main(args)
+        assert str(exited.value.code) == refusal(named)
+        assert _snapshot(tmp_path) == before
+        if named == "notes":
+            shutil.rmtree(preset / named)
+        else:
+            os.remove(preset / named)
+    for path in mine:
+        (preset / path).parent.mkdir(exist_ok=True)
+        (preset / path).write_text("mine")
+    with pytest.raises(SystemExit) as exited:
+        convert.main(args)
+    assert str(exited.value.code) == refusal("assets/mine.txt",
+                                             " (and 3 more)")
+
+
 def test_an_output_dir_through_a_link_is_seen_to_be_the_inputs(tmp_path):
     from bert_tf.pretraining import beam as pretraining_beam
     from bert_tf.pretraining.errors import PretrainingDataError
@@ -1117,7 +1173,6 @@ def test_full_disk_keeps_the_previous_checkpoint_and_export(
         'model_checkpoint_path: "model.ckpt-1"\n')
     assert not [name for name in os.listdir(snapshot) if ".tmp-" in name]
 
-    model = golden_dir / "models" / "cased_tiny"
     previous = [sys.executable, "-c", (
         "import json, os; os.makedirs('{0}/export/variables'); "
         "open('{0}/export/saved_model.pb', 'w').write('previous'); "
@@ -1125,12 +1180,8 @@ def test_full_disk_keeps_the_previous_checkpoint_and_export(
         "open('{0}/export/bert_tf_export.json', 'w'))").format(disk)]
     shutil.rmtree(snapshot)
     status, output = _run_on_a_small_disk(disk, 256 * 1024, [
-        previous, _command("export_saved_model.py", [
-            "--task_name=embeddings", f"--vocab_file={model}/vocab.txt",
-            f"--bert_config_file={model}/bert_config.json",
-            f"--init_checkpoint={model}/bert_model.ckpt",
-            "--do_lower_case=False", f"--export_dir={disk}/export",
-            "--overwrite"])], snapshot)
+        previous, _command("export_saved_model.py", _embeddings_export_args(
+            golden_dir, disk / "export", "--overwrite"))], snapshot)
     assert status == 1, output[-5000:]
     assert _error_line(output) == (
         f"export_saved_model.py: error: cannot write SavedModel "
@@ -1139,6 +1190,106 @@ def test_full_disk_keeps_the_previous_checkpoint_and_export(
     assert "Traceback" not in output
     assert os.listdir(snapshot) == ["export"]  # no temporary directory
     assert (snapshot / "export" / "saved_model.pb").read_text() == "previous"
+
+
+def _embeddings_export_args(golden_dir, export_dir, *flags):
+    """export_saved_model.py's flags for the tiny model's embeddings."""
+    model = golden_dir / "models" / "cased_tiny"
+    return ["--task_name=embeddings", f"--vocab_file={model}/vocab.txt",
+            f"--bert_config_file={model}/bert_config.json",
+            f"--init_checkpoint={model}/bert_model.ckpt",
+            "--do_lower_case=False", f"--export_dir={export_dir}", *flags]
+
+
+PORTABLE_EXPORT_FILES = ["bert_tf_export.json", "packing.json",
+                         "special_tokens_map.json", "tokenizer.json",
+                         "tokenizer_config.json", "vocab.txt"]
+
+
+@needs_namespaces
+@pytest.mark.parametrize("flags, model_file", [
+    (["--format=tflite"], "model.tflite"),
+    (["--format=onnx", "--quantize=int8"], "model.onnx")])
+def test_a_full_tmpdir_does_not_stop_a_tflite_or_onnx_export(
+        flags, model_file, golden_dir, tmp_path):
+    """The converters' intermediate files (TFLite's SavedModel copy, the
+    float32 graph ONNX Runtime quantizes) are written beside the export,
+    so a $TMPDIR without room for them is not in the way (it was, and the
+    message blamed the export's disk). (A $TMPDIR without room for
+    Python's few-byte probe is skipped by Python itself.)"""
+    if model_file == "model.onnx":
+        pytest.importorskip("tf2onnx")
+        pytest.importorskip("onnxruntime")
+    tmpdir = tmp_path / "tmpdir"
+    snapshot = tmp_path / "snapshot"
+    export_dir = tmp_path / "export"
+    status, output = _run_on_a_small_disk(tmpdir, 64 * 1024, [
+        ["env", f"TMPDIR={tmpdir}"] + _command(
+            "export_saved_model.py",
+            _embeddings_export_args(golden_dir, export_dir, *flags))],
+        snapshot)
+    assert status == 0, output[-5000:]
+    # Nothing in $TMPDIR but the session id `import onnxruntime` writes.
+    assert set(os.listdir(snapshot)) <= {".ses"}
+    assert sorted(os.listdir(export_dir)) == sorted(
+        PORTABLE_EXPORT_FILES + [model_file])
+    assert sorted(os.listdir(tmp_path)) == ["export", "snapshot", "tmpdir"]
+
+
+def test_a_killed_tflite_exports_intermediate_files_are_removed_by_the_next(
+        golden_dir, tmp_path, caplog):
+    """Killed while converting: the converter's SavedModel copy is inside
+    the export's temporary directory (not in $TMPDIR, where nothing ever
+    removed it), which the next export to the same --export_dir removes;
+    nothing else is touched."""
+    import export_saved_model
+    from runner_harness import run_in_process
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / ".export.tmp-mine").write_text("mine too")
+    mine = _snapshot(out)
+    export_dir = out / "export"
+    args = _embeddings_export_args(golden_dir, export_dir, "--format=tflite")
+    log_path = tmp_path / "export.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            _command("export_saved_model.py", args), cwd=REPO_ROOT,
+            env={**_environment(), "TMPDIR": str(tmpdir)}, stdout=log,
+            stderr=subprocess.STDOUT)
+        try:
+            # The SavedModel copy the converter reads, wherever it is.
+            deadline = time.time() + 600
+            while not (list(out.glob(".export.tmp-*/*/*/saved_model.pb"))
+                       or list(tmpdir.glob("*/saved_model.pb"))):
+                assert process.poll() is None, log_path.read_text()[-5000:]
+                assert time.time() < deadline
+                time.sleep(0.02)
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    # TensorFlow's own AutoGraph sources aside (any killed TensorFlow
+    # program leaves them), $TMPDIR holds nothing of the export.
+    assert [name for name in os.listdir(tmpdir)
+            if not name.startswith("__autograph_generated_file")] == []
+    leftovers = [name for name in os.listdir(out)
+                 if name.startswith(f".export.tmp-{process.pid}-")]
+    assert len(leftovers) == 1, os.listdir(out)
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        run_in_process(export_saved_model, *args)
+    assert (f"Removed 1 temporary files left by a killed run writing "
+            f"{export_dir}: {leftovers[0]}") in caplog.text
+    assert sorted(os.listdir(out)) == [".export.tmp-mine", "export",
+                                       "notes.txt"]
+    assert {name: digest for name, digest in _snapshot(out).items()
+            if not name.startswith("export/")} == mine
+    assert sorted(os.listdir(export_dir)) == sorted(
+        PORTABLE_EXPORT_FILES + ["model.tflite"])
 
 
 def _tagging_args(golden_dir, tmp_path, output_dir):

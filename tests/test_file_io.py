@@ -6,6 +6,7 @@ import os
 import re
 import resource
 import signal
+import stat
 
 import pytest
 
@@ -48,6 +49,54 @@ def test_atomic_write_replaces_only_on_success(tmp_path):
         writer.write(b"new")
     assert path.read_bytes() == b"new"
     assert os.listdir(tmp_path) == ["out.txt"]
+
+
+@contextlib.contextmanager
+def _umask(mask):
+    previous = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def _mode(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.mark.parametrize("umask", [0o077, 0o022])
+def test_outputs_get_the_mode_the_umask_gives_as_checkpoints_do(tmp_path,
+                                                                umask):
+    """What the atomic writers write is as private (or as shared) as what
+    `open()`, `os.mkdir` and TensorFlow's checkpoint writer create in the
+    same directory under the user's umask."""
+    import numpy as np
+
+    from bert_tf.checkpoints import tf1_checkpoint
+    directory = tmp_path / "run"
+    directory.mkdir()
+    os.chmod(directory, 0o755)
+    with _umask(umask):
+        with open(directory / "by_open.txt", "w"):
+            pass
+        os.mkdir(directory / "by_mkdir")
+        with file_io.atomic_write(directory / "predictions.txt") as writer:
+            writer.write("x")
+        with file_io.atomic_write(directory / "model.safetensors",
+                                  "wb") as writer:
+            writer.write(b"x")
+        with file_io.atomic_directory(directory / "export") as temporary:
+            with open(os.path.join(temporary, "inside.txt"), "w"):
+                pass
+        tf1_checkpoint.save_checkpoint({"x": np.zeros(2, np.float32)},
+                                       str(directory / "model.ckpt-1"))
+    assert _mode(directory / "by_open.txt") == 0o666 & ~umask
+    for name in ("predictions.txt", "model.safetensors",
+                 "model.ckpt-1.index", "model.ckpt-1.data-00000-of-00001",
+                 "checkpoint"):
+        assert _mode(directory / name) == 0o666 & ~umask, name
+    assert _mode(directory / "by_mkdir") == 0o777 & ~umask
+    assert _mode(directory / "export") == 0o777 & ~umask
 
 
 def test_atomic_write_names_a_missing_directory(tmp_path):

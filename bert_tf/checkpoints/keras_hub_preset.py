@@ -47,13 +47,15 @@ from bert_tf.checkpoints import huggingface
 from bert_tf.checkpoints import tf1_checkpoint
 from bert_tf.config import BertConfig
 
-# The files keras-hub writes into a preset (and, under assets/, the
-# tokenizer's vocabulary); an existing directory holding anything else is
-# never replaced.
+# Every file google_to_keras_hub writes into a preset (keras-hub's names;
+# the tokenizer's vocabulary under assets/), relative to the preset. An
+# existing directory holding anything else, at any depth, is the user's and
+# is never replaced.
 PRESET_FILES = ("config.json", "model.weights.h5", "metadata.json",
                 "tokenizer.json", "preprocessor.json", "task.json",
-                "task.weights.h5", "assets")
-_ASSETS_VOCABULARY = os.path.join("assets", "tokenizer", "vocabulary.txt")
+                "task.weights.h5", "assets/tokenizer/vocabulary.txt")
+# The directories those files are in.
+_PRESET_DIRECTORIES = ("assets", "assets/tokenizer")
 BACKBONE_CLASS = "BertBackbone"
 CLASSIFIER_CLASS = "BertTextClassifier"
 
@@ -223,15 +225,45 @@ def _check_preset_dir_replaceable(output_dir, overwrite, inputs):
     if not overwrite:
         raise huggingface.ConversionError(
             f"output exists (pass overwrite to replace it): {output_dir}")
+    _check_only_preset_files(output_dir)
+
+
+def _check_only_preset_files(output_dir):
+    """Refuses to replace `output_dir` unless it is a directory holding
+    nothing but files the converter writes (`PRESET_FILES`, no links), at
+    any depth.
+
+    Raises:
+      ConversionError: naming the first other file or directory (and how
+        many more there are).
+    """
+    if os.path.islink(output_dir):
+        raise huggingface.ConversionError(
+            f"--output_dir {output_dir} is a link, not a preset directory: "
+            f"refusing to replace it; choose another directory")
     if not os.path.isdir(output_dir):
         raise huggingface.ConversionError(
             f"--output_dir {output_dir} is a file, not a preset directory")
-    foreign = sorted(set(os.listdir(output_dir)) - set(PRESET_FILES))
-    if foreign:
+    others = []
+    for root, directories, names in os.walk(output_dir):
+        for name, allowed in ([(name, _PRESET_DIRECTORIES)
+                               for name in directories]
+                              + [(name, PRESET_FILES) for name in names]):
+            path = os.path.join(root, name)
+            relative = os.path.relpath(path, output_dir).replace(os.sep, "/")
+            if os.path.islink(path) or relative not in allowed:
+                others.append(path)
+        # A directory of the user's is named whole, not walked into.
+        directories[:] = [name for name in directories
+                          if os.path.join(root, name) not in others]
+    if others:
+        others.sort()
+        more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
         raise huggingface.ConversionError(
-            f"--output_dir {output_dir} holds files that are not part of a "
-            f"keras-hub preset ({', '.join(foreign)}); refusing to replace "
-            f"it: choose another directory")
+            f"--output_dir {output_dir} also holds {others[0]}{more}, which "
+            f"is not a file of the keras-hub preset this converter writes: "
+            f"refusing to replace it; move it away or choose another "
+            f"directory")
 
 
 def convert_google_to_keras_hub(checkpoint, bert_config_file, output_dir, *,
@@ -326,7 +358,11 @@ def convert_google_to_keras_hub(checkpoint, bert_config_file, output_dir, *,
     _log_left_out(google, used, prefix)
 
     progress.update(2, note=f"writing {output_dir}", force=True)
-    with file_io.atomic_directory(output_dir, overwrite=True) as temporary:
+    # Checked again just before the old preset is replaced: a file put
+    # there meanwhile is kept too.
+    with file_io.atomic_directory(
+            output_dir, overwrite=True,
+            check_replaceable=_check_only_preset_files) as temporary:
         model.save_to_preset(temporary)
         if preprocessor is not None and model is backbone:
             preprocessor.save_to_preset(temporary)

@@ -105,11 +105,14 @@ def _collecting_garbage(interval_seconds=0.5):
         collector.join()
 
 
-def quantize_int8(model):
+def quantize_int8(model, work_dir=None):
     """ONNX Runtime's dynamic int8 quantization of `model`.
 
     Args:
       model: an `onnx.ModelProto` (float32).
+      work_dir: where the files ONNX Runtime reads and writes are (and are
+        removed from), its own temporary copies of the model included;
+        default: `$TMPDIR`.
 
     Returns:
       The quantized `onnx.ModelProto`: the weights of MatMuls by a constant
@@ -124,7 +127,8 @@ def quantize_int8(model):
     activation_matmuls = [
         node.name for node in model.graph.node if node.op_type == "MatMul"
         and not any(name in constants for name in node.input)]
-    with tempfile.TemporaryDirectory() as directory:
+    with tempfile.TemporaryDirectory(dir=work_dir) as directory, (
+            _python_temporary_files_in(directory)):
         source = os.path.join(directory, "float32.onnx")
         target = os.path.join(directory, "int8.onnx")
         onnx.save(model, source)
@@ -132,3 +136,22 @@ def quantize_int8(model):
                          per_channel=True, op_types_to_quantize=["MatMul"],
                          nodes_to_exclude=activation_matmuls)
         return onnx.load(target)
+
+
+@contextlib.contextmanager
+def _python_temporary_files_in(directory):
+    """Python's `tempfile` creates its files in `directory` inside the
+    block.
+
+    ONNX Runtime's quantizer saves copies of the whole model through
+    `tempfile` (for shape inference), with no argument to say where: they
+    would go to `$TMPDIR` whatever the caller's `work_dir`. (`tempfile.
+    tempdir` is process-wide; nothing else here creates temporary files
+    meanwhile.)
+    """
+    previous = tempfile.tempdir
+    tempfile.tempdir = directory
+    try:
+        yield
+    finally:
+        tempfile.tempdir = previous

@@ -23,7 +23,13 @@ parameters (SQuAD's and tagging's windows, the CRF's transitions, multiple
 choice's question input). The directory is written
 under a temporary name and renamed when complete, with the marker every
 export has (`serving.export_directory`): `--overwrite` replaces only an
-export this project wrote.
+export this project wrote. The converters' intermediate files (TFLite's
+SavedModel copy; the float32 ONNX graph that int8 quantization reads, and
+ONNX Runtime's copies of it) are written inside that temporary directory,
+not in `$TMPDIR`: a full disk is
+the export's own, which the message names, and what a killed export left
+is removed, with its temporary directory, by the next export to the same
+`--export_dir`.
 """
 
 import json
@@ -38,6 +44,9 @@ INT8 = "int8"
 NO_QUANTIZATION = "none"
 QUANTIZATIONS = (NO_QUANTIZATION, INT8)
 MODEL_FILES = {ONNX: "model.onnx", TFLITE: "model.tflite"}
+# In the export's temporary directory: the converters' intermediate files
+# (removed before the directory becomes the export).
+INTERMEDIATE_DIR = ".intermediate"
 PACKING_FILE = "packing.json"
 VOCAB_FILE = "vocab.txt"
 # Increased when packing.json changes meaning.
@@ -118,24 +127,26 @@ def _ids_function(export):
     return tuple(export.ID_INPUTS), export.ID_RANK
 
 
-def _write_onnx(export, directory, quantize):
+def _write_onnx(export, directory, quantize, work_dir):
     import onnx
 
     from bert_tf.export import onnx_export
     input_names, input_rank = _ids_function(export)
     model = onnx_export.onnx_model(export, input_names, input_rank)
     if quantize == INT8:
-        model = onnx_export.quantize_int8(model)
+        model = onnx_export.quantize_int8(model, work_dir=work_dir)
     onnx.save(model, os.path.join(directory, MODEL_FILES[ONNX]))
     return [output.name for output in model.graph.output]
 
 
-def tflite_model(export, quantize=NO_QUANTIZATION):
+def tflite_model(export, quantize=NO_QUANTIZATION, work_dir=None):
     """The TFLite flatbuffer of the export's `serving_ids` (bytes).
 
     Args:
       export: one of `bert_tf.export.serving`'s exports.
       quantize: `INT8`: dynamic-range quantization (int8 weights).
+      work_dir: where the SavedModel copy the converter reads is written
+        (and removed); default: `$TMPDIR`.
     """
     import tempfile
 
@@ -144,7 +155,7 @@ def tflite_model(export, quantize=NO_QUANTIZATION):
     from bert_tf.export import serving
     # The SavedModel's own serving_ids signature, converted from a saved
     # copy: the converter keeps the signature's names and dynamic axes.
-    with tempfile.TemporaryDirectory() as saved:
+    with tempfile.TemporaryDirectory(dir=work_dir) as saved:
         tf.saved_model.save(export, saved, signatures={
             serving.SERVING_IDS: export.signatures()[serving.SERVING_IDS]})
         converter = tf.lite.TFLiteConverter.from_saved_model(
@@ -154,11 +165,11 @@ def tflite_model(export, quantize=NO_QUANTIZATION):
         return converter.convert()
 
 
-def _write_tflite(export, directory, quantize):
+def _write_tflite(export, directory, quantize, work_dir):
     import tensorflow as tf
 
     from bert_tf.export import serving
-    content = tflite_model(export, quantize)
+    content = tflite_model(export, quantize, work_dir=work_dir)
     with open(os.path.join(directory, MODEL_FILES[TFLITE]), "wb") as writer:
         writer.write(content)
     signatures = tf.lite.Interpreter(
@@ -249,10 +260,13 @@ def save(export, export_dir, export_format=SAVED_MODEL,
                                   description=MODEL_FILES[export_format]
                                   ) as directory:
         _write_tokenizer(export, directory)
-        if export_format == ONNX:
-            output_names = _write_onnx(export, directory, quantize)
-        else:
-            output_names = _write_tflite(export, directory, quantize)
+        # Intermediates on the export's disk, in its temporary directory
+        # (see the module docstring).
+        work_dir = os.path.join(directory, INTERMEDIATE_DIR)
+        os.mkdir(work_dir)
+        writer = _write_onnx if export_format == ONNX else _write_tflite
+        output_names = writer(export, directory, quantize, work_dir)
+        shutil.rmtree(work_dir)
         description = packing_description(
             export, input_names, input_rank, output_names, export_format,
             quantize)

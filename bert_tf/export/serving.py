@@ -308,7 +308,9 @@ class EmbeddingExport(_TextExport):
                                   segment_ids=segment_ids)
         sequence_output = tf.cast(outputs["sequence_output"], tf.float32)
         # [batch, seq, 1]: the real tokens, [CLS] and [SEP] included.
-        weights = tf.cast(input_mask, tf.float32)[:, :, tf.newaxis]
+        # (expand_dims, not [:, :, tf.newaxis]: TFLite's built-in ops have
+        # no strided slice that adds an axis.)
+        weights = tf.expand_dims(tf.cast(input_mask, tf.float32), -1)
         mean_pooled = tf.reduce_sum(sequence_output * weights, axis=1) / (
             tf.maximum(tf.reduce_sum(weights, axis=1), 1.0))
         return {"pooled_output": tf.cast(outputs["pooled_output"],

@@ -96,7 +96,7 @@ def test_tokenizer_config_and_modes(golden_dir, tmp_path):
                      "tokenizer_config.json", "vocab.txt"]
     for name in names:
         mode = stat.S_IMODE(os.stat(output_dir / name).st_mode)
-        assert mode == 0o644 & ~_umask(), (name, oct(mode))
+        assert mode == 0o666 & ~_umask(), (name, oct(mode))  # as open()
 
 
 def _umask():

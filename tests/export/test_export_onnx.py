@@ -463,8 +463,10 @@ def test_tflite_exports_are_the_runners(workspace, classifier_runs,
     with tensorflow's interpreter and tokenizers."""
     exports = _exports(workspace, "tflite",
                        ("mrpc", "cola", "squad", "tagging", "tagging_crf",
-                        "multiple_choice", "mrpc_int8"))
+                        "multiple_choice", "embeddings", "mrpc_int8"))
     served = _serve(workspace, exports, "tflite")
+    assert_embeddings_are_googles(served["embeddings"],
+                                  golden_embedding_lines()[0], atol=1e-4)
     _assert_classifiers(classifier_runs, served)
     _assert_squad(workspace, squad_run, served["squad"])
     _assert_tagging(workspace, tagging_runs, served)
