@@ -837,19 +837,22 @@ def finetune(task, base_dir, output_dir, *, train=None, dev=None, test=None,
     for phase, given in sets.items():
         if phase != "eval" or task_name != finetune_lib.SQUAD:
             values.setdefault(f"do_{phase}", given is not None)
-    names = {field.name for field in dataclasses.fields(config_class)}
+    fields = {field.name for field in dataclasses.fields(config_class)}
     for name in values:
-        if name not in names:
+        if name not in fields:
             raise ValueError(f"finetune: {recipe.PROGRAM} has no flag "
                              f"--{name}")
     given = {phase: data for phase, data in sets.items() if data is not None}
+    names = dict(_SET_NAMES)
+    if task_name == finetune_lib.SQUAD and dev is not None:
+        names["predict"] = "dev"
     inputs = {finetune_lib.CLASSIFICATION: _classification_inputs,
               finetune_lib.TAGGING: _tagging_inputs,
               finetune_lib.MULTIPLE_CHOICE: _choice_inputs,
               finetune_lib.SQUAD: _squad_inputs}.get(task_name)
     examples = {}
     if inputs is not None:
-        examples = inputs(given, values, base)
+        examples = inputs(given, values, base, names)
     config = config_class(**values)
     try:
         finetune_lib.check_field_types(config)
@@ -880,11 +883,14 @@ def _recipe(task):
     from bert_tf.tasks import multiple_choice_recipe
     return (multiple_choice_recipe,
             multiple_choice_recipe.MultipleChoiceConfig)
-# finetune's argument of each phase, for messages.
+
+
+# finetune's argument of each phase, for messages (squad's dev, when given,
+# is its predict phase).
 _SET_NAMES = {"train": "train", "eval": "dev", "predict": "test"}
 
 
-def _files_and_lists(given, values):
+def _files_and_lists(given, values, names):
     """Sets given as files become the `<phase>_file` settings; the lists
     are returned, each checked to be a non-empty list.
 
@@ -893,7 +899,7 @@ def _files_and_lists(given, values):
     """
     lists = {}
     for phase, data in given.items():
-        name = _SET_NAMES[phase]
+        name = names[phase]
         if isinstance(data, (str, os.PathLike)):
             values[f"{phase}_file"] = os.fspath(data)
             continue
@@ -906,7 +912,7 @@ def _files_and_lists(given, values):
     return lists
 
 
-def _classification_inputs(given, values, base):
+def _classification_inputs(given, values, base, names):
     """Python lists as the generic task's `InputExample`s.
 
     Labels are read as text; a label that is None, or labels of mixed
@@ -916,7 +922,7 @@ def _classification_inputs(given, values, base):
     values["task_name"] = "generic"
     examples, pairs, first_label = {}, set(), None
     for phase, data in given.items():
-        name = _SET_NAMES[phase]
+        name = names[phase]
         if not isinstance(data, (list, tuple)):
             raise ValueError(
                 f"finetune: {name} of task='classification' must be a list "
@@ -1003,11 +1009,11 @@ def _check_label(where, label, first):
             f"{str(label)!r}; give every label as one type")
 
 
-def _tagging_inputs(given, values, base):
+def _tagging_inputs(given, values, base, names):
     """Tagging lists as `TaggingFile`s, as their CoNLL file would read:
     `word label` lines, a blank line after each sentence."""
-    lists = _files_and_lists(given, values)
-    return {f"{phase}_examples": _tagging_file(_SET_NAMES[phase], data)
+    lists = _files_and_lists(given, values, names)
+    return {f"{phase}_examples": _tagging_file(names[phase], data)
             for phase, data in lists.items()}
 
 
@@ -1052,16 +1058,16 @@ def _tagging_file(name, sentences):
         tagged[0].labels is not None)
 
 
-def _choice_inputs(given, values, base):
+def _choice_inputs(given, values, base, names):
     """Multiple-choice dicts as `MultipleChoiceExample`s (the JSON-lines
     records of run_multiple_choice.py's `--input_format=jsonl`)."""
     from bert_tf.data import multiple_choice
-    lists = _files_and_lists(given, values)
+    lists = _files_and_lists(given, values, names)
     if lists:
         values["input_format"] = "jsonl"
     examples, num_choices = {}, None
     for phase, records in lists.items():
-        name = _SET_NAMES[phase]
+        name = names[phase]
         phase_examples = []
         for i, record in enumerate(records):
             if not isinstance(record, dict):
@@ -1084,11 +1090,11 @@ def _choice_inputs(given, values, base):
     return examples
 
 
-def _squad_inputs(given, values, base):
+def _squad_inputs(given, values, base, names):
     """SQuAD dicts as a SQuAD JSON's articles, one paragraph per
     question."""
-    lists = _files_and_lists(given, values)
-    return {f"{phase}_articles": _squad_articles(_SET_NAMES[phase], records)
+    lists = _files_and_lists(given, values, names)
+    return {f"{phase}_articles": _squad_articles(names[phase], records)
             for phase, records in lists.items()}
 
 
