@@ -239,6 +239,31 @@ def test_multi_label_predict_reads_the_runs_record(tmp_path,
         f"{run_dir / 'bert_tf_run.json'}: 'threshold' is not a number")
 
 
+# -- finetune: the library runs without its scripts --------------------------
+
+def test_no_library_module_imports_or_loads_a_program():
+    """`bert_tf.finetune` calls the recipes: no module under bert_tf/
+    imports a top-level program or loads modules by name (as the finetune
+    of issue 34 did, `importlib.import_module("run_classifier")`)."""
+    import ast
+    programs = {path.stem for path in REPO_ROOT.glob("*.py")}
+    assert {"run_classifier", "run_squad", "run_pretraining"} <= programs
+    for path in (REPO_ROOT / "bert_tf").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            elif isinstance(node, ast.Attribute):
+                assert node.attr != "import_module", path
+                continue
+            else:
+                continue
+            for name in names:
+                assert name.split(".")[0] not in programs, (path, name)
+
+
 # -- finetune: errors before any training ------------------------------------
 
 @pytest.mark.parametrize("call, message", [
