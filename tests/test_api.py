@@ -312,6 +312,10 @@ def test_no_library_module_imports_or_loads_a_program():
      r"train\[0\]'s label 1 is of type int: labels are read as text, so "
      r"these would be two classes '1' and '1\.0'; give every label as one "
      r"type$"),
+    # Labels all of one type pass (the next check stops the call).
+    (dict(task="classification", train=[("a", 1), ("b", 0)],
+          dev=[("c", 1)], max_seq_length="long"),
+     r"^finetune: max_seq_length='long' must be an integer$"),
     (dict(task="classification", train=[("a", "1")], dev=[("b", True)]),
      r"^finetune: dev\[0\]: label True is of type bool, but "
      r"train\[0\]'s label '1' is of type str"),

@@ -24,6 +24,7 @@ fresh `flags.FlagValues()`:
     run_pretraining.run(flag_values)
 """
 
+import dataclasses
 import os
 import sys
 
@@ -278,7 +279,6 @@ def length_settings_from_flags(flag_values):
 def config_from_flags(config_class, flag_values):
     """A recipe's config (a dataclass) from parsed flags: each field from
     the flag of its name; a field with no such flag keeps its default."""
-    import dataclasses
     return config_class(**{
         field.name: flag_values[field.name].value
         for field in dataclasses.fields(config_class)
