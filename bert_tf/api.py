@@ -1013,8 +1013,22 @@ def _tagging_inputs(given, values, base, names):
     """Tagging lists as `TaggingFile`s, as their CoNLL file would read:
     `word label` lines, a blank line after each sentence."""
     lists = _files_and_lists(given, values, names)
-    return {f"{phase}_examples": _tagging_file(names[phase], data)
-            for phase, data in lists.items()}
+    files = {phase: _tagging_file(names[phase], data)
+             for phase, data in lists.items()}
+    if "train" in files and not values.get("label_list_file"):
+        # Named here by item; the recipe would name a line of the set.
+        known = {label for sentence in files["train"].sentences
+                 for label in sentence.labels}
+        for phase, tagging_file in files.items():
+            for i, sentence in enumerate(tagging_file.sentences):
+                unknown = sorted(set(sentence.labels or ()) - known)
+                if unknown:
+                    raise ValueError(
+                        f"finetune: {names[phase]}[{i}]: label "
+                        f"{unknown[0]!r} does not occur in train (labels: "
+                        f"{' '.join(sorted(known))})")
+    return {f"{phase}_examples": tagging_file
+            for phase, tagging_file in files.items()}
 
 
 def _tagging_file(name, sentences):

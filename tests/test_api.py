@@ -289,6 +289,10 @@ def test_no_library_module_imports_or_loads_a_program():
      r"without whitespace$"),
     (dict(task="tagging", train=[["a", "b"]]),
      r"^finetune: train\[0\]: expected \(words, labels\)$"),
+    (dict(task="tagging", train=[(["a"], ["O"])],
+          dev=[(["b"], ["O"]), (["c", "d"], ["O", "B-X"])]),
+     r"^finetune: dev\[1\]: label 'B-X' does not occur in train "
+     r"\(labels: O\)$"),
     (dict(task="squad", dev=[{"question": "q", "context": "c"}],
           test=[{"question": "q", "context": "c"}]),
      r"^finetune: squad predicts one file"),
