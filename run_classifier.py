@@ -8,7 +8,7 @@ unchanged:
       --bert_config_file=$BERT_BASE_DIR/bert_config.json \\
       --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \\
       --max_seq_length=128 --train_batch_size=32 --learning_rate=2e-5 \\
-      --num_train_epochs=3.0 --output_dir=work/mrpc_output/
+      --num_train_epochs=3.0 --output_dir=/tmp/mrpc_output/
 
 It writes what the original writes: `train.tf_record`, `eval.tf_record`,
 `predict.tf_record`, `model.ckpt-<step>` checkpoints with Google's variable
@@ -32,11 +32,8 @@ from bert_tf import startup
 # Before anything imports TensorFlow: keeps its C++ start-up lines out.
 startup.quiet_start()
 
-import os
-
 from absl import app
 from absl import flags
-from absl import logging
 
 from bert_tf import cli
 from bert_tf.runners import finetune
@@ -45,9 +42,6 @@ from bert_tf.runners import multi_label as multi_label_runner
 
 FLAGS = flags.FLAGS
 PROGRAM = "run_classifier.py"
-# Google's log headings of the phases.
-_PHASE_NAMES = {"train": "training", "eval": "evaluation",
-                "predict": "prediction"}
 
 
 def define_flags(flag_values=FLAGS):
@@ -99,45 +93,9 @@ def define_flags(flag_values=FLAGS):
     flags.mark_flag_as_required("task_name", flag_values=flag_values)
 
 
-
-
-def _validate_flags(flag_values):
-    if not (flag_values.do_train or flag_values.do_eval
-            or flag_values.do_predict):
-        raise ValueError(
-            "At least one of `do_train`, `do_eval` or `do_predict' must be "
-            "True.")
-    runner_flags.require(flag_values, "data_dir", "task_name")
-    finetune.validate_flags(flag_values)
-    import tensorflow as tf
-    if not tf.io.gfile.isdir(flag_values.data_dir):
-        raise ValueError(
-            f"--data_dir: {flag_values.data_dir} is not a directory")
-
-
-def _write_records(examples, label_list, run, flag_values, file_name,
-                   is_regression, pad_to_batch):
-    """Features of `examples` written to `<output_dir>/<file_name>`.
-
-    On TPUs (which need every batch full) the set is first padded, like the
-    original, with examples that count for nothing.
-
-    Returns:
-      (record file path, number of records) -- padding included.
-    """
-    from bert_tf.tasks.classification import features as classifier_features
-    if run.on_tpu and pad_to_batch:
-        examples = classifier_features.pad_to_batch_multiple(examples,
-                                                             pad_to_batch)
-    features = classifier_features.convert_examples_to_features(
-        examples, label_list, flag_values.max_seq_length, run.tokenizer)
-    path = os.path.join(flag_values.output_dir, file_name)
-    count = classifier_features.write_tfrecord(features, path, is_regression)
-    return path, count
-
-
 def run(flag_values):
-    """Validates the flags, then trains, evaluates and/or predicts.
+    """Trains, evaluates and/or predicts as the parsed flags say
+    (`bert_tf.tasks.classification.recipe.run`).
 
     Returns:
       A dict: "train" (the last training log), "eval" (the eval results),
@@ -145,95 +103,10 @@ def run(flag_values):
       phases that ran.
     """
     # Imported here so that `--help` and flag errors come without importing
-    # TensorFlow and the model code.
-    from bert_tf.tasks.classification.glue_processors import create_processor
-    from bert_tf.tasks import base
-    from bert_tf.tasks.classification import task as classification
-
-    _validate_flags(flag_values)
-    # Before anything is written: no output may be an input.
-    runner_flags.check_outputs_are_not_inputs(
-        flag_values, ("eval_results.txt", "test_results.tsv",
-                      "train.tf_record", "eval.tf_record",
-                      "predict.tf_record", "checkpoint"),
-        ("bert_config_file", "vocab_file", "init_checkpoint"))
-    bert_config = finetune.load_bert_config(flag_values)
-    bert_config.check_max_seq_length(flag_values.max_seq_length)
-    if flag_values.multi_label:
-        return multi_label_runner.run(flag_values, bert_config)
-
-    task_name = flag_values.task_name.lower()
-    processor = create_processor(
-        task_name, xnli_language=flag_values.xnli_language,
-        text_a_column=flag_values.text_a_column,
-        text_b_column=flag_values.text_b_column,
-        label_column=flag_values.label_column,
-        file_format=flag_values.data_format)
-    data_dir = flag_values.data_dir
-    label_list = processor.get_labels(data_dir)
-    is_regression = processor.is_regression
-    num_labels = 1 if is_regression else len(label_list)
-
-    # Every input file is read (and checked) before any training, so a bad
-    # dev or test file fails in seconds, not after hours of training.
-    # (file name, examples, batch size) of each phase that runs.
-    phases = {}
-    if flag_values.do_train:
-        phases[base.TRAIN] = ("train.tf_record",
-                              processor.get_train_examples(data_dir), None)
-    if flag_values.do_eval:
-        phases[base.EVAL] = ("eval.tf_record",
-                             processor.get_dev_examples(data_dir),
-                             flag_values.eval_batch_size)
-    if flag_values.do_predict:
-        phases[base.PREDICT] = ("predict.tf_record",
-                                processor.get_test_examples(data_dir),
-                                flag_values.predict_batch_size)
-    steps = finetune.training_steps(
-        flag_values, len(phases.get(base.TRAIN, (None, ()))[1]))
-
-    run = finetune.start(flag_values)
-    finetune.write_run_description(
-        flag_values, run, PROGRAM, finetune.CLASSIFICATION, task_name=task_name,
-        label_list=None if is_regression else label_list,
-        is_regression=is_regression, has_text_b=processor.has_text_b)
-    files, num_records = {}, {}
-    for mode, (file_name, examples, batch_size) in phases.items():
-        files[mode], num_records[mode] = _write_records(
-            examples, label_list, run, flag_values, file_name,
-            is_regression, batch_size)
-
-    def log_phase(mode):
-        # Google's heading of each phase, when the phase starts (not when
-        # its records are written, all before training).
-        logging.info("***** Running %s *****", _PHASE_NAMES[mode])
-        examples = phases[mode][1]
-        if mode == base.TRAIN:
-            logging.info("  Num examples = %d", len(examples))
-            logging.info("  Batch size = %d", flag_values.train_batch_size)
-            logging.info("  Num steps = %d", steps.num_train_steps)
-        else:
-            logging.info("  Num examples = %d (%d actual, %d padding)",
-                         num_records[mode], len(examples),
-                         num_records[mode] - len(examples))
-    task = classification.ClassificationTask(
-        bert_config, num_labels,
-        classification.ClassificationDataConfig(
-            train_file=files.get(base.TRAIN), eval_file=files.get(base.EVAL),
-            predict_file=files.get(base.PREDICT),
-            max_seq_length=flag_values.max_seq_length,
-            drop_remainder_for_eval=run.on_tpu, seed=flag_values.seed),
-        is_regression=is_regression, glue_task_name=task_name,
-        init_checkpoint=run.init_checkpoint,
-        causal_attention=flag_values.causal_attention)
-    trainer = finetune.make_trainer(run, task, flag_values, steps,
-                                    flag_values.eval_batch_size)
-
-    # The records are padded for TPUs already (`_write_records`).
-    return finetune.run_phases(
-        trainer, flag_values, num_predict_examples=num_records.get(base.PREDICT),
-        pad_to_full_batches=False, predicted=task.predicted_probabilities,
-        before_phase=log_phase)
+    # the model code.
+    from bert_tf.tasks.classification import recipe as classification_recipe
+    return classification_recipe.run(runner_flags.config_from_flags(
+        classification_recipe.ClassificationConfig, flag_values))
 
 
 def main(argv, flag_values=FLAGS):

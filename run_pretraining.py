@@ -3,8 +3,8 @@ r"""Pretrains BERT (masked LM + next sentence prediction), as Google's original.
 A command line written for google-research/bert's run_pretraining.py runs
 unchanged:
 
-    python run_pretraining.py --input_file=work/tf_examples.tfrecord \
-      --output_dir=work/pretraining_output --do_train=True --do_eval=True \
+    python run_pretraining.py --input_file=/tmp/tf_examples.tfrecord \
+      --output_dir=/tmp/pretraining_output --do_train=True --do_eval=True \
       --bert_config_file=$BERT_BASE_DIR/bert_config.json \
       --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
       --train_batch_size=32 --max_seq_length=128 --max_predictions_per_seq=20 \
@@ -121,79 +121,17 @@ def define_flags(flag_values=FLAGS):
 
 
 def run(flag_values):
-    """Validates the flags, then trains and/or evaluates.
+    """Trains and/or evaluates as the parsed flags say
+    (`bert_tf.pretraining.recipe.run`).
 
     Returns:
       The eval results dict when --do_eval, else the last training log.
     """
     # Imported here so that `--help` and flag errors come without importing
     # the model code.
-    from bert_tf.config import BertConfig
-    from bert_tf.pretraining.task import PretrainingDataConfig
-    from bert_tf.pretraining.task import PretrainingTask
-    from bert_tf.training.trainer import Trainer
-
-    if not flag_values.do_train and not flag_values.do_eval:
-        # Google's message, word for word.
-        raise ValueError(
-            "At least one of `do_train` or `do_eval` must be True.")
-    runner_flags.require(flag_values, "bert_config_file", "output_dir",
-                         "input_file")
-    runner_flags.check_file("bert_config_file", flag_values.bert_config_file)
-    bert_config = BertConfig.from_json_file(flag_values.bert_config_file)
-    bert_config.check_max_seq_length(flag_values.max_seq_length)
-    input_files = runner_flags.expand_file_patterns("input_file",
-                                                    flag_values.input_file)
-    if flag_values.dynamic_masking:
-        runner_flags.require(flag_values, "vocab_file")
-        runner_flags.check_file("vocab_file", flag_values.vocab_file)
-    if flag_values.do_train and flag_values.num_train_steps <= 0:
-        raise ValueError(f"--num_train_steps={flag_values.num_train_steps} "
-                         "must be positive with --do_train")
-    # Before anything is written: no output may be an input, and a run that
-    # does not train needs weights to evaluate.
-    runner_flags.check_outputs_are_not_inputs(
-        flag_values, ("eval_results.txt", "checkpoint"),
-        ("input_file", "bert_config_file", "init_checkpoint", "vocab_file"))
-    if not flag_values.do_train:
-        runner_flags.require_weights_without_training(flag_values,
-                                                      "--do_eval")
-    trainer_config = runner_flags.trainer_config_from_flags(
-        flag_values, num_train_steps=flag_values.num_train_steps,
-        max_eval_steps=flag_values.max_eval_steps)
-    optimizer_factory = None
-    if flag_values.do_train:
-        optimizer_factory = runner_flags.optimizer_factory_from_flags(
-            flag_values, num_train_steps=flag_values.num_train_steps,
-            num_warmup_steps=flag_values.num_warmup_steps)
-    data_config = PretrainingDataConfig(
-        input_patterns=tuple(input_files),
-        max_seq_length=flag_values.max_seq_length,
-        max_predictions_per_seq=flag_values.max_predictions_per_seq,
-        dynamic_masking=flag_values.dynamic_masking,
-        vocab_file=flag_values.vocab_file,
-        do_lower_case=flag_values.do_lower_case,
-        masked_lm_prob=flag_values.masked_lm_prob,
-        short_seq_prob=flag_values.short_seq_prob,
-        do_whole_word_mask=flag_values.do_whole_word_mask,
-        packing=flag_values.packing,
-        seed=flag_values.seed)
-
-    # The strategy comes before any other TensorFlow work: multi-worker and
-    # TPU strategies must configure the runtime before it starts.
-    strategy = runner_flags.strategy_from_flags(flag_values)
-    runner_flags.set_seed_from_flags(flag_values)
-    task = PretrainingTask(bert_config, data_config,
-                           objective=flag_values.pretraining_objective,
-                           init_checkpoint=flag_values.init_checkpoint or None)
-    trainer = Trainer(task, trainer_config, strategy,
-                      optimizer_factory=optimizer_factory)
-    result = None
-    if flag_values.do_train:
-        result = trainer.train()
-    if flag_values.do_eval:
-        result = trainer.evaluate()
-    return result
+    from bert_tf.pretraining import recipe as pretraining_recipe
+    return pretraining_recipe.run(runner_flags.config_from_flags(
+        pretraining_recipe.PretrainingConfig, flag_values))
 
 
 def main(argv, flag_values=FLAGS):

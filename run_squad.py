@@ -9,7 +9,7 @@ unchanged:
       --do_train=True --train_file=$SQUAD_DIR/train-v1.1.json \\
       --do_predict=True --predict_file=$SQUAD_DIR/dev-v1.1.json \\
       --train_batch_size=12 --learning_rate=3e-5 --num_train_epochs=2.0 \\
-      --max_seq_length=384 --doc_stride=128 --output_dir=work/squad_base/
+      --max_seq_length=384 --doc_stride=128 --output_dir=/tmp/squad_base/
 
 It writes what the original writes: `train.tf_record`, `eval.tf_record`,
 `model.ckpt-<step>` checkpoints with Google's variable names (encoder,
@@ -33,12 +33,8 @@ from bert_tf import startup
 # Before anything imports TensorFlow: keeps its C++ start-up lines out.
 startup.quiet_start()
 
-import os
-import random
-
 from absl import app
 from absl import flags
-from absl import logging
 
 from bert_tf import cli
 from bert_tf.runners import finetune
@@ -46,10 +42,6 @@ from bert_tf.runners import flags as runner_flags
 
 FLAGS = flags.FLAGS
 PROGRAM = "run_squad.py"
-TRAIN_RECORD_FILE = "train.tf_record"
-PREDICT_RECORD_FILE = "eval.tf_record"
-# Google shuffles the training examples with this seed before writing them.
-TRAIN_EXAMPLE_SHUFFLE_SEED = 12345
 
 
 def define_flags(flag_values=FLAGS):
@@ -122,175 +114,18 @@ def define_flags(flag_values=FLAGS):
     finetune.define_bilstm_flags(flag_values, "span", "the span head")
 
 
-def _validate_flags(flag_values, bert_config):
-    """Google's `validate_flags_or_throw`, plus checks of the new flags."""
-    if not flag_values.do_train and not flag_values.do_predict:
-        raise ValueError(
-            "At least one of `do_train` or `do_predict` must be True.")
-    if flag_values.do_train and not flag_values.train_file:
-        raise ValueError(
-            "If `do_train` is True, then `train_file` must be specified.")
-    if flag_values.do_predict and not flag_values.predict_file:
-        raise ValueError(
-            "If `do_predict` is True, then `predict_file` must be specified.")
-    bert_config.check_max_seq_length(flag_values.max_seq_length)
-    if flag_values.max_seq_length <= flag_values.max_query_length + 3:
-        raise ValueError(
-            f"The max_seq_length ({flag_values.max_seq_length}) must be "
-            f"greater than max_query_length ({flag_values.max_query_length}) "
-            "+ 3")
-    for name in ("doc_stride", "max_query_length", "n_best_size",
-                 "max_answer_length"):
-        if flag_values[name].value <= 0:
-            raise ValueError(
-                f"--{name}={flag_values[name].value} must be positive")
-    finetune.bilstm_units(flag_values, "span", bert_config)
-
-
-def _write_features(examples, tokenizer, flag_values, path, is_training,
-                    keep_for_prediction=False):
-    """Converts examples to features, streaming them into a record file.
-
-    Returns:
-      `(number of features, kept)`: with `keep_for_prediction`, `kept` lists
-      every feature without its model inputs (what post-processing needs);
-      otherwise it is empty and no feature outlives its record.
-    """
-    from bert_tf.tasks.squad import features as squad_features
-    kept = []
-    with squad_features.FeatureWriter(path, is_training) as writer:
-        for feature in squad_features.generate_features(
-                examples, tokenizer, flag_values.max_seq_length,
-                flag_values.doc_stride, flag_values.max_query_length,
-                is_training):
-            writer.process_feature(feature)
-            if keep_for_prediction:
-                kept.append(feature.without_model_inputs())
-    return writer.num_features, kept
-
-
 def run(flag_values):
-    """Validates the flags, then trains and/or predicts (and scores).
+    """Trains and/or predicts (and scores) as the parsed flags say
+    (`bert_tf.tasks.squad.recipe.run`).
 
     Returns:
       A dict: "train" (the last training log), "predictions" (question id
       -> answer) and "eval" (the official metrics, when the predict file has
       answers), for the phases that ran.
     """
-    # Imported here so that `--help` and flag errors come without importing
-    # TensorFlow and the model code.
-    from bert_tf.tasks.squad import examples as squad_examples
-    from bert_tf.tasks.squad import postprocess as squad_postprocess
-    from bert_tf.tasks import base
-    from bert_tf.tasks.squad import task as squad
-    from bert_tf.training import trainer as trainer_lib
-
-    bert_config = finetune.load_bert_config(flag_values)
-    finetune.validate_flags(flag_values)
-    _validate_flags(flag_values, bert_config)
-    version_2 = flag_values.version_2_with_negative
-    # Before anything is written: no output may be an input.
-    runner_flags.check_outputs_are_not_inputs(
-        flag_values, (squad_postprocess.PREDICTIONS_FILE,
-                      squad_postprocess.NBEST_PREDICTIONS_FILE,
-                      squad_postprocess.NULL_ODDS_FILE,
-                      trainer_lib.EVAL_RESULTS_FILE, TRAIN_RECORD_FILE,
-                      PREDICT_RECORD_FILE, "checkpoint"),
-        ("train_file", "predict_file", "bert_config_file", "vocab_file",
-         "init_checkpoint"))
-
-    # Both SQuAD files are read (and checked) before any training, so a bad
-    # predict file fails in seconds, not after hours of training.
-    train_examples = predict_examples = None
-    if flag_values.do_train:
-        runner_flags.check_file("train_file", flag_values.train_file)
-        train_examples = squad_examples.read_squad_examples(
-            flag_values.train_file, is_training=True,
-            version_2_with_negative=version_2)
-    steps = finetune.training_steps(flag_values, len(train_examples or ()))
-    score_predictions = False
-    if flag_values.do_predict:
-        runner_flags.check_file("predict_file", flag_values.predict_file)
-        predict_examples = squad_examples.read_squad_examples(
-            flag_values.predict_file, is_training=False,
-            version_2_with_negative=version_2)
-        score_predictions = squad_examples.has_gold_answers(
-            flag_values.predict_file, version_2)
-
-    run = finetune.start(flag_values)
-    output_dir = flag_values.output_dir
-    finetune.write_run_description(
-        flag_values, run, PROGRAM, finetune.SQUAD,
-        **{name: flag_values[name].value for name in (
-            "doc_stride", "max_query_length", "n_best_size",
-            "max_answer_length", "version_2_with_negative",
-            "null_score_diff_threshold")})
-
-    train_file = None
-    if train_examples is not None:
-        # Google's fixed order: windows of one document are spread over
-        # batches by the shuffle buffer, not kept together.
-        random.Random(TRAIN_EXAMPLE_SHUFFLE_SEED).shuffle(train_examples)
-        train_file = os.path.join(output_dir, TRAIN_RECORD_FILE)
-        num_train_features, _ = _write_features(
-            train_examples, run.tokenizer, flag_values, train_file,
-            is_training=True)
-        logging.info("***** Running training *****")
-        logging.info("  Num orig examples = %d", len(train_examples))
-        logging.info("  Num split examples = %d", num_train_features)
-        logging.info("  Batch size = %d", flag_values.train_batch_size)
-        logging.info("  Num steps = %d", steps.num_train_steps)
-        del train_examples  # Not needed any more; the records hold them.
-
-    predict_file = os.path.join(output_dir, PREDICT_RECORD_FILE)
-    task = squad.SquadTask(
-        bert_config,
-        squad.SquadDataConfig(
-            train_file=train_file,
-            predict_file=predict_file if flag_values.do_predict else None,
-            max_seq_length=flag_values.max_seq_length, seed=flag_values.seed),
-        squad.SquadPostprocessConfig(
-            n_best_size=flag_values.n_best_size,
-            max_answer_length=flag_values.max_answer_length,
-            do_lower_case=flag_values.do_lower_case,
-            version_2_with_negative=version_2,
-            null_score_diff_threshold=flag_values.null_score_diff_threshold,
-            verbose_logging=flag_values.verbose_logging,
-            gold_file=(flag_values.predict_file if score_predictions
-                       else None)),
-        init_checkpoint=run.init_checkpoint,
-        causal_attention=flag_values.causal_attention,
-        bilstm_units=finetune.bilstm_units(flag_values, "span",
-                                            bert_config))
-    trainer = finetune.make_trainer(run, task, flag_values, steps,
-                                    flag_values.predict_batch_size)
-
-    results = {}
-    if flag_values.do_train:
-        results["train"] = trainer.train()
-    if not flag_values.do_predict:
-        return results
-
-    num_predict_features, predict_features = _write_features(
-        predict_examples, run.tokenizer, flag_values, predict_file,
-        is_training=False, keep_for_prediction=True)
-    logging.info("***** Running predictions *****")
-    logging.info("  Num orig examples = %d", len(predict_examples))
-    logging.info("  Num split examples = %d", num_predict_features)
-    logging.info("  Batch size = %d", flag_values.predict_batch_size)
-    state, eval_results = trainer.run_predictions(
-        base.PREDICT, flag_values.predict_batch_size,
-        initial_state=squad.SpanPredictions(
-            num_predict_features, flag_values.max_seq_length,
-            predict_examples, predict_features),
-        pad_to_full_batches=run.on_tpu, num_examples=num_predict_features)
-    results["predictions"] = state.predictions
-    if score_predictions:
-        results["eval"] = eval_results
-    else:
-        logging.info("%s has no answers: predictions are not scored",
-                     flag_values.predict_file)
-    return results
+    from bert_tf.tasks.squad import recipe as squad_recipe
+    return squad_recipe.run(runner_flags.config_from_flags(
+        squad_recipe.SquadConfig, flag_values))
 
 
 def main(argv, flag_values=FLAGS):

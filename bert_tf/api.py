@@ -13,11 +13,12 @@
 
 Nothing here is a second implementation of what the programs do:
 
-- `finetune` runs the runner itself (`run_classifier.run`, `run_squad.run`,
-  `run_tagging.run`, `run_multiple_choice.run`) on its absl flags, parsed
-  from the keyword arguments as from a command line; Python lists are first
-  written to files in the runner's input format. The `--output_dir` it
-  writes is a runner's, checkpoints, `eval_results.txt` and all.
+- `finetune` runs the task's recipe, the function the program runs
+  (`bert_tf.tasks.<task>.recipe.run`: classification for run_classifier.py,
+  squad, tagging, multiple_choice), on a config
+  built from the keyword arguments; Python lists become the recipe's
+  examples directly. The `output_dir` it writes is a runner's, checkpoints,
+  `eval_results.txt` and all.
 - `load(...).predict` calls the `serving_default` function of the task's
   export (`bert_tf.export`): the SavedModel's own, or, for a training run's
   `--output_dir`, the export built from its newest checkpoint and its
@@ -37,11 +38,9 @@ Nothing here is a second implementation of what the programs do:
 - a SavedModel of `export_saved_model.py`: `predict`.
 """
 
-import csv
 import json
 import numbers
 import os
-import tempfile
 
 from bert_tf import startup
 
@@ -55,17 +54,9 @@ from bert_tf.runners import finetune as finetune_lib  # noqa: E402
 SAVED_MODEL_FILE = "saved_model.pb"
 MASK = "[MASK]"
 DEFAULT_MAX_SEQ_LENGTH = 128
-# finetune's task -> the runner module that runs it.
-_RUNNERS = {
-    finetune_lib.SQUAD: "run_squad",
-    finetune_lib.TAGGING: "run_tagging",
-    finetune_lib.MULTIPLE_CHOICE: "run_multiple_choice",
-}
 # run_classifier.py's tasks (Google's and GLUE's, `generic`).
 _CLASSIFIER_TASKS = ("cola", "mnli", "mnli-mm", "mrpc", "xnli", "sst-2",
                      "qqp", "qnli", "rte", "wnli", "sts-b", "generic")
-# The generic task's columns when finetune writes Python lists.
-_TEXT_A, _TEXT_B, _LABEL = "text_a", "text_b", "label"
 
 
 # -- loading -------------------------------------------------------------------
@@ -802,16 +793,17 @@ def _words(i, item, where="inputs"):
 # -- fine-tuning ---------------------------------------------------------------
 
 def finetune(task, base_dir, output_dir, *, train=None, dev=None, test=None,
-             **flags):
-    """Fine-tunes with the runner of `task`; returns the runner's results.
+             **settings):
+    """Fine-tunes with the recipe of `task`; returns the recipe's results.
 
-    The runner (`run_classifier.py`, `run_squad.py`, `run_tagging.py`,
-    `run_multiple_choice.py`) runs in this process on its own flags:
-    `--vocab_file`, `--bert_config_file` and `--init_checkpoint` from
-    `base_dir`, `--output_dir`, and `flags` (any of the runner's flags by
-    name, e.g. `max_seq_length=64, num_train_epochs=2.0`), parsed as from a
-    command line. `output_dir` is then a normal runner output directory
-    (checkpoints, `eval_results.txt`, ...) that `load` predicts from.
+    The task's recipe (`bert_tf.tasks.<task>.recipe`: what
+    `run_classifier.py`, `run_squad.py`, `run_tagging.py` and
+    `run_multiple_choice.py` run) runs in this process on a config of
+    `vocab_file`, `bert_config_file` and `init_checkpoint` from `base_dir`,
+    `output_dir`, and `settings` (any of the program's flags by name, e.g.
+    `max_seq_length=64, num_train_epochs=2.0`). `output_dir` is then a
+    normal runner output directory (checkpoints, `eval_results.txt`, ...)
+    that `load` predicts from.
 
     Args:
       task: "classification" (your labelled texts: run_classifier.py's
@@ -822,11 +814,12 @@ def finetune(task, base_dir, output_dir, *, train=None, dev=None, test=None,
         (bert_config.json, vocab.txt, bert_model.ckpt) or a training run's
         output directory.
       output_dir: the runner's `--output_dir`.
-      train, dev, test: each a file in the runner's input format (its
-        `--train_file`, `--eval_file`, `--predict_file`) or a Python list,
-        written to such a file first:
+      train, dev, test: each a file in the program's input format (its
+        `--train_file`, `--eval_file`, `--predict_file`; not for
+        classification) or a Python list:
           - classification: `(text, label)` or `(text_a, text_b, label)`
-            (test: texts or pairs);
+            (test: texts or pairs); labels are strings, or all numbers or
+            all booleans (read as text: `1` is the class "1");
           - tagging: `(words, labels)` pairs of equal-length lists (test:
             lists of words);
           - multiple_choice: dicts {"question", "choices", optionally
@@ -834,41 +827,51 @@ def finetune(task, base_dir, output_dir, *, train=None, dev=None, test=None,
           - squad: dicts {"question", "context", "answers": [{"text",
             "answer_start"}], optionally "id", "is_impossible"}, or
             without "answers" to predict (SQuAD's JSON, one paragraph
-            each); `dev` and `test` are both `--predict_file`, so give
+            each); `dev` and `test` are both what is predicted, so give
             one of them (with answers, the predictions are scored).
         Each given set turns its phase on (`do_train`, `do_eval`,
-        `do_predict`) unless `flags` say otherwise.
-      **flags: the runner's flags; `do_lower_case` defaults to the casing
-        of `base_dir` (a run's own, else that of its vocabulary).
+        `do_predict`) unless `settings` say otherwise.
+      **settings: the program's flags; `do_lower_case` defaults to the
+        casing of `base_dir` (a run's own, else that of its vocabulary).
 
     Returns:
-      The runner's results: "eval" (the metrics of eval_results.txt),
+      The recipe's results: "eval" (the metrics of eval_results.txt),
       "train" (the last training log), "predict" / "predictions" (what
       the run predicted), for the phases that ran.
 
     Raises:
-      ValueError: a bad task, base directory, flag or input (named).
+      ValueError: a bad task, base directory, setting or input, named
+        (`train[3]`, `labels`, ...).
     """
-    import importlib
-
-    from absl import flags as absl_flags
+    import dataclasses
 
     base_dir, output_dir = os.fspath(base_dir), os.fspath(output_dir)
     task_name = str(task).lower()
-    if task_name == finetune_lib.CLASSIFICATION or (
-            task_name in _CLASSIFIER_TASKS):
-        module_name = "run_classifier"
-    elif task_name in _RUNNERS:
-        module_name = _RUNNERS[task_name]
+    if task_name in _CLASSIFIER_TASKS:
+        recipe_name = finetune_lib.CLASSIFICATION
+    elif task_name in _RECIPE_TASKS:
+        recipe_name = task_name
     else:
         raise ValueError(
             f"finetune: task={task!r} is none of classification, squad, "
             f"tagging, multiple_choice, {', '.join(_CLASSIFIER_TASKS)}")
-    runner = importlib.import_module(module_name)
-    program = f"{module_name}.py"
     if os.path.isfile(os.path.join(base_dir, SAVED_MODEL_FILE)):
         raise ValueError(f"finetune: base_dir {base_dir} is a SavedModel; "
                          "fine-tuning starts from a checkpoint directory")
+    recipe, config_class = _recipe(recipe_name)
+    sets = {"train": train, "eval": dev, "predict": test}
+    if task_name in _CLASSIFIER_TASKS:
+        if any(data is not None for data in sets.values()):
+            raise ValueError(
+                f"finetune: task={task_name!r} reads data_dir=... (and "
+                "do_train/do_eval/do_predict); train/dev/test are for "
+                "task='classification'")
+        settings = {"task_name": task_name, **settings}
+    if task_name == finetune_lib.SQUAD and dev is not None:
+        if test is not None:
+            raise ValueError("finetune: squad predicts one file "
+                             "(--predict_file): give dev or test, not both")
+        sets["predict"], sets["eval"] = dev, None
     base = load(base_dir)  # Its files, checkpoint and casing.
     values = {"vocab_file": base.vocab_file,
               "bert_config_file": os.path.join(
@@ -876,92 +879,104 @@ def finetune(task, base_dir, output_dir, *, train=None, dev=None, test=None,
               "init_checkpoint": base.checkpoint,
               "do_lower_case": base.do_lower_case,
               "output_dir": output_dir}
-    values.update(flags)
-    flag_values = absl_flags.FlagValues()
-    runner.define_flags(flag_values)
-    with tempfile.TemporaryDirectory(prefix="bert_tf_finetune_") as data_dir:
-        sets = {"train": train, "eval": dev, "predict": test}
-        values.update(_input_flags(task_name, sets, data_dir))
-        for phase, given in sets.items():
-            if f"do_{phase}" in flag_values:  # run_squad.py has no do_eval
-                values.setdefault(f"do_{phase}", given is not None)
-        arguments = [program]
-        for name, value in values.items():
-            if name not in flag_values:
-                raise ValueError(f"finetune: {program} has no flag --{name}")
-            arguments.append(f"--{name}={_flag_text(value)}")
-        try:
-            flag_values(arguments)
-        except absl_flags.Error as error:
-            raise ValueError(f"finetune: {str(error).splitlines()[0]}"
-                             ) from None
-        return runner.run(flag_values)
-
-
-def _flag_text(value):
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(item) for item in value)
-    return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
-
-
-def _input_flags(task_name, sets, data_dir):
-    """The runner flags that name `sets`' files, lists written to
-    `data_dir` first."""
+    values.update(settings)
+    for phase, given in sets.items():
+        if phase != "eval" or task_name != finetune_lib.SQUAD:
+            values.setdefault(f"do_{phase}", given is not None)
+    fields = {field.name for field in dataclasses.fields(config_class)}
+    for name in values:
+        if name not in fields:
+            raise ValueError(f"finetune: {recipe.PROGRAM} has no flag "
+                             f"--{name}")
     given = {phase: data for phase, data in sets.items() if data is not None}
-    if task_name in _CLASSIFIER_TASKS:
-        if given:
-            raise ValueError(
-                f"finetune: task={task_name!r} reads data_dir=... (and "
-                "do_train/do_eval/do_predict); train/dev/test are for "
-                "task='classification'")
-        return {"task_name": task_name}
-    if task_name == finetune_lib.CLASSIFICATION:
-        return _classification_files(given, data_dir)
-    if task_name == finetune_lib.SQUAD:
-        if "eval" in given:
-            if "predict" in given:
-                raise ValueError("finetune: squad predicts one file "
-                                 "(--predict_file): give dev or test, not "
-                                 "both")
-            given["predict"] = given.pop("eval")
-            sets["predict"], sets["eval"] = sets["eval"], None
-    flags = {}
-    for phase, data in given.items():
-        if isinstance(data, (str, os.PathLike)):
-            flags[f"{phase}_file"] = os.fspath(data)
-            continue
-        if not isinstance(data, (list, tuple)):
-            raise ValueError(f"finetune: {_SET_NAMES[phase]} must be a file "
-                             f"or a list, got {type(data).__name__}")
-        path = os.path.join(data_dir, f"{phase}.data")
-        writer = {finetune_lib.TAGGING: _write_conll,
-                  finetune_lib.MULTIPLE_CHOICE: _write_choices,
-                  finetune_lib.SQUAD: _write_squad}[task_name]
-        writer(path, _SET_NAMES[phase], data)
-        flags[f"{phase}_file"] = path
-    if task_name == finetune_lib.MULTIPLE_CHOICE and any(
-            isinstance(data, (list, tuple)) for data in given.values()):
-        flags["input_format"] = "jsonl"
-    return flags
+    names = dict(_SET_NAMES)
+    if task_name == finetune_lib.SQUAD and dev is not None:
+        names["predict"] = "dev"
+    inputs = {finetune_lib.CLASSIFICATION: _classification_inputs,
+              finetune_lib.TAGGING: _tagging_inputs,
+              finetune_lib.MULTIPLE_CHOICE: _choice_inputs,
+              finetune_lib.SQUAD: _squad_inputs}.get(task_name)
+    examples = {}
+    if inputs is not None:
+        examples = inputs(given, values, base, names)
+    config = config_class(**values)
+    try:
+        finetune_lib.check_field_types(config)
+    except ValueError as error:
+        raise ValueError(f"finetune: {error}") from None
+    return recipe.run(config, **examples)
 
 
-# finetune's argument of each phase, for messages.
+# finetune's own tasks, each run by its recipe (classification's takes
+# run_classifier.py's task names too).
+_RECIPE_TASKS = (finetune_lib.CLASSIFICATION, finetune_lib.SQUAD,
+                 finetune_lib.TAGGING, finetune_lib.MULTIPLE_CHOICE)
+
+
+def _recipe(task):
+    """The recipe module of one of `_RECIPE_TASKS`, and its config class
+    (imported on demand: `import bert_tf` stays free of TensorFlow)."""
+    if task == finetune_lib.CLASSIFICATION:
+        from bert_tf.tasks.classification import recipe as classification_recipe
+        return (classification_recipe,
+                classification_recipe.ClassificationConfig)
+    if task == finetune_lib.SQUAD:
+        from bert_tf.tasks.squad import recipe as squad_recipe
+        return squad_recipe, squad_recipe.SquadConfig
+    if task == finetune_lib.TAGGING:
+        from bert_tf.tasks.tagging import recipe as tagging_recipe
+        return tagging_recipe, tagging_recipe.TaggingConfig
+    from bert_tf.tasks.multiple_choice import recipe as multiple_choice_recipe
+    return (multiple_choice_recipe,
+            multiple_choice_recipe.MultipleChoiceConfig)
+
+
+# finetune's argument of each phase, for messages (squad's dev, when given,
+# is its predict phase).
 _SET_NAMES = {"train": "train", "eval": "dev", "predict": "test"}
 
 
-def _classification_files(given, data_dir):
-    """Python lists as the generic task's CSV files in `data_dir`."""
-    rows, pairs = {}, set()
+def _files_and_lists(given, values, names):
+    """Sets given as files become the `<phase>_file` settings; the lists
+    are returned, each checked to be a non-empty list.
+
+    Raises:
+      ValueError: a set is neither, or empty (naming its argument).
+    """
+    lists = {}
     for phase, data in given.items():
-        name = _SET_NAMES[phase]
+        name = names[phase]
+        if isinstance(data, (str, os.PathLike)):
+            values[f"{phase}_file"] = os.fspath(data)
+            continue
+        if not isinstance(data, (list, tuple)):
+            raise ValueError(f"finetune: {name} must be a file or a list, "
+                             f"got {type(data).__name__}")
+        if not data:
+            raise ValueError(f"finetune: {name}: no examples")
+        lists[phase] = data
+    return lists
+
+
+def _classification_inputs(given, values, base, names):
+    """Python lists as the generic task's `InputExample`s.
+
+    Labels are read as text; a label that is None, or labels of mixed
+    types (1, 1.0, True and "1" would be four classes), are refused.
+    """
+    from bert_tf.tasks.classification import glue_processors
+    values["task_name"] = "generic"
+    examples, pairs, first_label = {}, set(), None
+    for phase, data in given.items():
+        name = names[phase]
         if not isinstance(data, (list, tuple)):
             raise ValueError(
                 f"finetune: {name} of task='classification' must be a list "
                 "(for files: task='generic', data_dir=...)")
+        if not data:
+            raise ValueError(f"finetune: {name}: no examples")
         labelled = phase != "predict"
-        phase_rows = []
+        phase_examples = []
         for i, item in enumerate(data):
             if labelled:
                 ok = (isinstance(item, (list, tuple)) and len(item) in (2, 3)
@@ -979,33 +994,92 @@ def _classification_files(given, data_dir):
                             if labelled else "a text or (text_a, text_b)")
                 raise ValueError(f"finetune: {name}[{i}]: expected "
                                  f"{expected}, got {item!r:.80}")
+            if labelled:
+                where = f"{name}[{i}]"
+                _check_label(where, label, first_label)
+                first_label = first_label or (where, label)
+                label = str(label)
             pairs.add(len(texts) == 2)
-            phase_rows.append(list(texts) + ([str(label)] if labelled
-                                             else []))
-        rows[phase] = phase_rows
+            phase_examples.append(glue_processors.InputExample(
+                guid=f"{name}-{i}", text_a=texts[0],
+                text_b=texts[1] if len(texts) == 2 else None, label=label))
+        examples[f"{phase}_examples"] = phase_examples
     if len(pairs) > 1:
         raise ValueError("finetune: mixed single texts and text pairs in "
                          "train/dev/test")
-    has_text_b = pairs == {True}
-    for phase, phase_rows in rows.items():
-        header = [_TEXT_A] + ([_TEXT_B] if has_text_b else []) + (
-            [_LABEL] if phase != "predict" else [])
-        split = {"train": "train", "eval": "dev", "predict": "test"}[phase]
-        with open(os.path.join(data_dir, f"{split}.csv"), "w",
-                  encoding="utf-8", newline="") as writer:
-            csv.writer(writer).writerows([header] + phase_rows)
-    flags = {"task_name": "generic", "data_dir": data_dir,
-             "data_format": "csv", "text_a_column": _TEXT_A,
-             "label_column": _LABEL}
-    if has_text_b:
-        flags["text_b_column"] = _TEXT_B
-    return flags
+    if "train" in given:
+        label_list = sorted({example.label
+                             for example in examples["train_examples"]})
+    else:
+        # The model's own labels (a classification run's base_dir).
+        label_list = getattr(base, "labels", None)
+        if label_list is None:
+            raise ValueError(
+                "finetune: labels: without train, base_dir must be a "
+                "classification run's output directory (its labels)")
+    values.setdefault("label_list", label_list)
+    for i, example in enumerate(examples.get("eval_examples", ())):
+        if example.label not in label_list:
+            raise ValueError(
+                f"finetune: dev[{i}]: label {example.label!r} is not one of "
+                f"the labels {', '.join(map(repr, label_list))}")
+    return examples
 
 
-def _write_conll(path, name, sentences):
-    """Tagging lists as a CoNLL file: `word label` lines, a blank line
-    after each sentence."""
-    lines = []
+def _check_label(where, label, first):
+    """A classification label: not None, of the first label's type.
+
+    Args:
+      where: the example, e.g. "train[3]".
+      label: its label.
+      first: `(where, label)` of the first label, or None.
+
+    Raises:
+      ValueError: naming the example and saying how labels are read.
+    """
+    if label is None:
+        raise ValueError(f"finetune: {where}: label None: a labelled "
+                         "example needs a label (texts to predict go in "
+                         "test)")
+    if not isinstance(label, (str, int, float)):
+        raise ValueError(f"finetune: {where}: label {label!r:.80} must be "
+                         "a string or a number")
+    if isinstance(label, str) and not label.strip():
+        raise ValueError(f"finetune: {where}: empty label {label!r}")
+    if first is not None and type(label) is not type(first[1]):
+        raise ValueError(
+            f"finetune: {where}: label {label!r} is of type "
+            f"{type(label).__name__}, but {first[0]}'s label {first[1]!r} "
+            f"is of type {type(first[1]).__name__}: labels are read as "
+            f"text, so these would be two classes {str(first[1])!r} and "
+            f"{str(label)!r}; give every label as one type")
+
+
+def _tagging_inputs(given, values, base, names):
+    """Tagging lists as `TaggingFile`s, as their CoNLL file would read:
+    `word label` lines, a blank line after each sentence."""
+    lists = _files_and_lists(given, values, names)
+    files = {phase: _tagging_file(names[phase], data)
+             for phase, data in lists.items()}
+    if "train" in files and not values.get("label_list_file"):
+        # Named here by item; the recipe would name a line of the set.
+        known = {label for sentence in files["train"].sentences
+                 for label in sentence.labels}
+        for phase, tagging_file in files.items():
+            for i, sentence in enumerate(tagging_file.sentences):
+                unknown = sorted(set(sentence.labels or ()) - known)
+                if unknown:
+                    raise ValueError(
+                        f"finetune: {names[phase]}[{i}]: label "
+                        f"{unknown[0]!r} does not occur in train (labels: "
+                        f"{' '.join(sorted(known))})")
+    return {f"{phase}_examples": tagging_file
+            for phase, tagging_file in files.items()}
+
+
+def _tagging_file(name, sentences):
+    from bert_tf.tasks.tagging import examples as tagging_examples
+    lines, tagged = [], []
     for i, item in enumerate(sentences):
         if (isinstance(item, (list, tuple)) and len(item) == 2
                 and all(isinstance(part, (list, tuple)) for part in item)):
@@ -1021,35 +1095,70 @@ def _write_conll(path, name, sentences):
         if labels is None and name != "test":
             raise ValueError(f"finetune: {name}[{i}]: expected (words, "
                              "labels)")
-        for k, word in enumerate(words):
-            if labels is None:
-                lines.append(word)
-                continue
-            label = labels[k]
+        if tagged and (labels is None) != (tagged[0].labels is None):
+            raise ValueError(f"finetune: {name}[{i}]: labelled and "
+                             f"unlabelled sentences mixed ({name}[0] is "
+                             f"{'un' if tagged[0].labels is None else ''}"
+                             "labelled)")
+        for label in labels or ():
             if not isinstance(label, str) or not label or label != "".join(
                     label.split()):
                 raise ValueError(f"finetune: {name}[{i}]: label {label!r} "
                                  "must be a non-empty string without "
                                  "whitespace")
-            lines.append(f"{word} {label}")
+        numbers = list(range(len(lines) + 1, len(lines) + len(words) + 1))
+        lines += [word if labels is None else f"{word} {label}"
+                  for word, label in zip(words, labels or words)]
         lines.append("")
-    with open(path, "w", encoding="utf-8") as writer:
-        writer.write("".join(f"{line}\n" for line in lines))
+        tagged.append(tagging_examples.TaggedSentence(
+            list(words), None if labels is None else list(labels), numbers,
+            "0"))
+    return tagging_examples.TaggingFile(
+        name, tagging_examples.CONLL, lines, tagged,
+        tagged[0].labels is not None)
 
 
-def _write_choices(path, name, records):
-    """Multiple-choice dicts as JSON lines (run_multiple_choice.py's
-    `--input_format=jsonl`; its reader checks each record)."""
-    with open(path, "w", encoding="utf-8") as writer:
+def _choice_inputs(given, values, base, names):
+    """Multiple-choice dicts as `MultipleChoiceExample`s (the JSON-lines
+    records of run_multiple_choice.py's `--input_format=jsonl`)."""
+    from bert_tf.tasks.multiple_choice import examples as multiple_choice
+    lists = _files_and_lists(given, values, names)
+    if lists:
+        values["input_format"] = "jsonl"
+    examples, num_choices = {}, None
+    for phase, records in lists.items():
+        name = names[phase]
+        phase_examples = []
         for i, record in enumerate(records):
             if not isinstance(record, dict):
                 raise ValueError(f"finetune: {name}[{i}]: expected a dict "
                                  "with 'question' and 'choices'")
-            writer.write(json.dumps(record, ensure_ascii=False) + "\n")
+            try:
+                example = multiple_choice.parse_record(name, i, record,
+                                                       num_choices)
+            except multiple_choice.MultipleChoiceDataError as error:
+                # The reader names a file's line; this is the list's item.
+                raise ValueError(
+                    f"finetune: {name}[{i}]: "
+                    f"{str(error).removeprefix(f'{name}:{i}: ')}") from None
+            if example.label is None and phase != "predict":
+                raise ValueError(f"finetune: {name}[{i}]: no 'answer' (a "
+                                 f"{name} example needs one)")
+            num_choices = len(example.choices)
+            phase_examples.append(example)
+        examples[f"{phase}_examples"] = phase_examples
+    return examples
 
 
-def _write_squad(path, name, records):
-    """SQuAD dicts as a SQuAD JSON file, one paragraph per question."""
+def _squad_inputs(given, values, base, names):
+    """SQuAD dicts as a SQuAD JSON's articles, one paragraph per
+    question."""
+    lists = _files_and_lists(given, values, names)
+    return {f"{phase}_articles": _squad_articles(names[phase], records)
+            for phase, records in lists.items()}
+
+
+def _squad_articles(name, records):
     paragraphs = []
     for i, record in enumerate(records):
         if not isinstance(record, dict) or not isinstance(
@@ -1079,7 +1188,4 @@ def _write_squad(path, name, records):
                                 "answer_start": int(start)})
             question["answers"] = answers
         paragraphs.append({"context": record["context"], "qas": [question]})
-    with open(path, "w", encoding="utf-8") as writer:
-        json.dump({"version": "bert_tf", "data": [
-            {"title": name, "paragraphs": paragraphs}]}, writer,
-            ensure_ascii=False)
+    return [{"title": name, "paragraphs": paragraphs}]

@@ -139,6 +139,14 @@ def _glob_including_hidden(pattern):
     return matches
 
 
+class InputFiles(list):
+    """Files already expanded from their patterns (`expand_input_patterns`
+    returns one): expanding it again gives it back unchanged, so a file
+    whose name holds a comma or a glob character is not read as patterns,
+    and a program's globs are expanded once, however many readers it has.
+    """
+
+
 def expand_input_patterns(input_patterns, *, sort=False):
     """The files named by comma-separated paths or glob patterns.
 
@@ -154,12 +162,16 @@ def expand_input_patterns(input_patterns, *, sort=False):
         input pipelines that shard files between workers need).
 
     Returns:
-      A list of file paths.
+      The file paths, an `InputFiles` (given one, it is returned as it is).
 
     Raises:
       InputFileError: no pattern given, or a pattern that matches no file
         (the message names it).
     """
+    if isinstance(input_patterns, InputFiles):
+        if not input_patterns:
+            raise InputFileError("no input file given")
+        return input_patterns
     if isinstance(input_patterns, (str, bytes, os.PathLike)):
         input_patterns = [input_patterns]
     patterns = []
@@ -179,7 +191,7 @@ def expand_input_patterns(input_patterns, *, sort=False):
             if path not in seen:
                 seen.add(path)
                 files.append(path)
-    return files
+    return InputFiles(files)
 
 
 def check_output_directory(path):
@@ -516,9 +528,9 @@ def check_outputs_are_not_inputs(outputs, inputs, *,
         file written inside a directory. A path may be a comma-separated
         list (Google's `--output_file`).
       inputs: `(description, path or pattern)` pairs; comma-separated globs
-        are expanded (a pattern that matches nothing is skipped: its own
-        check reports it); with `whole_directories`, an existing directory
-        is an input itself. None or empty paths are skipped on both sides.
+        are expanded, `InputFiles` taken as they are (a pattern that
+        matches nothing is skipped: its own check reports it); with
+        `whole_directories`, an existing directory is an input itself. None or empty paths are skipped on both sides.
       whole_directories: the outputs are directories that the run replaces
         whole (`atomic_directory`): an input inside one is refused too.
 
@@ -546,14 +558,13 @@ def check_outputs_are_not_inputs(outputs, inputs, *,
                 # A checkpoint prefix is no file itself; its files are
                 # inputs.
                 paths = glob.glob(glob.escape(os.fspath(pattern)) + ".*")
-        expanded_inputs.extend((description, os.fspath(pattern), path)
-                               for path in paths)
+        expanded_inputs.extend((description, path) for path in paths)
     for out_description, output in outputs:
         if not output:
             continue
         for output_path in [part.strip() for part in
                             os.fspath(output).split(",") if part.strip()]:
-            for in_description, pattern, input_path in expanded_inputs:
+            for in_description, input_path in expanded_inputs:
                 if _same_file(output_path, input_path):
                     same = ("" if os.fspath(output_path) == input_path
                             else " (the same file)")

@@ -326,6 +326,31 @@ def test_multi_label_predict_reads_the_runs_record(tmp_path,
         f"{run_dir / 'bert_tf_run.json'}: 'threshold' is not a number")
 
 
+# -- finetune: the library runs without its scripts --------------------------
+
+def test_no_library_module_imports_or_loads_a_program():
+    """`bert_tf.finetune` calls the recipes: no module under bert_tf/
+    imports a top-level program or loads modules by name (as the finetune
+    of issue 34 did, `importlib.import_module("run_classifier")`)."""
+    import ast
+    programs = {path.stem for path in REPO_ROOT.glob("*.py")}
+    assert {"run_classifier", "run_squad", "run_pretraining"} <= programs
+    for path in (REPO_ROOT / "bert_tf").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            elif isinstance(node, ast.Attribute):
+                assert node.attr != "import_module", path
+                continue
+            else:
+                continue
+            for name in names:
+                assert name.split(".")[0] not in programs, (path, name)
+
+
 # -- finetune: errors before any training ------------------------------------
 
 @pytest.mark.parametrize("call, message", [
@@ -351,6 +376,10 @@ def test_multi_label_predict_reads_the_runs_record(tmp_path,
      r"without whitespace$"),
     (dict(task="tagging", train=[["a", "b"]]),
      r"^finetune: train\[0\]: expected \(words, labels\)$"),
+    (dict(task="tagging", train=[(["a"], ["O"])],
+          dev=[(["b"], ["O"]), (["c", "d"], ["O", "B-X"])]),
+     r"^finetune: dev\[1\]: label 'B-X' does not occur in train "
+     r"\(labels: O\)$"),
     (dict(task="squad", dev=[{"question": "q", "context": "c"}],
           test=[{"question": "q", "context": "c"}]),
      r"^finetune: squad predicts one file"),
@@ -362,7 +391,46 @@ def test_multi_label_predict_reads_the_runs_record(tmp_path,
      r"'choices'$"),
     (dict(task="classification", train=[("a", "1")],
           max_seq_length="long"),
-     r"^finetune: flag --max_seq_length=long: invalid literal"),
+     r"^finetune: max_seq_length='long' must be an integer$"),
+    # Issue 37 items 2-3: a label None is no class 'None'; labels of mixed
+    # types are not four classes '0', '1', '1.0', 'True' without a word.
+    (dict(task="classification", train=[("a", "1"), ("b", None)]),
+     r"^finetune: train\[1\]: label None: a labelled example needs a "
+     r"label \(texts to predict go in test\)$"),
+    (dict(task="classification",
+          train=[("a", 1), ("b", 0), ("c", 1.0), ("d", True)]),
+     r"^finetune: train\[2\]: label 1\.0 is of type float, but "
+     r"train\[0\]'s label 1 is of type int: labels are read as text, so "
+     r"these would be two classes '1' and '1\.0'; give every label as one "
+     r"type$"),
+    # Labels all of one type pass (the next check stops the call).
+    (dict(task="classification", train=[("a", 1), ("b", 0)],
+          dev=[("c", 1)], max_seq_length="long"),
+     r"^finetune: max_seq_length='long' must be an integer$"),
+    (dict(task="classification", train=[("a", "1")], dev=[("b", True)]),
+     r"^finetune: dev\[0\]: label True is of type bool, but "
+     r"train\[0\]'s label '1' is of type str"),
+    (dict(task="classification", train=[("a", "1")], dev=[("b", "2")]),
+     r"^finetune: dev\[0\]: label '2' is not one of the labels '1'$"),
+    # Issue 37 items 10-11: the message names the argument, not a
+    # temporary file.
+    (dict(task="classification", train=[]),
+     r"^finetune: train: no examples$"),
+    (dict(task="tagging", train=[]), r"^finetune: train: no examples$"),
+    (dict(task="multiple_choice", train=[]),
+     r"^finetune: train: no examples$"),
+    (dict(task="squad", train=[]), r"^finetune: train: no examples$"),
+    (dict(task="multiple_choice",
+          train=[{"question": "q", "choices": ["a", "b"], "answer": 5}]),
+     r"^finetune: train\[0\]: answer 5 is none of the 2 choices$"),
+    (dict(task="multiple_choice",
+          train=[{"question": "q", "choices": ["a", "b"], "answer": 0},
+                 {"question": "q", "choices": ["a", "b", "c"],
+                  "answer": 0}]),
+     r"^finetune: train\[1\]: 3 choices, but the dataset has 2"),
+    (dict(task="multiple_choice",
+          train=[{"question": "q", "choices": ["a", "b"]}]),
+     r"^finetune: train\[0\]: no 'answer' \(a train example needs one\)$"),
 ])
 def test_finetune_bad_input_is_one_line(tmp_path, cased_tiny_dir, call,
                                         message):

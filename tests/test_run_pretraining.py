@@ -172,6 +172,23 @@ def test_main_reports_the_error_and_exits(data_dir, tmp_path):
         "pattern '/no/such/file'")
 
 
+def test_input_globs_are_expanded_once(data_dir, tmp_path):
+    """The glob matches a record file whose name holds a comma and a glob
+    character; expanded again by a later reader, that name would be split
+    into the patterns '.../records' and '[1].tfrecord' (matching nothing)
+    and the run would stop on a file that exists."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "records,[1].tfrecord").write_bytes(
+        (data_dir / "records-0.tfrecord").read_bytes())
+    output_dir = tmp_path / "out"
+    run_pretraining.run(parse(google_args(
+        data_dir, output_dir, input_file=f"{data}/*.tfrecord",
+        do_eval="False", num_train_steps="1", num_warmup_steps="0")))
+    assert checkpoints.read_checkpoint(
+        str(output_dir / "model.ckpt-1"))["global_step"] == 1
+
+
 # -- init_checkpoint ---------------------------------------------------------
 
 def test_init_checkpoint_from_a_released_style_checkpoint(cased_tiny_dir,

@@ -275,7 +275,8 @@ class PretrainingDataConfig:
     """Where the pretraining examples come from.
 
     Attributes:
-      input_patterns: file globs. TFRecords of `create_pretraining_data.py`,
+      input_patterns: file globs (or the files, already expanded: a
+        `file_io.InputFiles`). TFRecords of `create_pretraining_data.py`,
         or, with `dynamic_masking`, raw text in its input format (one sentence
         per line, blank lines between documents).
       max_seq_length: `--max_seq_length`; must match the records.
@@ -387,7 +388,7 @@ class PretrainingTask(base.Task):
         is_training = mode == base.TRAIN
         if data.dynamic_masking:
             return dynamic_masking.dynamic_masking_dataset(
-                list(data.input_patterns), data.vocab_file, data.do_lower_case,
+                data.input_patterns, data.vocab_file, data.do_lower_case,
                 per_replica_batch_size, data.max_seq_length,
                 data.max_predictions_per_seq, is_training,
                 input_context=input_context, seed=data.seed,
@@ -397,7 +398,7 @@ class PretrainingTask(base.Task):
                 sentence_order=self.objective == MLM_SOP,
                 packing=data.packing)
         return pretraining_dataset.pretraining_dataset(
-            list(data.input_patterns), per_replica_batch_size,
+            data.input_patterns, per_replica_batch_size,
             data.max_seq_length, data.max_predictions_per_seq, is_training,
             input_context=input_context, seed=data.seed)
 

@@ -1,29 +1,36 @@
-"""What the fine-tuning runners (run_classifier.py, run_squad.py) share.
+"""The fine-tuning core every task's recipe shares: config, set-up, phases.
 
-A fine-tuning runner is its own flags plus a few lines of wiring:
+A task's recipe (`bert_tf/tasks/<task>/recipe.py`, `bert_tf/pretraining/recipe.py`) is a function of a typed
+configuration, a subclass of `FineTuningConfig` whose fields are named as
+the runners' flags:
 
-    define_flags(flag_values, max_seq_length=128, ...)   # the shared flags
-    bert_config = load_bert_config(flag_values)           # checked once
-    ... read every input file (fail before any training) ...
-    steps = training_steps(flag_values, len(train_examples))
-    run = start(flag_values)          # strategy, seed, output dir, tokenizer
+    config.validate()                                  # once, fields named
+    bert_config = load_bert_config(config)
+    ... read every input (fail before any training) ...
+    steps = training_steps(config, len(train_examples))
+    run = start(config)               # strategy, seed, output dir, tokenizer
     ... write the task's records, build the task ...
-    trainer = make_trainer(run, task, flag_values, steps, eval_batch_size)
-    write_run_description(flag_values, run, PROGRAM, "classification", ...)
+    trainer = make_trainer(run, task, config, steps, eval_batch_size)
+    write_run_description(config, run, PROGRAM, "classification", ...)
+    return run_phases(trainer, config, ...)
 
-Everything here reads parsed flags and hands plain values to the library
-(see `bert_tf.runners.flags`); the `--init_checkpoint` is resolved once,
-here, and travels in the task (`Task.init_checkpoint`), which opens it once.
+The `run_*.py` scripts define Google's flags (`define_flags` here holds the
+shared ones), turn the parsed flags into the recipe's config
+(`bert_tf.runners.flags.config_from_flags`) and call the recipe;
+`bert_tf.finetune` builds the config from Python arguments. Nothing here
+reads flags. The `init_checkpoint` is resolved once, in `start`, and
+travels in the task (`Task.init_checkpoint`), which opens it once.
 """
 
 import dataclasses
 import json
 import os
-import types
+import typing
 from typing import Optional
 
 from absl import flags
 
+from bert_tf import sequence_lengths
 from bert_tf.runners import flags as runner_flags
 
 FLAGS = flags.FLAGS
@@ -134,16 +141,17 @@ def define_bilstm_flags(flag_values, prefix, head):
         f"as the encoder's output).", flag_values=flag_values)
 
 
-def bilstm_units(flag_values, prefix, bert_config):
-    """The BiLSTM's per-direction size from `define_bilstm_flags`' flags,
-    or None without `--<prefix>_bilstm`.
+def bilstm_units(config, prefix, bert_config):
+    """The BiLSTM's per-direction size from `define_bilstm_flags`' fields
+    (`<prefix>_bilstm`, `<prefix>_bilstm_units`), or None without
+    `<prefix>_bilstm`.
 
     Raises:
       ValueError: `--<prefix>_bilstm_units` without `--<prefix>_bilstm`, or
         not positive.
     """
-    enabled = flag_values[f"{prefix}_bilstm"].value
-    units = flag_values[f"{prefix}_bilstm_units"].value
+    enabled = getattr(config, f"{prefix}_bilstm")
+    units = getattr(config, f"{prefix}_bilstm_units")
     if units is not None:
         if not enabled:
             raise ValueError(f"--{prefix}_bilstm_units needs --{prefix}_bilstm")
@@ -155,36 +163,145 @@ def bilstm_units(flag_values, prefix, bert_config):
     return units if units is not None else max(1, bert_config.hidden_size // 2)
 
 
-def validate_flags(flag_values):
-    """Checks the shared flags; raises ValueError naming the first bad one."""
-    runner_flags.require(flag_values, "vocab_file", "bert_config_file",
-                         "output_dir")
-    runner_flags.check_file("bert_config_file", flag_values.bert_config_file)
-    runner_flags.check_file("vocab_file", flag_values.vocab_file)
-    if flag_values.predict_batch_size <= 0:
-        raise ValueError(f"--predict_batch_size="
-                         f"{flag_values.predict_batch_size} must be positive")
-    runner_flags.length_settings_from_flags(flag_values)
-    if flag_values.do_train:
-        if flag_values.num_train_epochs <= 0:
+# -- configuration ---------------------------------------------------------
+
+@dataclasses.dataclass
+class RunConfig:
+    """What every training program is told (run_pretraining.py and the
+    fine-tuning runners): the model, tokenizer, Google's training and TPU
+    flags and the new runtime flags. Each field is the flag of its name
+    (`bert_tf.runners.flags`), with the flag's default.
+    """
+    bert_config_file: Optional[str] = None
+    vocab_file: Optional[str] = None
+    output_dir: Optional[str] = None
+    init_checkpoint: Optional[str] = None
+    do_lower_case: bool = True
+    do_train: bool = False
+    do_eval: bool = False
+    max_seq_length: int = 128
+    train_batch_size: int = 32
+    eval_batch_size: int = 8
+    learning_rate: float = 5e-5
+    save_checkpoints_steps: int = 1000
+    iterations_per_loop: int = 1000
+    # Google's TPU flags.
+    use_tpu: bool = False
+    tpu_name: Optional[str] = None
+    tpu_zone: Optional[str] = None
+    gcp_project: Optional[str] = None
+    master: Optional[str] = None
+    num_tpu_cores: int = 8
+    # The new runtime flags (`bert_tf.runners.flags.define_runtime_flags`).
+    distribution_strategy: str = "default"
+    optimizer: str = "adamw"
+    num_accumulation_steps: int = 1
+    dtype: str = "float32"
+    allow_tf32: bool = False
+    enable_xla: bool = False
+    keep_checkpoint_max: int = 5
+    log_steps: int = 100
+    log_every_seconds: float = 30.0
+    seed: Optional[int] = None
+    pad_to_multiple_of: Optional[int] = (
+        sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF)
+    length_buckets: str = ""
+    group_by_length: bool = False
+
+
+@dataclasses.dataclass
+class FineTuningConfig(RunConfig):
+    """What every fine-tuning run is told: `RunConfig` and the fine-tuning
+    flags `define_flags` adds. A task's recipe takes a subclass with the
+    task's own fields.
+
+    `validate` checks the fields once, before anything is read or written;
+    its messages name the field as the flag (`--max_seq_length=0 ...`).
+    """
+    do_predict: bool = False
+    predict_batch_size: int = 8
+    num_train_epochs: float = 3.0
+    warmup_proportion: float = 0.1
+    causal_attention: bool = False
+
+    # The phases a run without training may ask for (run_squad.py has no
+    # --do_eval), for `require_weights_without_training`'s message.
+    PREDICTING_PHASES = ("do_eval", "do_predict")
+
+    def validate(self):
+        """Checks the shared fields; raises ValueError naming the first bad
+        one. A task's config extends it with its own."""
+        check_field_types(self)
+        runner_flags.require(self, "vocab_file", "bert_config_file",
+                             "output_dir")
+        runner_flags.check_file("bert_config_file", self.bert_config_file)
+        runner_flags.check_file("vocab_file", self.vocab_file)
+        if self.predict_batch_size <= 0:
+            raise ValueError(f"--predict_batch_size="
+                             f"{self.predict_batch_size} must be positive")
+        runner_flags.length_settings_from_flags(self)
+        if self.do_train:
+            if self.num_train_epochs <= 0:
+                raise ValueError(
+                    f"--num_train_epochs={self.num_train_epochs} must be "
+                    "positive")
+            if not 0 <= self.warmup_proportion <= 1:
+                raise ValueError(f"--warmup_proportion="
+                                 f"{self.warmup_proportion} must be in "
+                                 "[0, 1]")
+        from bert_tf.text import tokenization
+        tokenization.validate_case_matches_checkpoint(
+            self.do_lower_case, self.init_checkpoint)
+
+    def require_a_phase(self):
+        """Google's run_classifier.py check: some phase must run."""
+        if not (self.do_train or self.do_eval or self.do_predict):
             raise ValueError(
-                f"--num_train_epochs={flag_values.num_train_epochs} must be "
-                "positive")
-        if not 0 <= flag_values.warmup_proportion <= 1:
-            raise ValueError(f"--warmup_proportion="
-                             f"{flag_values.warmup_proportion} must be in "
-                             "[0, 1]")
-    from bert_tf.text import tokenization
-    tokenization.validate_case_matches_checkpoint(
-        flag_values.do_lower_case, flag_values.init_checkpoint)
+                "At least one of `do_train`, `do_eval` or `do_predict' must "
+                "be True.")
 
 
-def load_bert_config(flag_values):
-    """The `--bert_config_file`'s `BertConfig` (the file checked first)."""
-    runner_flags.require(flag_values, "bert_config_file")
-    runner_flags.check_file("bert_config_file", flag_values.bert_config_file)
+# What each annotation accepts from Python (`check_field_types`).
+_FIELD_KINDS = {int: ((int,), "an integer"),
+                float: ((int, float), "a number"),
+                bool: ((bool,), "True or False"),
+                str: ((str,), "a string")}
+
+
+def check_field_types(config):
+    """Refuses a field of the wrong type (a config built from Python, e.g.
+    `max_seq_length="64"`), naming it; path-like values become strings.
+
+    Raises:
+      ValueError: `<field>=<value> must be <kind>`.
+    """
+    hints = typing.get_type_hints(type(config))
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        hint = hints[field.name]
+        optional = type(None) in typing.get_args(hint)
+        if optional:
+            hint = next(arg for arg in typing.get_args(hint)
+                        if arg is not type(None))
+        if value is None and optional:
+            continue
+        if hint is str and isinstance(value, os.PathLike):
+            setattr(config, field.name, os.fspath(value))
+            continue
+        if hint not in _FIELD_KINDS:
+            continue
+        accepted, kind = _FIELD_KINDS[hint]
+        if not isinstance(value, accepted) or (
+                hint is not bool and isinstance(value, bool)):
+            raise ValueError(f"{field.name}={value!r:.80} must be {kind}")
+
+
+def load_bert_config(config):
+    """The `bert_config_file`'s `BertConfig` (the file checked first)."""
+    runner_flags.require(config, "bert_config_file")
+    runner_flags.check_file("bert_config_file", config.bert_config_file)
     from bert_tf.config import BertConfig
-    return BertConfig.from_json_file(flag_values.bert_config_file)
+    return BertConfig.from_json_file(config.bert_config_file)
 
 
 # -- steps -------------------------------------------------------------------
@@ -209,22 +326,22 @@ class TrainingSteps:
     num_warmup_steps: int = 0
 
 
-def training_steps(flag_values, num_train_examples):
-    """The run's `TrainingSteps` from `--num_train_epochs` and friends.
+def training_steps(config, num_train_examples):
+    """The run's `TrainingSteps` from `num_train_epochs` and friends.
 
     Raises:
       ValueError: the flags give no training step at all.
     """
-    if not flag_values.do_train:
+    if not config.do_train:
         return TrainingSteps()
     num_train_steps, num_warmup_steps = num_training_steps(
-        num_train_examples, flag_values.train_batch_size,
-        flag_values.num_train_epochs, flag_values.warmup_proportion)
+        num_train_examples, config.train_batch_size,
+        config.num_train_epochs, config.warmup_proportion)
     if num_train_steps <= 0:
         raise ValueError(
             f"{num_train_examples} training examples / "
-            f"--train_batch_size={flag_values.train_batch_size} * "
-            f"--num_train_epochs={flag_values.num_train_epochs} gives no "
+            f"--train_batch_size={config.train_batch_size} * "
+            f"--num_train_epochs={config.num_train_epochs} gives no "
             "training step")
     return TrainingSteps(num_train_steps, num_warmup_steps)
 
@@ -248,7 +365,7 @@ class FineTuningRun:
     init_checkpoint: Optional[str]
 
 
-def start(flag_values):
+def start(config):
     """Strategy, seed, output directory, tokenizer, initial checkpoint.
 
     The strategy comes before any other TensorFlow work: multi-worker and
@@ -262,47 +379,45 @@ def start(flag_values):
 
     # A run that does not train needs weights to evaluate or predict with.
     runner_flags.require_weights_without_training(
-        flag_values, "/".join(f"--{name}" for name in ("do_eval", "do_predict")
-                              if name in flag_values))
-    strategy = runner_flags.strategy_from_flags(flag_values)
-    runner_flags.set_seed_from_flags(flag_values)
+        config, "/".join(f"--{name}" for name in config.PREDICTING_PHASES))
+    strategy = runner_flags.strategy_from_flags(config)
+    runner_flags.set_seed_from_flags(config)
     on_tpu = distribution.resolve_strategy_name(
-        flag_values.distribution_strategy, flag_values.use_tpu) == "tpu"
-    if flag_values.do_train:
+        config.distribution_strategy, config.use_tpu) == "tpu"
+    if config.do_train:
         # Before the runner writes feature files into --output_dir.
-        runner_flags.lock_output_dir(flag_values, strategy)
+        runner_flags.lock_output_dir(config, strategy)
     init_checkpoint = None
-    if flag_values.init_checkpoint:
+    if config.init_checkpoint:
         init_checkpoint = checkpoints.resolve_checkpoint(
-            flag_values.init_checkpoint)
-    tf.io.gfile.makedirs(flag_values.output_dir)
+            config.init_checkpoint)
+    tf.io.gfile.makedirs(config.output_dir)
     tokenizer = tokenization.FullTokenizer(
-        vocab_file=flag_values.vocab_file,
-        do_lower_case=flag_values.do_lower_case)
+        vocab_file=config.vocab_file,
+        do_lower_case=config.do_lower_case)
     return FineTuningRun(strategy, on_tpu, tokenizer, init_checkpoint)
 
 
-def make_trainer(run, task, flag_values, steps, eval_batch_size):
+def make_trainer(run, task, config, steps, eval_batch_size):
     """The `Trainer` of a fine-tuning task, with an optimizer when training.
 
     Args:
       run: the `FineTuningRun`.
       task: the task (its `init_checkpoint` set from `run`).
-      flag_values: the parsed flags.
+      config: the run's `FineTuningConfig`.
       steps: the run's `TrainingSteps`.
       eval_batch_size: the batch size of evaluation (run_squad.py's is
         `--predict_batch_size`).
     """
     from bert_tf.training import trainer as trainer_lib
 
-    values = types.SimpleNamespace(**flag_values.flag_values_dict())
-    values.eval_batch_size = eval_batch_size
     trainer_config = runner_flags.trainer_config_from_flags(
-        values, num_train_steps=steps.num_train_steps, max_eval_steps=None)
+        dataclasses.replace(config, eval_batch_size=eval_batch_size),
+        num_train_steps=steps.num_train_steps, max_eval_steps=None)
     optimizer_factory = None
-    if flag_values.do_train:
+    if config.do_train:
         optimizer_factory = runner_flags.optimizer_factory_from_flags(
-            flag_values, num_train_steps=steps.num_train_steps,
+            config, num_train_steps=steps.num_train_steps,
             num_warmup_steps=steps.num_warmup_steps)
     return trainer_lib.Trainer(task, trainer_config, run.strategy,
                                optimizer_factory=optimizer_factory)
@@ -329,24 +444,24 @@ def define_data_file_flags(flag_values, data_dir_help, file_names):
             flag_values=flag_values)
 
 
-def phase_input_file(flag_values, phase, default_name):
+def phase_input_file(config, phase, default_name):
     """The input file of a phase: `--<phase>_file`, else `--data_dir`'s.
 
     Args:
-      flag_values: parsed flags with `--data_dir` and `--<phase>_file`.
+      config: a config with `data_dir` and `<phase>_file` fields.
       phase: "train", "eval" or "predict".
       default_name: the file's name inside `--data_dir` (e.g. "dev.txt").
 
     Raises:
       ValueError: naming the flag, or the missing file.
     """
-    path = flag_values[f"{phase}_file"].value
+    path = getattr(config, f"{phase}_file")
     if path:
         runner_flags.check_file(f"{phase}_file", path)
         return path
-    if not flag_values.data_dir:
+    if not config.data_dir:
         raise ValueError(f"--{phase}_file or --data_dir is required")
-    path = os.path.join(flag_values.data_dir, default_name)
+    path = os.path.join(config.data_dir, default_name)
     import tensorflow as tf
     if not tf.io.gfile.exists(path):
         raise ValueError(f"--data_dir: {path} does not exist (or pass "
@@ -354,14 +469,14 @@ def phase_input_file(flag_values, phase, default_name):
     return path
 
 
-def run_phases(trainer, flag_values, *, num_predict_examples,
+def run_phases(trainer, config, *, num_predict_examples,
                pad_to_full_batches, predicted, before_phase=None):
     """Trains, evaluates and predicts, as `--do_train/--do_eval/--do_predict`
     ask; evaluation and prediction write the task's files.
 
     Args:
       trainer: the run's `Trainer`.
-      flag_values: the parsed flags.
+      config: the run's `FineTuningConfig`.
       num_predict_examples: the examples (or windows) the predict set has.
       pad_to_full_batches: pad the last prediction batch (TPUs).
       predicted: `predicted(state)` -> what "predict" holds in the result,
@@ -376,9 +491,9 @@ def run_phases(trainer, flag_values, *, num_predict_examples,
     from bert_tf import modes
 
     results = {}
-    for mode, wanted in ((modes.TRAIN, flag_values.do_train),
-                         (modes.EVAL, flag_values.do_eval),
-                         (modes.PREDICT, flag_values.do_predict)):
+    for mode, wanted in ((modes.TRAIN, config.do_train),
+                         (modes.EVAL, config.do_eval),
+                         (modes.PREDICT, config.do_predict)):
         if not wanted:
             continue
         if before_phase is not None:
@@ -389,7 +504,7 @@ def run_phases(trainer, flag_values, *, num_predict_examples,
             results["eval"] = trainer.evaluate()
         else:
             state, _ = trainer.run_predictions(
-                modes.PREDICT, flag_values.predict_batch_size,
+                modes.PREDICT, config.predict_batch_size,
                 num_examples=num_predict_examples,
                 pad_to_full_batches=pad_to_full_batches)
             results["predict"] = predicted(state)
@@ -414,7 +529,7 @@ MULTIPLE_CHOICE = "multiple_choice"
 TASK_KINDS = (CLASSIFICATION, MULTI_LABEL, SQUAD, TAGGING, MULTIPLE_CHOICE)
 
 
-def write_run_description(flag_values, run, program, task, **settings):
+def write_run_description(config, run, program, task, **settings):
     """Makes a training run's `--output_dir` loadable by itself.
 
     Copies `--bert_config_file` and `--vocab_file` into it as
@@ -427,7 +542,7 @@ def write_run_description(flag_values, run, program, task, **settings):
     a temporary name and renamed.
 
     Args:
-      flag_values: the runner's parsed flags.
+      config: the run's `FineTuningConfig`.
       run: the `FineTuningRun` (its strategy says who the chief is).
       program: the runner's file name, e.g. "run_classifier.py".
       task: one of `TASK_KINDS`.
@@ -440,20 +555,20 @@ def write_run_description(flag_values, run, program, task, **settings):
     """
     from bert_tf import file_io
     from bert_tf.training import distribution
-    if not flag_values.do_train or not distribution.is_chief(run.strategy):
+    if not config.do_train or not distribution.is_chief(run.strategy):
         return
     if task not in TASK_KINDS:
         raise ValueError(f"unknown task kind {task!r}")
-    output_dir = flag_values.output_dir
+    output_dir = config.output_dir
     copies = []
     for flag, name in (("bert_config_file", BERT_CONFIG_FILE),
                        ("vocab_file", VOCAB_FILE)):
-        content = file_io.read_bytes(flag_values[flag].value, f"--{flag}")
+        content = file_io.read_bytes(getattr(config, flag), f"--{flag}")
         target = os.path.join(output_dir, name)
         if _existing_bytes(target) not in (None, content):
             raise ValueError(
                 f"--output_dir: {target} exists and differs from --{flag}="
-                f"{flag_values[flag].value} (another model's file is not "
+                f"{getattr(config, flag)} (another model's file is not "
                 "overwritten; use another --output_dir)")
         copies.append((target, content))
     for target, content in copies:
@@ -462,9 +577,9 @@ def write_run_description(flag_values, run, program, task, **settings):
                 writer.write(content)
     description = {
         "program": program, "task": task,
-        "max_seq_length": flag_values.max_seq_length,
-        "do_lower_case": flag_values.do_lower_case,
-        "causal_attention": flag_values.causal_attention, **settings}
+        "max_seq_length": config.max_seq_length,
+        "do_lower_case": config.do_lower_case,
+        "causal_attention": config.causal_attention, **settings}
     with file_io.atomic_write(
             os.path.join(output_dir, RUN_DESCRIPTION_FILE)) as writer:
         json.dump(description, writer, indent=2, ensure_ascii=False)

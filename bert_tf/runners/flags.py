@@ -5,7 +5,9 @@ define the same TPU and training flags; here each group is defined once and a
 runner calls the `define_*` functions it needs, with its own defaults where
 Google's differ (e.g. run_squad.py's `max_seq_length=384`). The `*_from_flags`
 helpers turn parsed values into the library's plain objects (strategies,
-`TrainerConfig`, optimizer factories), so runners only parse and wire.
+`TrainerConfig`, optimizer factories). They read their values by name, so
+they take parsed flags or a recipe's config alike (a config's fields are
+the flags' names; `config_from_flags` builds one from parsed flags).
 
 Library code never reads `FLAGS`; only runners pass `flags.FLAGS` to these
 helpers.
@@ -22,6 +24,7 @@ fresh `flags.FlagValues()`:
     run_pretraining.run(flag_values)
 """
 
+import dataclasses
 import os
 import sys
 
@@ -273,12 +276,21 @@ def length_settings_from_flags(flag_values):
     return multiple, buckets
 
 
+def config_from_flags(config_class, flag_values):
+    """A recipe's config (a dataclass) from parsed flags: each field from
+    the flag of its name; a field with no such flag keeps its default."""
+    return config_class(**{
+        field.name: flag_values[field.name].value
+        for field in dataclasses.fields(config_class)
+        if field.name in flag_values})
+
+
 # -- validation helpers ----------------------------------------------------
 
 def require(flag_values, *names):
     """Raises ValueError naming the first flag that is unset or empty."""
     for name in names:
-        if flag_values[name].value in (None, ""):
+        if getattr(flag_values, name) in (None, ""):
             raise ValueError(f"--{name} is required")
 
 
@@ -308,7 +320,7 @@ def expand_file_patterns(flag_name, comma_separated):
 
 
 def check_outputs_are_not_inputs(flag_values, output_names, input_flags,
-                                 data_dir_files=()):
+                                 data_dir_files=(), input_files=None):
     """Refuses an `--output_dir` file that is one of the run's inputs.
 
     Args:
@@ -319,6 +331,8 @@ def check_outputs_are_not_inputs(flag_values, output_names, input_flags,
         (unset ones are skipped).
       data_dir_files: names of the input files the runner reads from
         `--data_dir` (when set), e.g. ("train.txt", "dev.txt").
+      input_files: {flag name: its files, already expanded
+        (`file_io.InputFiles`)}, for flags whose globs the run expanded.
 
     Raises:
       file_io.OutputIsInputError: naming both flags and paths.
@@ -327,11 +341,13 @@ def check_outputs_are_not_inputs(flag_values, output_names, input_flags,
     outputs = [("--output_dir", output_dir)]
     outputs += [("--output_dir file", f"{output_dir.rstrip('/')}/{name}")
                 for name in output_names]
-    inputs = [(f"--{name}", flag_values[name].value) for name in input_flags
-              if flag_values[name].value]
-    if "data_dir" in flag_values and flag_values.data_dir:
-        inputs += [("--data_dir file", os.path.join(flag_values.data_dir,
-                                                    name))
+    inputs = [(f"--{name}", getattr(flag_values, name))
+              for name in input_flags if getattr(flag_values, name)]
+    inputs += [(f"--{name}", files)
+               for name, files in (input_files or {}).items()]
+    data_dir = getattr(flag_values, "data_dir", None)
+    if data_dir:
+        inputs += [("--data_dir file", os.path.join(data_dir, name))
                    for name in data_dir_files]
     file_io.check_outputs_are_not_inputs(outputs, inputs)
 

@@ -253,7 +253,14 @@ def read_squad_examples(input_file, is_training,
         `is_impossible` in a SQuAD 2.0 file (naming file and question id).
     """
     input_file = str(input_file)
-    articles = load_squad_json(input_file)
+    return examples_of_articles(load_squad_json(input_file), input_file,
+                                is_training, version_2_with_negative)
+
+
+def examples_of_articles(articles, input_file, is_training,
+                         version_2_with_negative=False):
+    """`read_squad_examples` of a SQuAD JSON's `data` list, already read
+    (`input_file` names it in messages)."""
     examples = []
     num_questions = 0
     skipped = []
@@ -343,8 +350,14 @@ def has_gold_answers(input_file, version_2_with_negative=False):
     Raises:
       FileNotFoundError, SquadFormatError: as `load_squad_json`.
     """
-    articles = load_squad_json(input_file)
-    for _, qa, _ in iterate_questions(articles, str(input_file)):
+    return articles_have_answers(load_squad_json(input_file), str(input_file),
+                                 version_2_with_negative)
+
+
+def articles_have_answers(articles, input_file,
+                          version_2_with_negative=False):
+    """`has_gold_answers` of a SQuAD JSON's `data` list, already read."""
+    for _, qa, _ in iterate_questions(articles, input_file):
         if qa.get("answers"):
             return True
         if version_2_with_negative and qa.get("is_impossible") is True:

@@ -134,6 +134,7 @@ class SquadPostprocessConfig:
       verbose_logging: log every answer whose text could not be aligned.
       gold_file: the SQuAD JSON whose answers score the predictions (the
         `--predict_file` when it has answers); None: not scored.
+      gold_articles: instead of `gold_file`, its `data` list, already read.
     """
     n_best_size: int = 20
     max_answer_length: int = 30
@@ -142,6 +143,7 @@ class SquadPostprocessConfig:
     null_score_diff_threshold: float = 0.0
     verbose_logging: bool = False
     gold_file: Optional[str] = None
+    gold_articles: Optional[list] = None
 
 
 class SpanPredictions:
@@ -364,9 +366,11 @@ class SquadTask(base.Task):
                 options.null_score_diff_threshold, options.verbose_logging))
         del raw_results
         state.start_logits = state.end_logits = None  # Not needed any more.
-        if not options.gold_file:
-            return {}
-        dataset = squad_examples.load_squad_json(options.gold_file)
+        dataset = options.gold_articles
+        if dataset is None:
+            if not options.gold_file:
+                return {}
+            dataset = squad_examples.load_squad_json(options.gold_file)
         if options.version_2_with_negative:
             return dict(squad_evaluate.evaluate_v2(dataset, state.predictions,
                                                    state.null_odds))
