@@ -109,5 +109,4 @@ if __name__ == "__main__":
     flags.mark_flag_as_required("input_file")
     flags.mark_flag_as_required("output_file")
     flags.mark_flag_as_required("vocab_file")
-    cli.list_every_flag_in_help()
-    app.run(main)
+    cli.run_app(main)

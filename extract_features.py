@@ -19,7 +19,6 @@ from bert_tf import startup
 # Before anything imports TensorFlow: keeps its C++ start-up lines out.
 startup.quiet_start()
 
-from absl import app
 from absl import flags
 from absl import logging
 
@@ -135,5 +134,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    cli.list_every_flag_in_help()
-    app.run(main)
+    cli.run_app(main)

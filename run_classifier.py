@@ -34,7 +34,6 @@ startup.quiet_start()
 
 import os
 
-from absl import app
 from absl import flags
 from absl import logging
 
@@ -243,5 +242,4 @@ def main(argv, flag_values=FLAGS):
 
 if __name__ == "__main__":
     define_flags()
-    cli.list_every_flag_in_help()
-    app.run(main)
+    cli.run_app(main)

@@ -36,7 +36,6 @@ startup.quiet_start()
 import os
 import random
 
-from absl import app
 from absl import flags
 from absl import logging
 
@@ -300,5 +299,4 @@ def main(argv, flag_values=FLAGS):
 
 if __name__ == "__main__":
     define_flags()
-    cli.list_every_flag_in_help()
-    app.run(main)
+    cli.run_app(main)

@@ -100,6 +100,7 @@ from absl import app
 from absl import flags
 
 # The steps and command helpers demo.py runs too.
+from bert_tf import cli
 from bert_tf.runners import report
 from bert_tf.runners import workflow
 from bert_tf import file_io
@@ -1475,4 +1476,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run_app(main)
