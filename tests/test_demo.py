@@ -633,6 +633,33 @@ class FakeTerminal(io.StringIO):
         return True
 
 
+def test_a_pretraining_line_fits_the_terminal_speed_and_eta_first(
+        in_tmp, monkeypatch):
+    """The trainer's pretraining line is longer than a terminal: it was cut
+    at the width, before the ETA, in the middle of "next_sentence"."""
+    script = in_tmp / "steps.py"
+    script.write_text(
+        "print('I1129 20:21:33.678630 1 trainer.py:633] step 150/200: loss "
+        "= 6.9012, masked_lm_accuracy = 0.0512, masked_lm_loss = 6.2001, "
+        "next_sentence_accuracy = 0.5312, next_sentence_loss = 0.7011, "
+        "learning_rate = 2.5e-05, examples/s = 81.2, ETA 0:00:07', "
+        "flush=True)\n")
+    for columns in (60, 80, 120):
+        terminal = FakeTerminal()
+        monkeypatch.setattr(sys, "stdout", terminal)
+        monkeypatch.setenv("COLUMNS", str(columns))
+        assert workflow.run_command([sys.executable, str(script)],
+                                    in_tmp / "steps.log") == 0
+        line = terminal.getvalue().split("\r\x1b[K")[-1].rstrip("\n")
+        assert len(line) < columns
+        assert line.startswith("    step 150/200, examples/s = 81.2, "
+                               "ETA 0:00:07 [")
+        # Whole items only: the line ends where an item ends.
+        assert line.endswith(("]", "loss = 6.9012", "= 0.0512", "= 6.2001",
+                              "= 0.5312")), line
+    assert "loss = 6.9012, masked_lm_accuracy = 0.0512" in line
+
+
 def test_progress_lines_become_a_bar_on_a_terminal(in_tmp, monkeypatch):
     script = in_tmp / "steps.py"
     script.write_text(
@@ -643,15 +670,17 @@ def test_progress_lines_become_a_bar_on_a_terminal(in_tmp, monkeypatch):
         "(100%), 3.6 steps/s', flush=True)\n")
     terminal = FakeTerminal()
     monkeypatch.setattr(sys, "stdout", terminal)
+    monkeypatch.setenv("COLUMNS", "80")
     assert workflow.run_command([sys.executable, str(script)],
                                 in_tmp / "steps.log") == 0
     shown = terminal.getvalue()
+    # The count first, then the bar, then the loss.
     assert shown == (
-        "\r\x1b[K    [######..................] step 10/40: loss = 9.1"
+        "\r\x1b[K    step 10/40 [######..................] loss = 9.1"
         "\r\x1b[K    reading data\n"
-        "\r\x1b[K    [######..................] step 10/40: loss = 9.1"
-        "\r\x1b[K    [########################] train: 40/40 steps (100%), "
-        "3.6 steps/s\n")
+        "\r\x1b[K    step 10/40 [######..................] loss = 9.1"
+        "\r\x1b[K    train: 40/40 steps (100%), 3.6 steps/s "
+        "[########################]\n")
     log = (in_tmp / "steps.log").read_text()
     assert "step 10/40: loss = 9.1\n" in log and "reading data\n" in log
 

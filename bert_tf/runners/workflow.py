@@ -664,12 +664,16 @@ _NOISE = re.compile(
 _ABSL_HEADER = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ [^\]]+\] ")
 
 
+# A step's lines are indented under the step's own line.
+_INDENT = "    "
+
+
 def console_line(line, verbose=False):
     """What the console shows of a line a step printed, or None."""
     line = line.rstrip("\n")
     if not verbose and (_NOISE.search(line) or not line.strip()):
         return None
-    return "    " + _ABSL_HEADER.sub("", line)
+    return _INDENT + _ABSL_HEADER.sub("", line)
 
 
 # The lines of a step that say how far it is: a `Progress` report
@@ -691,11 +695,17 @@ class ConsoleBar:
             self.terminal = bool(self._stream.isatty())
         except (AttributeError, ValueError):
             self.terminal = False
-        self._text = None
+        # (text, fraction) of the last progress line: what the bar shows.
+        self._report = None
 
     def _draw(self):
-        width = shutil.get_terminal_size().columns - 1
-        self._stream.write("\r\x1b[K" + self._text[:width])
+        text, fraction = self._report
+        lead, rest = progress.split_report(text)
+        # One column short: a line reaching the last column wraps on some
+        # terminals, and "\r" would then redraw below it.
+        width = progress.terminal_columns(self._stream) - 1 - len(_INDENT)
+        self._stream.write("\r\x1b[K" + _INDENT + progress.terminal_line(
+            lead, fraction, rest, width))
         self._stream.flush()
 
     def show(self, line):
@@ -706,21 +716,21 @@ class ConsoleBar:
             count, total = [int(value) for value in match.groups()
                             if value is not None]
             fraction = count / total if total else 0.0
-            self._text = f"    {progress.bar(fraction)} {line.strip()}"
+            self._report = (line.strip(), fraction)
             self._draw()
             return
-        if self._text is not None:
+        if self._report is not None:
             self._stream.write("\r\x1b[K")
         print(line, file=self._stream, flush=True)
-        if self._text is not None:
+        if self._report is not None:
             self._draw()
 
     def finish(self):
         """Leaves the bar's last state on its own line."""
-        if self._text is not None:
+        if self._report is not None:
             self._stream.write("\n")
             self._stream.flush()
-            self._text = None
+            self._report = None
 
 
 @dataclasses.dataclass
