@@ -26,6 +26,12 @@ def exit_with_error(program, error):
     sys.exit(f"{program}: error: {error}")
 
 
+def log_info_and_above():
+    """Shows absl's INFO lines (as Google's scripts do), or more when the
+    command line asks for more (`--verbosity=1`: the per-example lines)."""
+    logging.set_verbosity(max(logging.get_verbosity(), logging.INFO))
+
+
 def list_every_flag_in_help(flag_values=flags.FLAGS):
     """Makes `--help` of an `app.run` program list every flag it takes.
 
