@@ -15,6 +15,12 @@ New flags (--distribution_strategy, --dtype, --optimizer,
 --pretraining_objective, ...) default to the original's behaviour. Restarting
 with the same --output_dir resumes from its newest checkpoint.
 
+A run that trains copies --bert_config_file (and --vocab_file, when given)
+into --output_dir as bert_config.json and vocab.txt, beside the checkpoints,
+so that `bert_tf.load(output_dir)` loads it as a released checkpoint
+directory; a differing file of another model there is an error, never
+overwritten.
+
 --pretraining_objective picks among the objectives of the BERT paper's
 ablation (section 5.1): mlm_nsp (Google's), mlm ("No NSP") and ltr ("LTR &
 No NSP", a causal left-to-right LM), and ALBERT's mlm_sop (sentence-order
@@ -128,6 +134,7 @@ def run(flag_values):
     # Imported here so that `--help` and flag errors come without importing
     # the model code.
     from bert_tf.config import BertConfig
+    from bert_tf.runners import finetune
     from bert_tf.tasks.pretraining import PretrainingDataConfig
     from bert_tf.tasks.pretraining import PretrainingTask
     from bert_tf.training.trainer import Trainer
@@ -187,6 +194,12 @@ def run(flag_values):
                            init_checkpoint=flag_values.init_checkpoint or None)
     trainer = Trainer(task, trainer_config, strategy,
                       optimizer_factory=optimizer_factory)
+    if flag_values.do_train and trainer.is_chief:
+        # As a released checkpoint directory has them, so that the run's
+        # directory loads with `bert_tf.load` (the Trainer has made it and
+        # holds its lock).
+        finetune.copy_model_files(flag_values,
+                                  ("bert_config_file", "vocab_file"))
     result = None
     if flag_values.do_train:
         result = trainer.train()

@@ -438,18 +438,56 @@ def write_run_description(flag_values, run, program, task, **settings):
         `vocab.txt` that differs from the run's (another model's files,
         which are not overwritten).
     """
-    from bert_tf import file_io
     from bert_tf.training import distribution
     if not flag_values.do_train or not distribution.is_chief(run.strategy):
         return
     if task not in TASK_KINDS:
         raise ValueError(f"unknown task kind {task!r}")
+    from bert_tf import file_io
     output_dir = flag_values.output_dir
+    copy_model_files(flag_values, ("bert_config_file", "vocab_file"))
+    description = {
+        "program": program, "task": task,
+        "max_seq_length": flag_values.max_seq_length,
+        "do_lower_case": flag_values.do_lower_case,
+        "causal_attention": flag_values.causal_attention, **settings}
+    with file_io.atomic_write(
+            os.path.join(output_dir, RUN_DESCRIPTION_FILE)) as writer:
+        json.dump(description, writer, indent=2, ensure_ascii=False)
+        writer.write("\n")
+
+
+# The file a model flag is copied to in a run's --output_dir.
+MODEL_FILE_OF_FLAG = {"bert_config_file": BERT_CONFIG_FILE,
+                      "vocab_file": VOCAB_FILE}
+
+
+def copy_model_files(flag_values, flag_names):
+    """Copies the files of model flags into `--output_dir`, as a released
+    checkpoint directory has them (`bert_config.json`, `vocab.txt`).
+
+    A file already there with the same bytes is left as it is; nothing is
+    written unless every copy can be (each under a temporary name, then
+    renamed).
+
+    Args:
+      flag_values: the runner's parsed flags.
+      flag_names: of `MODEL_FILE_OF_FLAG`; a flag without a value is
+        skipped.
+
+    Raises:
+      ValueError: `--output_dir` already holds such a file that differs
+        (another model's file, which is not overwritten); the message names
+        it.
+    """
+    from bert_tf import file_io
     copies = []
-    for flag, name in (("bert_config_file", BERT_CONFIG_FILE),
-                       ("vocab_file", VOCAB_FILE)):
+    for flag in flag_names:
+        if not flag_values[flag].value:
+            continue
         content = file_io.read_bytes(flag_values[flag].value, f"--{flag}")
-        target = os.path.join(output_dir, name)
+        target = os.path.join(flag_values.output_dir,
+                              MODEL_FILE_OF_FLAG[flag])
         if _existing_bytes(target) not in (None, content):
             raise ValueError(
                 f"--output_dir: {target} exists and differs from --{flag}="
@@ -460,15 +498,6 @@ def write_run_description(flag_values, run, program, task, **settings):
         if _existing_bytes(target) is None:
             with file_io.atomic_write(target, "wb") as writer:
                 writer.write(content)
-    description = {
-        "program": program, "task": task,
-        "max_seq_length": flag_values.max_seq_length,
-        "do_lower_case": flag_values.do_lower_case,
-        "causal_attention": flag_values.causal_attention, **settings}
-    with file_io.atomic_write(
-            os.path.join(output_dir, RUN_DESCRIPTION_FILE)) as writer:
-        json.dump(description, writer, indent=2, ensure_ascii=False)
-        writer.write("\n")
 
 
 def _existing_bytes(path):

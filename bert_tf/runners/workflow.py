@@ -264,13 +264,15 @@ def count_lines(path):
         return sum(1 for _ in reader)
 
 
-def pretrain_command(settings, records, config_file, output_dir):
+def pretrain_command(settings, records, config_file, vocab, output_dir):
     """The `run_pretraining.py --do_train --do_eval` command of `settings`.
 
     Args:
       settings: `Settings` (sequence sizes, steps, batch, learning rate).
       records: the create_pretraining_data.py output to train on.
       config_file: the model's bert_config.json.
+      vocab: the vocabulary of the records, copied beside the checkpoints
+        (with the config) so that `bert_tf.load(output_dir)` loads the run.
       output_dir: where checkpoints and eval_results.txt go.
 
     Returns:
@@ -281,6 +283,7 @@ def pretrain_command(settings, records, config_file, output_dir):
             f"--output_dir={display_path(output_dir)}",
             "--do_train=True", "--do_eval=True",
             f"--bert_config_file={display_path(config_file)}",
+            f"--vocab_file={display_path(vocab)}",
             f"--train_batch_size={settings.pretrain_batch_size}",
             f"--eval_batch_size={settings.pretrain_batch_size}",
             f"--max_seq_length={settings.max_seq_length}",
@@ -463,7 +466,7 @@ def build_steps(work_dir, options):
     steps.append(Step(
         name="pretrain",
         title="Pretraining (masked LM + next sentence): run_pretraining.py",
-        command=pretrain_command(settings, records, config_file,
+        command=pretrain_command(settings, records, config_file, vocab,
                                  pretrain_dir),
         outputs=[pretrain_dir / "eval_results.txt"],
         result=lambda: pretrain_result(pretrain_dir, pretrain_log)))
