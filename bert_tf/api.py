@@ -69,7 +69,8 @@ _TEXT_A, _TEXT_B, _LABEL = "text_a", "text_b", "label"
 
 # -- loading -------------------------------------------------------------------
 
-def load(path, *, batch_size=32, do_lower_case=None, max_seq_length=None):
+def load(path, *, batch_size=32, do_lower_case=None, max_seq_length=None,
+         bert_config=None, vocab=None):
     """A model from a directory, ready for raw text.
 
     Args:
@@ -84,6 +85,10 @@ def load(path, *, batch_size=32, do_lower_case=None, max_seq_length=None):
       max_seq_length: the longest input in word pieces, [CLS] and [SEP]
         included. Default: a run's own; 128 for a checkpoint directory
         (at most the config's `max_position_embeddings`).
+      bert_config, vocab: for a checkpoint directory, the
+        `bert_config.json` and `vocab.txt` to use instead of its own (e.g.
+        for the `--output_dir` of Google's run_pretraining.py, which has
+        only checkpoints). Training runs and SavedModels have their own.
 
     Returns:
       A `PretrainedModel`, `FineTunedModel` or `ExportedModel`.
@@ -97,9 +102,11 @@ def load(path, *, batch_size=32, do_lower_case=None, max_seq_length=None):
         raise ValueError(f"batch_size={batch_size} must be positive")
     if not os.path.isdir(path):
         raise ValueError(f"bert_tf.load: {path} is not a directory")
+    model_files = {"bert_config": bert_config, "vocab": vocab}
     if os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
         for name, value in (("do_lower_case", do_lower_case),
-                            ("max_seq_length", max_seq_length)):
+                            ("max_seq_length", max_seq_length),
+                            *model_files.items()):
             if value is not None:
                 raise ValueError(
                     f"bert_tf.load: {name} is fixed in the SavedModel {path} "
@@ -107,20 +114,32 @@ def load(path, *, batch_size=32, do_lower_case=None, max_seq_length=None):
         return ExportedModel(path, batch_size)
     if os.path.isfile(os.path.join(path,
                                    finetune_lib.RUN_DESCRIPTION_FILE)):
+        for name, value in model_files.items():
+            if value is not None:
+                raise ValueError(
+                    f"bert_tf.load: {name} is fixed in the training run "
+                    f"{path} (it trained with its own)")
         return FineTunedModel(path, batch_size, do_lower_case,
                               max_seq_length)
-    missing = [name for name in (finetune_lib.BERT_CONFIG_FILE,
-                                 finetune_lib.VOCAB_FILE)
-               if not os.path.isfile(os.path.join(path, name))]
+    for name, value in model_files.items():
+        if value is not None and not os.path.isfile(value):
+            raise ValueError(f"bert_tf.load: {name}={value} is not a file")
+    missing = [name for name, given in ((finetune_lib.BERT_CONFIG_FILE,
+                                         bert_config),
+                                        (finetune_lib.VOCAB_FILE, vocab))
+               if given is None
+               and not os.path.isfile(os.path.join(path, name))]
     if missing or not _has_checkpoint(path):
         raise ValueError(
             f"bert_tf.load: {path} is neither a checkpoint directory "
             "(bert_config.json, vocab.txt and a checkpoint), a training "
             f"run's --output_dir ({finetune_lib.RUN_DESCRIPTION_FILE}) nor a "
             f"SavedModel ({SAVED_MODEL_FILE})"
-            + (f"; it has no {' or '.join(missing)}" if missing
+            + (f"; it has no {' or '.join(missing)} (give it as "
+               f"bert_config= or vocab=)" if missing
                else "; it has no checkpoint"))
-    return PretrainedModel(path, batch_size, do_lower_case, max_seq_length)
+    return PretrainedModel(path, batch_size, do_lower_case, max_seq_length,
+                           bert_config_file=bert_config, vocab_file=vocab)
 
 
 def _has_checkpoint(directory):
@@ -158,15 +177,18 @@ class PretrainedModel:
 
     def __init__(self, path, batch_size=32, do_lower_case=None,
                  max_seq_length=None, default_max_seq_length=None,
-                 default_do_lower_case=None, causal_attention=False):
+                 default_do_lower_case=None, causal_attention=False,
+                 bert_config_file=None, vocab_file=None):
         from bert_tf import checkpoints
         from bert_tf.config import BertConfig
         self.path = path
         self.batch_size = batch_size
         self.checkpoint = checkpoints.resolve_checkpoint(path)
         self.bert_config = BertConfig.from_json_file(
-            os.path.join(path, finetune_lib.BERT_CONFIG_FILE))
-        self.vocab_file = os.path.join(path, finetune_lib.VOCAB_FILE)
+            bert_config_file
+            or os.path.join(path, finetune_lib.BERT_CONFIG_FILE))
+        self.vocab_file = vocab_file or os.path.join(path,
+                                                      finetune_lib.VOCAB_FILE)
         if do_lower_case is None:
             do_lower_case = (default_do_lower_case
                              if default_do_lower_case is not None

@@ -198,7 +198,8 @@ def test_load_errors_name_the_path(tmp_path, cased_tiny_dir):
         f"bert_tf.load: {empty} is neither a checkpoint directory "
         "(bert_config.json, vocab.txt and a checkpoint), a training run's "
         "--output_dir (bert_tf_run.json) nor a SavedModel (saved_model.pb); "
-        "it has no bert_config.json or vocab.txt")
+        "it has no bert_config.json or vocab.txt (give it as bert_config= or "
+        "vocab=)")
     no_checkpoint = tmp_path / "no_checkpoint"
     no_checkpoint.mkdir()
     for name in ("vocab.txt", "bert_config.json"):
@@ -216,6 +217,40 @@ def test_load_errors_name_the_path(tmp_path, cased_tiny_dir):
     with pytest.raises(ValueError, match=r"bert_tf_run.json: no 'task' "
                                          r"among classification"):
         api.load(broken)
+
+
+def test_a_directory_of_checkpoints_only_loads_with_its_config_and_vocab(
+        tmp_path, cased_tiny_dir):
+    """The --output_dir of Google's run_pretraining.py has checkpoints only:
+    its config and vocabulary are given to `load`."""
+    only_checkpoints = tmp_path / "google_pretraining_run"
+    only_checkpoints.mkdir()
+    for path in cased_tiny_dir.glob("bert_model.ckpt*"):
+        shutil.copy(path, only_checkpoints / path.name)
+    config = cased_tiny_dir / "bert_config.json"
+    vocab = cased_tiny_dir / "vocab.txt"
+    with pytest.raises(ValueError, match=r"it has no vocab.txt \(give it as "
+                                         r"bert_config= or vocab=\)$"):
+        api.load(only_checkpoints, bert_config=config)
+    with pytest.raises(ValueError, match=f"^bert_tf.load: vocab="
+                                         f"{tmp_path / 'no.txt'} is not a "
+                                         "file$"):
+        api.load(only_checkpoints, bert_config=config,
+                 vocab=tmp_path / "no.txt")
+    model = api.load(only_checkpoints, bert_config=config, vocab=vocab)
+    reference = api.load(cased_tiny_dir)
+    assert model.vocab_file == vocab
+    assert model.bert_config.to_dict() == reference.bert_config.to_dict()
+    assert model.do_lower_case is reference.do_lower_case is False
+    np.testing.assert_allclose(
+        model.embed(["Hello there"])["pooled_output"],
+        reference.embed(["Hello there"])["pooled_output"], atol=1e-6)
+    run = tmp_path / "run"
+    shutil.copytree(cased_tiny_dir, run)
+    (run / "bert_tf_run.json").write_text('{"task": "classification"}')
+    with pytest.raises(ValueError, match=f"^bert_tf.load: vocab is fixed "
+                                         f"in the training run {run} "):
+        api.load(run, vocab=vocab)
 
 
 def test_multi_label_predict_reads_the_runs_record(tmp_path,
