@@ -195,6 +195,8 @@ def run(flag_values):
     finetune.write_run_description(
         flag_values, run, PROGRAM, finetune.CLASSIFICATION, task_name=task_name,
         label_list=None if is_regression else label_list,
+        label_names=None if is_regression else list(
+            processor.label_names or label_list),
         is_regression=is_regression, has_text_b=processor.has_text_b)
     files, num_records = {}, {}
     for mode, (file_name, examples, batch_size) in phases.items():
