@@ -438,8 +438,10 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
     @property
     def labels(self):
         """The run's labels in label-id order (classification,
-        multi-label, tagging), else None."""
-        return self.description.get("label_list")
+        multi-label, tagging), else None: their names where the task has
+        them (GLUE's "0"/"1" tasks: SST-2's "negative", "positive")."""
+        return (self.description.get("label_names")
+                or self.description.get("label_list"))
 
     def _serving(self):
         # Built on first use: loading for `embed` alone needs no export.
@@ -461,7 +463,7 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
         task = d["task"]
         if task == finetune_lib.CLASSIFICATION:
             return builders.classifier_export(
-                label_list=d["label_list"], is_regression=d["is_regression"],
+                label_list=self.labels, is_regression=d["is_regression"],
                 has_text_b=d["has_text_b"], **common)
         if task == finetune_lib.MULTI_LABEL:
             # export_saved_model.py's multi-label export: a sigmoid per
