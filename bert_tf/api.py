@@ -37,6 +37,7 @@ Nothing here is a second implementation of what the programs do:
 - a SavedModel of `export_saved_model.py`: `predict`.
 """
 
+import contextlib
 import csv
 import json
 import os
@@ -780,7 +781,7 @@ def _words(i, item, where="inputs"):
 # -- fine-tuning ---------------------------------------------------------------
 
 def finetune(task, base_dir, output_dir, *, train=None, dev=None, test=None,
-             **flags):
+             verbose=True, **flags):
     """Fine-tunes with the runner of `task`; returns the runner's results.
 
     The runner (`run_classifier.py`, `run_squad.py`, `run_tagging.py`,
@@ -816,6 +817,9 @@ def finetune(task, base_dir, output_dir, *, train=None, dev=None, test=None,
             one of them (with answers, the predictions are scored).
         Each given set turns its phase on (`do_train`, `do_eval`,
         `do_predict`) unless `flags` say otherwise.
+      verbose: report as the runner does on a command line (absl's INFO
+        lines on stderr: what it reads, progress with speed and ETA,
+        checkpoints, results); False for warnings and errors only.
       **flags: the runner's flags; `do_lower_case` defaults to the casing
         of `base_dir` (a run's own, else that of its vocabulary).
 
@@ -873,7 +877,25 @@ def finetune(task, base_dir, output_dir, *, train=None, dev=None, test=None,
         except absl_flags.Error as error:
             raise ValueError(f"finetune: {str(error).splitlines()[0]}"
                              ) from None
-        return runner.run(flag_values)
+        with _runner_logging(verbose):
+            return runner.run(flag_values)
+
+
+@contextlib.contextmanager
+def _runner_logging(verbose):
+    """absl's INFO lines shown (as `app.run` shows a runner's) while the
+    block runs, when `verbose`; the previous verbosity back after it."""
+    from absl import logging
+    previous = logging.get_verbosity()
+    if verbose:
+        # Outside `app.run` absl's handler is not on the root logger, and
+        # Python's last-resort handler prints warnings only.
+        logging.use_absl_handler()
+        logging.set_verbosity(max(previous, logging.INFO))
+    try:
+        yield
+    finally:
+        logging.set_verbosity(previous)
 
 
 def _flag_text(value):

@@ -20,6 +20,7 @@ machine) are marked slow; the rest runs by default.
 """
 
 import gzip
+import io
 import json
 import re
 import shutil
@@ -320,6 +321,36 @@ def test_finetune_bad_input_is_one_line(tmp_path, cased_tiny_dir, call,
         api.finetune(task, cased_tiny_dir, tmp_path / "out", **call)
     assert "\n" not in str(error.value)
     assert not (tmp_path / "out").exists()
+
+
+def test_finetune_reports_progress_as_the_runner_does(tmp_path,
+                                                     cased_tiny_dir,
+                                                     monkeypatch):
+    """`finetune` used to print nothing for the whole run (absl's INFO lines
+    are off outside `app.run`)."""
+    from absl import logging
+    # What absl's handler writes: to stderr (before absl's flags are
+    # parsed) or to its stream.
+    shown = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", shown)
+    monkeypatch.setattr(logging.get_absl_handler().python_handler, "stream",
+                        shown)
+    previous = logging.get_verbosity()
+    reviews = [("good film", "positive"), ("bad film", "negative")] * 4
+    api.finetune("classification", cased_tiny_dir, tmp_path / "out",
+                 train=reviews, dev=reviews[:2], num_train_epochs=1,
+                 train_batch_size=4, max_seq_length=16)
+    text = shown.getvalue()
+    assert re.search(r"train classification: 2/2 steps \(100%\)", text)
+    assert re.search(r"evaluate classification: 1/1 batch", text)
+    assert "eval_accuracy = " in text
+    # The caller's verbosity is left as it was; quiet on request.
+    assert logging.get_verbosity() == previous
+    with api._runner_logging(verbose=False):
+        logging.info("an INFO line")
+        logging.warning("a warning")
+    assert "an INFO line" not in shown.getvalue()
+    assert "a warning" in shown.getvalue()
 
 
 def test_finetune_refuses_another_models_files_in_output_dir(
