@@ -620,6 +620,34 @@ def test_job_report_shows_the_curves_and_results(in_tmp):
     assert "eval masked LM accuracy 0.040" in page
 
 
+def test_chart_ticks_are_plain_numbers_and_the_legend_is_below_the_plot():
+    """Ticks used to read `1e+03`, and the legend sat in the plot's top
+    left corner, over the curves (a loss starts there)."""
+    import xml.etree.ElementTree as ElementTree
+    from bert_tf.runners import report
+    svg = report.line_chart("loss", [
+        report.Series("training", [(step, 9.0 - step / 200)
+                                   for step in range(0, 1001, 50)],
+                      "#1f77b4"),
+        report.Series("evaluation", [(1000, 4.2)], "#d62728", line=False)],
+        "step")
+    chart = ElementTree.fromstring(svg)
+    namespace = "{http://www.w3.org/2000/svg}"
+    texts = [text.text for text in chart.iter(f"{namespace}text")]
+    assert not [text for text in texts if "e+" in text or "e-" in text]
+    assert {"0", "200", "1,000"} <= set(texts)  # the steps
+    assert {"4", "5", "9"} <= set(texts)  # the loss
+    frame = [rect for rect in chart.iter(f"{namespace}rect")
+             if rect.get("fill") == "none"][0]
+    plot_bottom = float(frame.get("y")) + float(frame.get("height"))
+    keys = [rect for rect in chart.iter(f"{namespace}rect")
+            if rect.get("fill") in ("#1f77b4", "#d62728")]
+    assert len(keys) == 2
+    assert all(float(key.get("y")) > plot_bottom + 16 for key in keys)
+    assert float(chart.get("height")) > max(float(key.get("y")) + 10
+                                            for key in keys)
+
+
 def test_job_report_of_a_work_dir_without_training(in_tmp):
     (in_tmp / "w").mkdir()
     path = workflow.write_job_report(in_tmp / "w", "table")
