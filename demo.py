@@ -183,5 +183,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    cli.list_every_flag_in_help()
-    app.run(main)
+    cli.run_app(main)

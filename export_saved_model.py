@@ -48,7 +48,6 @@ from bert_tf import startup
 # Before anything imports TensorFlow: keeps its C++ start-up lines out.
 startup.quiet_start()
 
-from absl import app
 from absl import flags
 
 from bert_tf import cli
@@ -440,5 +439,4 @@ def main(argv, flag_values=FLAGS):
 
 if __name__ == "__main__":
     define_flags()
-    cli.list_every_flag_in_help()
-    app.run(main)
+    cli.run_app(main)

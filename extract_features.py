@@ -6,6 +6,9 @@ Each line of --input_file is one example; `text_a ||| text_b` is a pair.
   {"linex_index": 0, "features": [{"token": "[CLS]",
     "layers": [{"index": -1, "values": [...]}, ...]}, ...]}
 
+`--verbosity=1` also logs the first five examples in full (`input_ids: 101
+...`), as Google's script does at its default verbosity.
+
 Example:
   python extract_features.py --input_file=samples/sample_text.txt \\
     --output_file=work/features.jsonl --vocab_file=$BERT_DIR/vocab.txt \\
@@ -19,9 +22,7 @@ from bert_tf import startup
 # Before anything imports TensorFlow: keeps its C++ start-up lines out.
 startup.quiet_start()
 
-from absl import app
 from absl import flags
-from absl import logging
 
 from bert_tf import cli
 from bert_tf.runners import flags as runner_flags
@@ -99,7 +100,7 @@ def main(_):
 
     from bert_tf import file_io
 
-    logging.set_verbosity(logging.INFO)
+    cli.log_info_and_above()
     set_tensor_float_32(FLAGS.allow_tf32)
     try:
         file_io.check_outputs_are_not_inputs(
@@ -135,5 +136,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    cli.list_every_flag_in_help()
-    app.run(main)
+    cli.run_app(main)

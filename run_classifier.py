@@ -32,7 +32,6 @@ from bert_tf import startup
 # Before anything imports TensorFlow: keeps its C++ start-up lines out.
 startup.quiet_start()
 
-from absl import app
 from absl import flags
 
 from bert_tf import cli
@@ -116,5 +115,4 @@ def main(argv, flag_values=FLAGS):
 
 if __name__ == "__main__":
     define_flags()
-    cli.list_every_flag_in_help()
-    app.run(main)
+    cli.run_app(main)

@@ -103,8 +103,11 @@ setup(
         ] + ONNX,
         # The tests' Model Garden reference (TensorFlow 2.20 only; see above).
         "reference": MODEL_GARDEN,
-        # benchmarks/: Model Garden is the peer each speed is compared with.
-        "benchmarks": MODEL_GARDEN + [TF_KERAS] + ONNX,
+        # benchmarks/: Model Garden is the peer each speed is compared with;
+        # benchmarks/serving.py's ONNX Runtime contender is optimized by
+        # onnxruntime.transformers.optimizer, whose shape inference imports
+        # sympy (which onnxruntime does not declare).
+        "benchmarks": MODEL_GARDEN + [TF_KERAS] + ONNX + ["sympy>=1.13,<2"],
         # TensorFlow's GPU build: the CUDA and cuDNN libraries as pip
         # packages (Linux; a recent NVIDIA driver is all the machine needs).
         "gpu": [

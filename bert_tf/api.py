@@ -38,6 +38,7 @@ Nothing here is a second implementation of what the programs do:
 - a SavedModel of `export_saved_model.py`: `predict`.
 """
 
+import contextlib
 import json
 import numbers
 import os
@@ -61,7 +62,8 @@ _CLASSIFIER_TASKS = ("cola", "mnli", "mnli-mm", "mrpc", "xnli", "sst-2",
 
 # -- loading -------------------------------------------------------------------
 
-def load(path, *, batch_size=32, do_lower_case=None, max_seq_length=None):
+def load(path, *, batch_size=32, do_lower_case=None, max_seq_length=None,
+         bert_config=None, vocab=None):
     """A model from a directory, ready for raw text.
 
     Args:
@@ -76,6 +78,10 @@ def load(path, *, batch_size=32, do_lower_case=None, max_seq_length=None):
       max_seq_length: the longest input in word pieces, [CLS] and [SEP]
         included. Default: a run's own; 128 for a checkpoint directory
         (at most the config's `max_position_embeddings`).
+      bert_config, vocab: for a checkpoint directory, the
+        `bert_config.json` and `vocab.txt` to use instead of its own (e.g.
+        for the `--output_dir` of Google's run_pretraining.py, which has
+        only checkpoints). Training runs and SavedModels have their own.
 
     Returns:
       A `PretrainedModel`, `FineTunedModel` or `ExportedModel`.
@@ -94,9 +100,11 @@ def load(path, *, batch_size=32, do_lower_case=None, max_seq_length=None):
                          "must be True, False or None")
     if not os.path.isdir(path):
         raise ValueError(f"bert_tf.load: {path} is not a directory")
+    model_files = {"bert_config": bert_config, "vocab": vocab}
     if os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
         for name, value in (("do_lower_case", do_lower_case),
-                            ("max_seq_length", max_seq_length)):
+                            ("max_seq_length", max_seq_length),
+                            *model_files.items()):
             if value is not None:
                 raise ValueError(
                     f"bert_tf.load: {name} is fixed in the SavedModel {path} "
@@ -104,20 +112,32 @@ def load(path, *, batch_size=32, do_lower_case=None, max_seq_length=None):
         return ExportedModel(path, batch_size)
     if os.path.isfile(os.path.join(path,
                                    finetune_lib.RUN_DESCRIPTION_FILE)):
+        for name, value in model_files.items():
+            if value is not None:
+                raise ValueError(
+                    f"bert_tf.load: {name} is fixed in the training run "
+                    f"{path} (it trained with its own)")
         return FineTunedModel(path, batch_size, do_lower_case,
                               max_seq_length)
-    missing = [name for name in (finetune_lib.BERT_CONFIG_FILE,
-                                 finetune_lib.VOCAB_FILE)
-               if not os.path.isfile(os.path.join(path, name))]
+    for name, value in model_files.items():
+        if value is not None and not os.path.isfile(value):
+            raise ValueError(f"bert_tf.load: {name}={value} is not a file")
+    missing = [name for name, given in ((finetune_lib.BERT_CONFIG_FILE,
+                                         bert_config),
+                                        (finetune_lib.VOCAB_FILE, vocab))
+               if given is None
+               and not os.path.isfile(os.path.join(path, name))]
     if missing or not _has_checkpoint(path):
         raise ValueError(
             f"bert_tf.load: {path} is neither a checkpoint directory "
             "(bert_config.json, vocab.txt and a checkpoint), a training "
             f"run's --output_dir ({finetune_lib.RUN_DESCRIPTION_FILE}) nor a "
             f"SavedModel ({SAVED_MODEL_FILE})"
-            + (f"; it has no {' or '.join(missing)}" if missing
+            + (f"; it has no {' or '.join(missing)} (give it as "
+               f"bert_config= or vocab=)" if missing
                else "; it has no checkpoint"))
-    return PretrainedModel(path, batch_size, do_lower_case, max_seq_length)
+    return PretrainedModel(path, batch_size, do_lower_case, max_seq_length,
+                           bert_config_file=bert_config, vocab_file=vocab)
 
 
 def _positive_int(name, value):
@@ -166,15 +186,18 @@ class PretrainedModel:
 
     def __init__(self, path, batch_size=32, do_lower_case=None,
                  max_seq_length=None, default_max_seq_length=None,
-                 default_do_lower_case=None, causal_attention=False):
+                 default_do_lower_case=None, causal_attention=False,
+                 bert_config_file=None, vocab_file=None):
         from bert_tf import checkpoints
         from bert_tf.config import BertConfig
         self.path = path
         self.batch_size = batch_size
         self.checkpoint = checkpoints.resolve_checkpoint(path)
         self.bert_config = BertConfig.from_json_file(
-            os.path.join(path, finetune_lib.BERT_CONFIG_FILE))
-        self.vocab_file = os.path.join(path, finetune_lib.VOCAB_FILE)
+            bert_config_file
+            or os.path.join(path, finetune_lib.BERT_CONFIG_FILE))
+        self.vocab_file = vocab_file or os.path.join(path,
+                                                      finetune_lib.VOCAB_FILE)
         if do_lower_case is None:
             do_lower_case = (default_do_lower_case
                              if default_do_lower_case is not None
@@ -424,8 +447,10 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
     @property
     def labels(self):
         """The run's labels in label-id order (classification,
-        multi-label, tagging), else None."""
-        return self.description.get("label_list")
+        multi-label, tagging), else None: their names where the task has
+        them (GLUE's "0"/"1" tasks: SST-2's "negative", "positive")."""
+        return (self.description.get("label_names")
+                or self.description.get("label_list"))
 
     def _serving(self):
         # Built on first use: loading for `embed` alone needs no export.
@@ -447,7 +472,7 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
         task = d["task"]
         if task == finetune_lib.CLASSIFICATION:
             return builders.classifier_export(
-                label_list=d["label_list"], is_regression=d["is_regression"],
+                label_list=self.labels, is_regression=d["is_regression"],
                 has_text_b=d["has_text_b"], **common)
         if task == finetune_lib.MULTI_LABEL:
             # export_saved_model.py's multi-label export: a sigmoid per
@@ -793,7 +818,7 @@ def _words(i, item, where="inputs"):
 # -- fine-tuning ---------------------------------------------------------------
 
 def finetune(task, base_dir, output_dir, *, train=None, dev=None, test=None,
-             **settings):
+             verbose=True, **settings):
     """Fine-tunes with the recipe of `task`; returns the recipe's results.
 
     The task's recipe (`bert_tf.tasks.<task>.recipe`: what
@@ -831,6 +856,9 @@ def finetune(task, base_dir, output_dir, *, train=None, dev=None, test=None,
             one of them (with answers, the predictions are scored).
         Each given set turns its phase on (`do_train`, `do_eval`,
         `do_predict`) unless `settings` say otherwise.
+      verbose: report as the program does on a command line (absl's INFO
+        lines on stderr: what it reads, progress with speed and ETA,
+        checkpoints, results); False for warnings and errors only.
       **settings: the program's flags; `do_lower_case` defaults to the
         casing of `base_dir` (a run's own, else that of its vocabulary).
 
@@ -904,7 +932,25 @@ def finetune(task, base_dir, output_dir, *, train=None, dev=None, test=None,
         finetune_lib.check_field_types(config)
     except ValueError as error:
         raise ValueError(f"finetune: {error}") from None
-    return recipe.run(config, **examples)
+    with _program_logging(verbose):
+        return recipe.run(config, **examples)
+
+
+@contextlib.contextmanager
+def _program_logging(verbose):
+    """absl's INFO lines shown (as `app.run` shows a program's) while the
+    block runs, when `verbose`; the previous verbosity back after it."""
+    from absl import logging
+    previous = logging.get_verbosity()
+    if verbose:
+        # Outside `app.run` absl's handler is not on the root logger, and
+        # Python's last-resort handler prints warnings only.
+        logging.use_absl_handler()
+        logging.set_verbosity(max(previous, logging.INFO))
+    try:
+        yield
+    finally:
+        logging.set_verbosity(previous)
 
 
 # finetune's own tasks, each run by its recipe (classification's takes

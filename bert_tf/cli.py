@@ -11,6 +11,7 @@ This module imports no TensorFlow, so a program that needs none starts fast.
 
 import sys
 
+from absl import app
 from absl import flags
 from absl import logging
 
@@ -22,6 +23,12 @@ def exit_with_error(program, error):
     """
     logging.vlog(1, "error details", exc_info=error)
     sys.exit(f"{program}: error: {error}")
+
+
+def log_info_and_above():
+    """Shows absl's INFO lines (as Google's scripts do), or more when the
+    command line asks for more (`--verbosity=1`: the per-example lines)."""
+    logging.set_verbosity(max(logging.get_verbosity(), logging.INFO))
 
 
 def list_every_flag_in_help(flag_values=flags.FLAGS):
@@ -44,6 +51,47 @@ def list_every_flag_in_help(flag_values=flags.FLAGS):
             continue
         for flag in module_flags:
             flag_values.register_key_flag_for_module(main_module, flag)
+
+
+def _exiting_with_zero(help_flag_class):
+    """`help_flag_class` (one of absl's help flags), exiting with status 0.
+
+    absl's help flags print the help, then exit with status 1, which a
+    shell script or a CI step reads as a failure.
+    """
+
+    class HelpFlag(help_flag_class):
+
+        def parse(self, argument):
+            try:
+                super().parse(argument)
+            except SystemExit:  # only ever after the help was printed
+                sys.exit(0)
+
+    return HelpFlag
+
+
+def run_app(main):
+    """Runs an absl program: `app.run(main)`, its help complete and final.
+
+    `--help` lists every flag the program takes (`list_every_flag_in_help`)
+    and, like `--helpshort`, `--helpfull` and `--helpxml`, exits with
+    status 0 after printing it. Call it under `if __name__ == "__main__":`,
+    after the flags are defined.
+
+    Args:
+      main: the program's `main(argv)`.
+    """
+    list_every_flag_in_help()
+    app.define_help_flags()  # idempotent: app.run will not define them again
+    for help_flag_class in (app.HelpFlag, app.HelpshortFlag,
+                            app.HelpfullFlag, app.HelpXMLFlag):
+        absl_flag = flags.FLAGS[help_flag_class().name]
+        for name in {absl_flag.name, absl_flag.short_name} - {None}:
+            delattr(flags.FLAGS, name)
+        flags.DEFINE_flag(_exiting_with_zero(help_flag_class)(),
+                          module_name=app.__name__)
+    app.run(main)
 
 
 # Each asks for the program's help (absl's own help flags belong to

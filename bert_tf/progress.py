@@ -10,10 +10,13 @@ Every long loop of the project (training, evaluation, feature extraction,
 - then a line every `every_seconds` (and at the end): `train: 120/1000 steps
   (12%), 3.1 steps/s, ETA 0:04:43, loss 5.2717`. The speed leaves out the
   first interval (which holds the tracing) once there is a second one, and is
-  reported from the first interval on, never as nan;
-- on a terminal the line is a bar redrawn in place (as tqdm's), and a log
-  line printed meanwhile clears it first; into a file or a pipe, each report
-  is an ordinary log line.
+  reported from the first interval on, never as nan; an ETA comes only once
+  the speed leaves that interval out (a first evaluation batch that took
+  seconds of tracing says nothing about the next hundred);
+- on a terminal the line is redrawn in place (as tqdm's), count, speed and
+  ETA first, then a bar, then the notes that fit the terminal's width whole
+  (`terminal_line`); a log line printed meanwhile clears it first; into a
+  file or a pipe, each report is an ordinary log line.
 
 Usage::
 
@@ -26,8 +29,12 @@ Usage::
 """
 
 import datetime
+import io
 import logging as python_logging
 import math
+import os
+import re
+import shutil
 import sys
 import time
 
@@ -39,6 +46,11 @@ from absl import logging
 TERMINAL_REFRESH_SECONDS = 0.5
 TERMINAL_BAR_SECONDS = 2.0
 BAR_WIDTH = 24
+# A bar narrower than this (brackets included) is left out.
+MIN_BAR_WIDTH = 8
+# An item of a terminal line that does not fit is left out, unless it is
+# prose (more words than this): then its first words are shown.
+MAX_WORDS_OF_AN_ITEM_KEPT_WHOLE = 3
 
 
 def format_duration(seconds):
@@ -53,6 +65,113 @@ def bar(fraction, width=BAR_WIDTH):
     fraction = min(max(fraction, 0.0), 1.0)
     filled = int(round(fraction * width))
     return f"[{'#' * filled}{'.' * (width - filled)}]"
+
+
+def terminal_columns(stream):
+    """The width of the terminal `stream` shows on, in columns.
+
+    `COLUMNS` when set (as `shutil.get_terminal_size`), else the size of
+    `stream`'s own terminal (stderr's may be one while stdout is a pipe),
+    else `shutil`'s answer (80 when nothing says).
+    """
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+        return shutil.get_terminal_size().columns
+
+
+def _cut_at_a_word(text, width):
+    """The words of `text` that fit in `width` columns, then "...", or ""."""
+    if len(text) <= width:
+        return text
+    limit = width - len("...")
+    # One character more: a word that ends right at the limit is kept.
+    head = text[:max(limit, 0) + 1]
+    if " " not in head:
+        return ""
+    return head[:head.rindex(" ")].rstrip(" ,;:(") + "..."
+
+
+def terminal_line(lead, fraction, rest, width):
+    """A progress report as one terminal line of at most `width` columns.
+
+    `lead` (count/total, speed, ETA) comes first, then a bar `fraction`
+    full, then the items of `rest` (loss, metrics, a note) that fit. An
+    item is never cut inside a word: one that does not fit is left out
+    with those after it, or, when it is prose, ends with "..." after the
+    words that fit.
+
+    Args:
+      lead: the items said first, e.g. ["train: 120/1000 steps (12%)",
+        "3.1 steps/s", "ETA 0:04:43"]; the first is cut at a word when
+        even it is too long.
+      fraction: how full the bar is (0 to 1); None for no bar.
+      rest: the other items, in order.
+      width: the columns available.
+
+    Returns:
+      The line: lead items joined by ", ", the bar, rest items joined by
+      ", ".
+    """
+    line = _cut_at_a_word(lead[0], width) if lead else ""
+    for item in lead[1:]:
+        if len(line) + 2 + len(item) > width:
+            break
+        line += ", " + item
+    # The bar gets what the items leave, from MIN_BAR_WIDTH to BAR_WIDTH
+    # (+2: its brackets): a loss is worth more than a longer bar.
+    with_bar = (fraction is not None
+                and width - len(line) - 1 >= MIN_BAR_WIDTH)
+    room = width - len(line) - 1 - (MIN_BAR_WIDTH + 1 if with_bar else 0)
+    shown = []
+    for item in rest:
+        item_room = room - sum(len(kept) + 2 for kept in shown)
+        if len(item) > item_room:
+            if len(item.split()) > MAX_WORDS_OF_AN_ITEM_KEPT_WHOLE:
+                item = _cut_at_a_word(item, item_room)
+            if not item or len(item) > item_room:
+                break
+        shown.append(item)
+    rest_text = ", ".join(shown)
+    if with_bar:
+        bar_width = min(BAR_WIDTH + 2, width - len(line) - 1
+                        - (len(rest_text) + 1 if rest_text else 0))
+        line += " " + bar(fraction, bar_width - 2)
+    if rest_text:
+        line += (" " if with_bar else ", ") + rest_text
+    return line
+
+
+# How a report logged as text (`Progress`'s own lines, the trainer's "step
+# 120/1000: loss = ..., examples/s = 25.3, ETA 0:01:10") says how far it
+# is and how fast it goes.
+_TRAINING_STEP_LINE = re.compile(r"^(step \d+/\d+): (.*)$")
+_SPEED_ITEM = re.compile(r"/s(?: |$)|/s = ")
+
+
+def split_report(text):
+    """A logged progress report as `terminal_line`'s `lead` and `rest`.
+
+    Args:
+      text: e.g. "train: 40/40 steps (100%), 3.6 steps/s, ETA 0:00:10,
+        loss 5.2" or "step 10/40: loss = 9.1, examples/s = 25.3, ETA
+        0:01:10".
+
+    Returns:
+      (lead, rest): the count, then the speed and ETA items; the others.
+    """
+    match = _TRAINING_STEP_LINE.match(text)
+    if match:
+        count, items = match.group(1), match.group(2).split(", ")
+    else:
+        count, *items = text.split(", ")
+    lead = [count] + [item for item in items if _SPEED_ITEM.search(item)
+                      or item.startswith("ETA ")]
+    rest = [item for item in items if item not in lead]
+    return lead, rest
 
 
 def _plural(unit, count):
@@ -144,7 +263,7 @@ class Progress:
         if (self._terminal and (self._last_draw_time is None or now
                                 - self._last_draw_time
                                 >= TERMINAL_REFRESH_SECONDS)):
-            self._draw(self._line(note))
+            self._draw(self._terminal_line(note))
         return False
 
     def close(self, note=""):
@@ -198,49 +317,62 @@ class Progress:
 
     # -- formatting -----------------------------------------------------------
 
-    def _line(self, note):
-        parts = []
+    def _items(self, note):
+        """(lead, rest) of a report: count, speed, ETA; the note."""
         if self.total:
             fraction = min(max(self.count / self.total, 0.0), 1.0)
-            text = (f"{self.count}/{self.total} "
+            lead = [f"{self.description}: {self.count}/{self.total} "
                     f"{_plural(self.unit, self.total)} "
-                    f"({100 * fraction:.0f}%)")
-            if self._terminal:
-                text = f"{bar(fraction)} " + text
-            parts.append(text)
+                    f"({100 * fraction:.0f}%)"]
         else:
-            parts.append(f"{self.count} {_plural(self.unit, self.count)}")
+            lead = [f"{self.description}: {self.count} "
+                    f"{_plural(self.unit, self.count)}"]
         rate = self.rate()
         if not self._speed:
             pass
         elif rate is not None:
             speed = f"{rate:.3g} {_plural(self.unit, 2)}/s"
-            if self._first_interval_note and self._measures_first_interval():
+            tracing_included = (self._first_interval_note
+                                and self._measures_first_interval())
+            if tracing_included:
                 speed += f" ({self._first_interval_note})"
-            parts.append(speed)
-            if self.total and self.count < self.total:
-                parts.append(
+            lead.append(speed)
+            if (self.total and self.count < self.total
+                    and not tracing_included):
+                lead.append(
                     f"ETA {format_duration((self.total - self.count) / rate)}")
         else:
             elapsed = self._clock() - (self._start_time or self._clock())
             if elapsed >= 1:
-                parts.append(f"{format_duration(elapsed)} elapsed")
-        if note:
-            parts.append(note)
-        return f"{self.description}: " + ", ".join(parts)
+                lead.append(f"{format_duration(elapsed)} elapsed")
+        return lead, [note] if note else []
+
+    def _line(self, note):
+        """The report as a log line."""
+        lead, rest = self._items(note)
+        return ", ".join(lead + rest)
+
+    def _terminal_line(self, note):
+        """The report as the bar: what fits the terminal's width."""
+        lead, rest = self._items(note)
+        fraction = (min(max(self.count / self.total, 0.0), 1.0)
+                    if self.total else None)
+        # One column short: a line reaching the last column wraps on some
+        # terminals, and "\r" would then redraw below it.
+        return terminal_line(lead, fraction, rest,
+                             terminal_columns(self._stream) - 1)
 
     def _report(self, note, final):
         now = self._clock()
         self._last_report_time = now
-        line = self._line(note)
         if self._terminal:
-            self._draw(line)
+            self._draw(self._terminal_line(note))
             if final:
                 self._stream.write("\n")
                 self._stream.flush()
                 self._bar_shown = False
         else:
-            logging.info("%s", line)
+            logging.info("%s", self._line(note))
 
     # -- the terminal bar -----------------------------------------------------
 

@@ -241,8 +241,38 @@ def _nice_ticks(low, high, count=5):
     return ticks
 
 
-def _tick_label(value):
-    return f"{value:.3g}"
+def _tick_labels(ticks):
+    """Tick values as a reader writes them: as many decimals as the step
+    between ticks needs, the same for all ("0.25", "0.50"), thousands
+    separated ("1,000", where `.3g` wrote "1e+03"); exponents only for
+    steps below 0.0001."""
+    step = abs(ticks[1] - ticks[0]) if len(ticks) > 1 else abs(ticks[0])
+    if step and step < 1e-4:
+        return [f"{tick:.3g}" for tick in ticks]
+    decimals = 0
+    while step and decimals < 4 and abs(
+            round(step, decimals) - step) > step * 1e-6:
+        decimals += 1
+    return [f"{tick:,.{decimals}f}" for tick in ticks]
+
+
+def _legend(series, top):
+    """The legend: one row of color keys and labels from `top` down,
+    wrapped at the chart's width. Below the plot, never over a curve.
+
+    Returns:
+      (SVG text, height used).
+    """
+    parts, x, y = [], _LEFT, top + 10
+    for s in series:
+        width = 18 + 6.5 * len(s.label) + 14  # key, text (~6.5 px a char)
+        if x > _LEFT and x + width > _WIDTH - _RIGHT:
+            x, y = _LEFT, y + 14
+        parts.append(f'<rect x="{x:.0f}" y="{y - 8}" width="10" height="10" '
+                     f'fill="{s.color}"/><text x="{x + 14:.0f}" y="{y + 1}">'
+                     f'{html.escape(s.label)}</text>')
+        x += width
+    return "".join(parts), y + 6 - top
 
 
 def line_chart(title, series, x_label, y_label=""):
@@ -268,19 +298,20 @@ def line_chart(title, series, x_label, y_label=""):
     def sy(y):
         return _TOP + plot_h - (y - y0) / (y1 - y0) * plot_h
 
-    parts = [_svg_start(title, _HEIGHT)]
-    for tick in y_ticks:
+    legend, legend_height = _legend(finite, _HEIGHT)
+    parts = [_svg_start(title, _HEIGHT + legend_height)]
+    for tick, label in zip(y_ticks, _tick_labels(y_ticks)):
         y = sy(tick)
         parts.append(f'<line x1="{_LEFT}" x2="{_WIDTH - _RIGHT}" y1="{y:.1f}" '
                      f'y2="{y:.1f}" stroke="#eee"/>'
                      f'<text x="{_LEFT - 6}" y="{y + 4:.1f}" '
-                     f'text-anchor="end">{_tick_label(tick)}</text>')
-    for tick in x_ticks:
+                     f'text-anchor="end">{label}</text>')
+    for tick, label in zip(x_ticks, _tick_labels(x_ticks)):
         x = sx(tick)
         parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{_TOP}" '
                      f'y2="{_TOP + plot_h}" stroke="#eee"/>'
                      f'<text x="{x:.1f}" y="{_TOP + plot_h + 16}" '
-                     f'text-anchor="middle">{_tick_label(tick)}</text>')
+                     f'text-anchor="middle">{label}</text>')
     parts.append(f'<rect x="{_LEFT}" y="{_TOP}" width="{plot_w}" '
                  f'height="{plot_h}" fill="none" stroke="#999"/>')
     parts.append(f'<text x="{_LEFT + plot_w / 2}" y="{_HEIGHT - 6}" '
@@ -300,13 +331,7 @@ def line_chart(title, series, x_label, y_label=""):
                          f'r="{radius}" fill="{s.color}">'
                          f'<title>{html.escape(s.label)}: step {x:g}, '
                          f'{y:.4g}</title></circle>' for x, y in s.points)
-    legend_y = _TOP + 12
-    for s in finite:
-        parts.append(f'<rect x="{_LEFT + 8}" y="{legend_y - 8}" width="10" '
-                     f'height="10" fill="{s.color}"/><text '
-                     f'x="{_LEFT + 22}" y="{legend_y + 1}">'
-                     f'{html.escape(s.label)}</text>')
-        legend_y += 14
+    parts.append(legend)
     parts.append("</svg>")
     return "".join(parts)
 

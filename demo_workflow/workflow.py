@@ -265,13 +265,15 @@ def count_lines(path):
         return sum(1 for _ in reader)
 
 
-def pretrain_command(settings, records, config_file, output_dir):
+def pretrain_command(settings, records, config_file, vocab, output_dir):
     """The `run_pretraining.py --do_train --do_eval` command of `settings`.
 
     Args:
       settings: `Settings` (sequence sizes, steps, batch, learning rate).
       records: the create_pretraining_data.py output to train on.
       config_file: the model's bert_config.json.
+      vocab: the vocabulary of the records, copied beside the checkpoints
+        (with the config) so that `bert_tf.load(output_dir)` loads the run.
       output_dir: where checkpoints and eval_results.txt go.
 
     Returns:
@@ -282,6 +284,7 @@ def pretrain_command(settings, records, config_file, output_dir):
             f"--output_dir={display_path(output_dir)}",
             "--do_train=True", "--do_eval=True",
             f"--bert_config_file={display_path(config_file)}",
+            f"--vocab_file={display_path(vocab)}",
             f"--train_batch_size={settings.pretrain_batch_size}",
             f"--eval_batch_size={settings.pretrain_batch_size}",
             f"--max_seq_length={settings.max_seq_length}",
@@ -464,7 +467,7 @@ def build_steps(work_dir, options):
     steps.append(Step(
         name="pretrain",
         title="Pretraining (masked LM + next sentence): run_pretraining.py",
-        command=pretrain_command(settings, records, config_file,
+        command=pretrain_command(settings, records, config_file, vocab,
                                  pretrain_dir),
         outputs=[pretrain_dir / "eval_results.txt"],
         result=lambda: pretrain_result(pretrain_dir, pretrain_log)))
@@ -665,12 +668,16 @@ _NOISE = re.compile(
 _ABSL_HEADER = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ [^\]]+\] ")
 
 
+# A step's lines are indented under the step's own line.
+_INDENT = "    "
+
+
 def console_line(line, verbose=False):
     """What the console shows of a line a step printed, or None."""
     line = line.rstrip("\n")
     if not verbose and (_NOISE.search(line) or not line.strip()):
         return None
-    return "    " + _ABSL_HEADER.sub("", line)
+    return _INDENT + _ABSL_HEADER.sub("", line)
 
 
 # The lines of a step that say how far it is: a `Progress` report
@@ -692,11 +699,17 @@ class ConsoleBar:
             self.terminal = bool(self._stream.isatty())
         except (AttributeError, ValueError):
             self.terminal = False
-        self._text = None
+        # (text, fraction) of the last progress line: what the bar shows.
+        self._report = None
 
     def _draw(self):
-        width = shutil.get_terminal_size().columns - 1
-        self._stream.write("\r\x1b[K" + self._text[:width])
+        text, fraction = self._report
+        lead, rest = progress.split_report(text)
+        # One column short: a line reaching the last column wraps on some
+        # terminals, and "\r" would then redraw below it.
+        width = progress.terminal_columns(self._stream) - 1 - len(_INDENT)
+        self._stream.write("\r\x1b[K" + _INDENT + progress.terminal_line(
+            lead, fraction, rest, width))
         self._stream.flush()
 
     def show(self, line):
@@ -707,21 +720,21 @@ class ConsoleBar:
             count, total = [int(value) for value in match.groups()
                             if value is not None]
             fraction = count / total if total else 0.0
-            self._text = f"    {progress.bar(fraction)} {line.strip()}"
+            self._report = (line.strip(), fraction)
             self._draw()
             return
-        if self._text is not None:
+        if self._report is not None:
             self._stream.write("\r\x1b[K")
         print(line, file=self._stream, flush=True)
-        if self._text is not None:
+        if self._report is not None:
             self._draw()
 
     def finish(self):
         """Leaves the bar's last state on its own line."""
-        if self._text is not None:
+        if self._report is not None:
             self._stream.write("\n")
             self._stream.flush()
-            self._text = None
+            self._report = None
 
 
 @dataclasses.dataclass

@@ -66,6 +66,7 @@ from absl import app
 from absl import flags
 
 # The steps and command helpers demo.py runs too.
+from bert_tf import cli
 from bert_tf import file_io
 from demo_workflow import workflow
 from experiments import paper_in_miniature as miniature
@@ -645,4 +646,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run_app(main)

@@ -44,6 +44,7 @@ import sys
 from absl import app
 from absl import flags
 
+from bert_tf import cli
 from bert_tf import file_io
 from demo_workflow import workflow
 
@@ -353,4 +354,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run_app(main)

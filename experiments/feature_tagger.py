@@ -35,6 +35,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
+from bert_tf import cli
 from bert_tf import file_io
 
 FLAGS = flags.FLAGS
@@ -344,4 +345,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run_app(main)

@@ -100,6 +100,7 @@ from absl import app
 from absl import flags
 
 # The steps and command helpers demo.py runs too.
+from bert_tf import cli
 from bert_tf import file_io
 from bert_tf.corpora import task_corpora
 from demo_workflow import report
@@ -1475,4 +1476,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run_app(main)

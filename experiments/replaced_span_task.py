@@ -52,6 +52,7 @@ import sys
 from absl import app
 from absl import flags
 
+from bert_tf import cli
 from bert_tf import file_io
 from bert_tf.corpora import rotten_tomatoes
 from bert_tf.tasks.squad import evaluate as squad_evaluate
@@ -379,4 +380,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run_app(main)

@@ -20,6 +20,7 @@ machine) are marked slow; the rest runs by default.
 """
 
 import gzip
+import io
 import json
 import re
 import shutil
@@ -198,7 +199,8 @@ def test_load_errors_name_the_path(tmp_path, cased_tiny_dir):
         f"bert_tf.load: {empty} is neither a checkpoint directory "
         "(bert_config.json, vocab.txt and a checkpoint), a training run's "
         "--output_dir (bert_tf_run.json) nor a SavedModel (saved_model.pb); "
-        "it has no bert_config.json or vocab.txt")
+        "it has no bert_config.json or vocab.txt (give it as bert_config= or "
+        "vocab=)")
     no_checkpoint = tmp_path / "no_checkpoint"
     no_checkpoint.mkdir()
     for name in ("vocab.txt", "bert_config.json"):
@@ -303,6 +305,40 @@ def test_embed_names_a_text_with_a_lone_surrogate(tiny):
         tiny.embed(["fine", "x\ud800"])
     assert str(error.value) == (
         "texts[1]: character 1 of 'x\\ud800'" + SURROGATE_MESSAGE)
+
+
+def test_a_directory_of_checkpoints_only_loads_with_its_config_and_vocab(
+        tmp_path, cased_tiny_dir):
+    """The --output_dir of Google's run_pretraining.py has checkpoints only:
+    its config and vocabulary are given to `load`."""
+    only_checkpoints = tmp_path / "google_pretraining_run"
+    only_checkpoints.mkdir()
+    for path in cased_tiny_dir.glob("bert_model.ckpt*"):
+        shutil.copy(path, only_checkpoints / path.name)
+    config = cased_tiny_dir / "bert_config.json"
+    vocab = cased_tiny_dir / "vocab.txt"
+    with pytest.raises(ValueError, match=r"it has no vocab.txt \(give it as "
+                                         r"bert_config= or vocab=\)$"):
+        api.load(only_checkpoints, bert_config=config)
+    with pytest.raises(ValueError, match=f"^bert_tf.load: vocab="
+                                         f"{tmp_path / 'no.txt'} is not a "
+                                         "file$"):
+        api.load(only_checkpoints, bert_config=config,
+                 vocab=tmp_path / "no.txt")
+    model = api.load(only_checkpoints, bert_config=config, vocab=vocab)
+    reference = api.load(cased_tiny_dir)
+    assert model.vocab_file == vocab
+    assert model.bert_config.to_dict() == reference.bert_config.to_dict()
+    assert model.do_lower_case is reference.do_lower_case is False
+    np.testing.assert_allclose(
+        model.embed(["Hello there"])["pooled_output"],
+        reference.embed(["Hello there"])["pooled_output"], atol=1e-6)
+    run = tmp_path / "run"
+    shutil.copytree(cased_tiny_dir, run)
+    (run / "bert_tf_run.json").write_text('{"task": "classification"}')
+    with pytest.raises(ValueError, match=f"^bert_tf.load: vocab is fixed "
+                                         f"in the training run {run} "):
+        api.load(run, vocab=vocab)
 
 
 def test_multi_label_predict_reads_the_runs_record(tmp_path,
@@ -440,6 +476,36 @@ def test_finetune_bad_input_is_one_line(tmp_path, cased_tiny_dir, call,
         api.finetune(task, cased_tiny_dir, tmp_path / "out", **call)
     assert "\n" not in str(error.value)
     assert not (tmp_path / "out").exists()
+
+
+def test_finetune_reports_progress_as_the_runner_does(tmp_path,
+                                                     cased_tiny_dir,
+                                                     monkeypatch):
+    """`finetune` used to print nothing for the whole run (absl's INFO lines
+    are off outside `app.run`)."""
+    from absl import logging
+    # What absl's handler writes: to stderr (before absl's flags are
+    # parsed) or to its stream.
+    shown = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", shown)
+    monkeypatch.setattr(logging.get_absl_handler().python_handler, "stream",
+                        shown)
+    previous = logging.get_verbosity()
+    reviews = [("good film", "positive"), ("bad film", "negative")] * 4
+    api.finetune("classification", cased_tiny_dir, tmp_path / "out",
+                 train=reviews, dev=reviews[:2], num_train_epochs=1,
+                 train_batch_size=4, max_seq_length=16)
+    text = shown.getvalue()
+    assert re.search(r"train classification: 2/2 steps \(100%\)", text)
+    assert re.search(r"evaluate classification: 1/1 batch", text)
+    assert "eval_accuracy = " in text
+    # The caller's verbosity is left as it was; quiet on request.
+    assert logging.get_verbosity() == previous
+    with api._program_logging(verbose=False):
+        logging.info("an INFO line")
+        logging.warning("a warning")
+    assert "an INFO line" not in shown.getvalue()
+    assert "a warning" in shown.getvalue()
 
 
 def test_finetune_refuses_another_models_files_in_output_dir(

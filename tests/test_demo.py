@@ -621,6 +621,34 @@ def test_job_report_shows_the_curves_and_results(in_tmp):
     assert "eval masked LM accuracy 0.040" in page
 
 
+def test_chart_ticks_are_plain_numbers_and_the_legend_is_below_the_plot():
+    """Ticks used to read `1e+03`, and the legend sat in the plot's top
+    left corner, over the curves (a loss starts there)."""
+    import xml.etree.ElementTree as ElementTree
+    from demo_workflow import report
+    svg = report.line_chart("loss", [
+        report.Series("training", [(step, 9.0 - step / 200)
+                                   for step in range(0, 1001, 50)],
+                      "#1f77b4"),
+        report.Series("evaluation", [(1000, 4.2)], "#d62728", line=False)],
+        "step")
+    chart = ElementTree.fromstring(svg)
+    namespace = "{http://www.w3.org/2000/svg}"
+    texts = [text.text for text in chart.iter(f"{namespace}text")]
+    assert not [text for text in texts if "e+" in text or "e-" in text]
+    assert {"0", "200", "1,000"} <= set(texts)  # the steps
+    assert {"4", "5", "9"} <= set(texts)  # the loss
+    frame = [rect for rect in chart.iter(f"{namespace}rect")
+             if rect.get("fill") == "none"][0]
+    plot_bottom = float(frame.get("y")) + float(frame.get("height"))
+    keys = [rect for rect in chart.iter(f"{namespace}rect")
+            if rect.get("fill") in ("#1f77b4", "#d62728")]
+    assert len(keys) == 2
+    assert all(float(key.get("y")) > plot_bottom + 16 for key in keys)
+    assert float(chart.get("height")) > max(float(key.get("y")) + 10
+                                            for key in keys)
+
+
 def test_job_report_of_a_work_dir_without_training(in_tmp):
     (in_tmp / "w").mkdir()
     path = workflow.write_job_report(in_tmp / "w", "table")
@@ -634,6 +662,33 @@ class FakeTerminal(io.StringIO):
         return True
 
 
+def test_a_pretraining_line_fits_the_terminal_speed_and_eta_first(
+        in_tmp, monkeypatch):
+    """The trainer's pretraining line is longer than a terminal: it was cut
+    at the width, before the ETA, in the middle of "next_sentence"."""
+    script = in_tmp / "steps.py"
+    script.write_text(
+        "print('I1129 20:21:33.678630 1 trainer.py:633] step 150/200: loss "
+        "= 6.9012, masked_lm_accuracy = 0.0512, masked_lm_loss = 6.2001, "
+        "next_sentence_accuracy = 0.5312, next_sentence_loss = 0.7011, "
+        "learning_rate = 2.5e-05, examples/s = 81.2, ETA 0:00:07', "
+        "flush=True)\n")
+    for columns in (60, 80, 120):
+        terminal = FakeTerminal()
+        monkeypatch.setattr(sys, "stdout", terminal)
+        monkeypatch.setenv("COLUMNS", str(columns))
+        assert workflow.run_command([sys.executable, str(script)],
+                                    in_tmp / "steps.log") == 0
+        line = terminal.getvalue().split("\r\x1b[K")[-1].rstrip("\n")
+        assert len(line) < columns
+        assert line.startswith("    step 150/200, examples/s = 81.2, "
+                               "ETA 0:00:07 [")
+        # Whole items only: the line ends where an item ends.
+        assert line.endswith(("]", "loss = 6.9012", "= 0.0512", "= 6.2001",
+                              "= 0.5312")), line
+    assert "loss = 6.9012, masked_lm_accuracy = 0.0512" in line
+
+
 def test_progress_lines_become_a_bar_on_a_terminal(in_tmp, monkeypatch):
     script = in_tmp / "steps.py"
     script.write_text(
@@ -644,15 +699,17 @@ def test_progress_lines_become_a_bar_on_a_terminal(in_tmp, monkeypatch):
         "(100%), 3.6 steps/s', flush=True)\n")
     terminal = FakeTerminal()
     monkeypatch.setattr(sys, "stdout", terminal)
+    monkeypatch.setenv("COLUMNS", "80")
     assert workflow.run_command([sys.executable, str(script)],
                                 in_tmp / "steps.log") == 0
     shown = terminal.getvalue()
+    # The count first, then the bar, then the loss.
     assert shown == (
-        "\r\x1b[K    [######..................] step 10/40: loss = 9.1"
+        "\r\x1b[K    step 10/40 [######..................] loss = 9.1"
         "\r\x1b[K    reading data\n"
-        "\r\x1b[K    [######..................] step 10/40: loss = 9.1"
-        "\r\x1b[K    [########################] train: 40/40 steps (100%), "
-        "3.6 steps/s\n")
+        "\r\x1b[K    step 10/40 [######..................] loss = 9.1"
+        "\r\x1b[K    train: 40/40 steps (100%), 3.6 steps/s "
+        "[########################]\n")
     log = (in_tmp / "steps.log").read_text()
     assert "step 10/40: loss = 9.1\n" in log and "reading data\n" in log
 

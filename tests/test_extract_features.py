@@ -7,7 +7,9 @@ and hand-derived expectations for parsing, truncation and formatting.
 
 import gzip
 import json
+import logging as python_logging
 
+from absl import logging
 import numpy as np
 import pytest
 
@@ -83,6 +85,9 @@ def test_script_reproduces_google_output(golden_dir, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Wrote features of 32 examples to {output_file}" in result.stdout
     _assert_matches_golden(output_file, golden_dir)
+    # Google's per-example lines (25 of them) only with --verbosity=1.
+    assert "input_ids: " not in result.stderr
+    assert "*** Example ***" not in result.stderr
 
 
 def test_read_examples_splits_pairs_as_google(tmp_path):
@@ -101,6 +106,25 @@ def test_read_examples_splits_pairs_as_google(tmp_path):
         (4, "x|||y", None),
         (5, "badbyte", None),
     ]
+
+
+def test_examples_are_logged_in_full_only_at_verbosity_1(small_tokenizer,
+                                                        caplog):
+    examples = [extraction.InputExample(i, "the cat sat", None)
+                for i in range(7)]
+    caplog.set_level(python_logging.DEBUG)  # what absl lets through
+    previous = logging.get_verbosity()
+    try:
+        for verbosity, expected in ((logging.INFO, 0), (logging.DEBUG, 5)):
+            caplog.clear()
+            logging.set_verbosity(verbosity)
+            extraction.convert_examples_to_features(examples, 8,
+                                                    small_tokenizer)
+            messages = [record.getMessage() for record in caplog.records]
+            assert messages.count("*** Example ***") == expected
+            assert messages.count("input_ids: 2 4 5 6 3 0 0 0") == expected
+    finally:
+        logging.set_verbosity(previous)
 
 
 @pytest.fixture

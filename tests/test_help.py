@@ -1,11 +1,13 @@
-"""`--help` of every program lists every flag it takes.
+"""`--help` of every program lists every flag it takes and exits with 0.
 
 absl's `--help` shows the main module's key flags only, so flags defined in
 the shared modules (`--vocab_file`, `--init_checkpoint`, `--output_dir`,
 `--do_train`, ...) used to be missing from `run_classifier.py --help`. The
-reference is absl's own registry of the program's flags.
+reference is absl's own registry of the program's flags. absl's help flags
+also exit with status 1, which a script reads as a failure.
 """
 
+import ast
 import importlib
 import re
 import subprocess
@@ -18,7 +20,7 @@ from bert_tf import cli
 from runner_harness import REPO_ROOT
 from runner_harness import runner_environment
 
-# Programs started with absl's app.run (`python <program>.py`).
+# Programs started with `cli.run_app` (`python <program>.py`).
 APP_RUN_PROGRAMS = ("run_classifier", "run_squad", "run_tagging",
                     "run_multiple_choice", "run_pretraining",
                     "export_saved_model", "extract_features",
@@ -27,18 +29,85 @@ APP_RUN_PROGRAMS = ("run_classifier", "run_squad", "run_tagging",
 DEFINE_FLAGS_PROGRAMS = ("run_classifier", "run_squad", "run_tagging",
                          "run_multiple_choice", "run_pretraining",
                          "export_saved_model", "demo")
+# Where programs live: the root scripts, `python -m bert_tf.<module>` and
+# the experiments.
+PROGRAM_FILES = sorted(
+    [path for path in REPO_ROOT.glob("*.py") if path.name != "setup.py"]
+    + list(REPO_ROOT.glob("experiments/*.py"))
+    + list(REPO_ROOT.glob("bert_tf/**/*.py")))
 
 
 def _help_flags(text):
     return set(re.findall(r"^\s+--(?:\[no\])?(\w+):", text, re.M))
 
 
-@pytest.mark.parametrize("program", APP_RUN_PROGRAMS)
-def test_every_program_adopts_its_flags_for_help(program):
-    source = (REPO_ROOT / f"{program}.py").read_text()
-    main_block = source[source.index('if __name__ == "__main__":'):]
-    assert main_block.index("cli.list_every_flag_in_help()") < (
-        main_block.index("app.run(main)"))
+def _main_block(path):
+    """The source of the module's `if __name__ == "__main__":` block, or
+    None."""
+    source = path.read_text()
+    for node in ast.parse(source).body:
+        if (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+                and getattr(node.test.left, "id", "") == "__name__"):
+            return ast.get_source_segment(source, node)
+    return None
+
+
+@pytest.mark.parametrize(
+    "path", [path for path in PROGRAM_FILES if _main_block(path)],
+    ids=lambda path: str(path.relative_to(REPO_ROOT)))
+def test_every_program_starts_through_cli(path):
+    """`cli.run_app` (absl programs) or `cli.parse_flags` (`main(argv)`):
+    the two ways whose help lists every flag and exits with 0."""
+    assert "app.run(" not in _main_block(path), path
+    assert ("cli.run_app(main)" in _main_block(path)
+            or "cli.parse_flags(" in path.read_text()), path
+
+
+def test_app_run_program_list_is_complete():
+    assert {path.stem for path in PROGRAM_FILES
+            if path.parent == REPO_ROOT
+            and "cli.run_app(main)" in (_main_block(path) or "")} == set(
+                APP_RUN_PROGRAMS)
+
+
+HELP_PROGRAM = '''"""A program with one flag."""
+from absl import flags
+from bert_tf import cli
+flags.DEFINE_integer("steps", 1, "how many steps")
+def main(argv):
+    print("ran", flags.FLAGS.steps)
+if __name__ == "__main__":
+    cli.run_app(main)
+'''
+
+
+@pytest.mark.parametrize("argument", ["--help", "-?", "--helpshort",
+                                      "--helpfull", "--helpxml"])
+def test_run_app_help_exits_with_zero(argument, tmp_path):
+    program = tmp_path / "program.py"
+    program.write_text(HELP_PROGRAM)
+    process = subprocess.run(
+        [sys.executable, str(program), argument], cwd=REPO_ROOT,
+        env=runner_environment(PYTHONPATH=str(REPO_ROOT)),
+        capture_output=True, text=True, timeout=120)
+    assert process.returncode == 0, process.stderr
+    assert "steps" in process.stdout
+    assert "ran" not in process.stdout
+
+
+def test_run_app_still_refuses_a_bad_flag_with_status_1(tmp_path):
+    program = tmp_path / "program.py"
+    program.write_text(HELP_PROGRAM)
+    environment = runner_environment(PYTHONPATH=str(REPO_ROOT))
+    ran = subprocess.run(
+        [sys.executable, str(program), "--steps=3"], cwd=REPO_ROOT,
+        env=environment, capture_output=True, text=True, timeout=120)
+    assert (ran.returncode, ran.stdout) == (0, "ran 3\n")
+    refused = subprocess.run(
+        [sys.executable, str(program), "--stepz=3"], cwd=REPO_ROOT,
+        env=environment, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1
+    assert "stepz" in refused.stderr
 
 
 @pytest.mark.parametrize("program", DEFINE_FLAGS_PROGRAMS)
@@ -59,7 +128,7 @@ def test_run_classifier_help_as_a_user_sees_it():
         [sys.executable, str(REPO_ROOT / "run_classifier.py"), "--help"],
         cwd=REPO_ROOT, env=runner_environment(), capture_output=True,
         text=True, timeout=300)
-    # (absl's --help exits with status 1.)
+    assert process.returncode == 0, process.stderr
     listed = _help_flags(process.stdout)
     assert {"vocab_file", "init_checkpoint", "output_dir", "do_train",
             "bert_config_file", "task_name", "data_dir", "seed",

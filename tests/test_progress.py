@@ -54,16 +54,35 @@ def test_reports_at_start_then_every_interval_then_at_close(log_lines):
     assert len(log_lines) == 4
 
 
-def test_the_first_interval_gives_a_speed_at_once(log_lines):
+def test_the_first_interval_gives_a_speed_at_once_but_no_eta(log_lines):
+    """The first interval holds the tracing: its speed is said as such,
+    and no ETA is made of it (a first evaluation batch that took 10 s of
+    tracing used to promise 0:16:40 for 100 more batches)."""
     clock = FakeClock()
-    progress = progress_lib.Progress("train", total=10, every_seconds=1,
+    progress = progress_lib.Progress("evaluate", total=101, unit="batch",
+                                     every_seconds=1,
                                      first_interval_note="tracing included",
                                      clock=clock)
     progress.start()
+    clock.now += 10
+    assert progress.update(1)
+    assert log_lines[-1] == ("evaluate: 1/101 batches (1%), 0.1 batches/s "
+                             "(tracing included)")
+    clock.now += 1  # the second batch: a speed without the tracing
+    assert progress.update(2)
+    assert log_lines[-1] == ("evaluate: 2/101 batches (2%), 1 batches/s, "
+                             "ETA 0:01:39")
+
+
+def test_without_a_first_interval_note_the_first_interval_gives_an_eta(
+        log_lines):
+    clock = FakeClock()
+    progress = progress_lib.Progress("tokenize", total=10, unit="file",
+                                     every_seconds=1, clock=clock)
+    progress.start()
     clock.now += 4
     assert progress.update(2)
-    assert log_lines[-1] == ("train: 2/10 steps (20%), 0.5 steps/s (tracing "
-                             "included), ETA 0:00:16")
+    assert log_lines[-1] == "tokenize: 2/10 files (20%), 0.5 files/s, ETA 0:00:16"
 
 
 def test_unknown_total_and_plural_units(log_lines):
@@ -80,7 +99,9 @@ def test_unknown_total_and_plural_units(log_lines):
     assert progress_lib.format_duration(3725) == "1:02:05"
 
 
-def test_terminal_bar_is_redrawn_in_place_and_ends_with_a_newline(log_lines):
+def test_terminal_bar_is_redrawn_in_place_and_ends_with_a_newline(
+        log_lines, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
     clock = FakeClock()
     stream = Terminal()
     progress = progress_lib.Progress("evaluate", total=4, unit="batch",
@@ -95,6 +116,90 @@ def test_terminal_bar_is_redrawn_in_place_and_ends_with_a_newline(log_lines):
     progress.close()
     assert log_lines == []  # a bar, not log lines
     text = stream.getvalue()
-    assert text.startswith("\r\x1b[Kevaluate: [" + "." * 24 + "] 0/4 batches")
-    assert "\r\x1b[Kevaluate: [" + "#" * 12 + "." * 12 + "] 2/4 batches" in text
+    assert text.startswith("\r\x1b[Kevaluate: 0/4 batches (0%) ["
+                           + "." * 24 + "]")
+    # The bar takes the rest of the 79 columns.
+    assert ("\r\x1b[Kevaluate: 2/4 batches (50%), 2 batches/s, ETA 0:00:01 ["
+            + "#" * 12 + "." * 11 + "]") in text
     assert text.endswith("\n")
+
+
+def _drawn_lines(stream):
+    return [line.rstrip("\n") for line in stream.getvalue().split("\r\x1b[K")
+            if line.strip()]
+
+
+def _run_a_short_training(columns, monkeypatch):
+    """What a terminal `columns` wide shows of a training loop: the first
+    and the last lines drawn."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    clock = FakeClock()
+    stream = Terminal()
+    progress = progress_lib.Progress("train classification", total=1000,
+                                     every_seconds=30, stream=stream,
+                                     first_interval_note="tracing included",
+                                     clock=clock)
+    progress.start("tracing and compiling the training step (the first "
+                   "step includes it)")
+    clock.now += 20
+    progress.update(1)
+    clock.now += 40  # 100 steps in 40 s after the first: 2.5 steps/s
+    progress.update(101, note="loss 0.6931")
+    lines = [line.rstrip("\n")
+             for line in stream.getvalue().split("\r\x1b[K") if line]
+    return lines[0], lines[-1], lines
+
+
+@pytest.mark.parametrize("columns", [50, 80, 100, 200])
+def test_terminal_lines_fit_the_width(columns, log_lines, monkeypatch):
+    _, last, lines = _run_a_short_training(columns, monkeypatch)
+    assert all(len(line) < columns for line in lines), lines
+    assert last.startswith("train classification: 101/1000 steps (10%)")
+
+
+def test_terminal_line_says_count_speed_and_eta_first(log_lines,
+                                                      monkeypatch):
+    """At 80 columns the line used to be cut at the width before the ETA
+    ("train classification: [#...] 101/1000 steps (10%), 2.5 steps/s, ET"),
+    and the start note inside a word."""
+    first, last, _ = _run_a_short_training(80, monkeypatch)
+    assert first == ("train classification: 0/1000 steps (0%) [........] "
+                     "tracing and compiling the...")
+    assert last == ("train classification: 101/1000 steps (10%), "
+                    "2.5 steps/s, ETA 0:06:00 [#.......]")
+    _, last, _ = _run_a_short_training(100, monkeypatch)
+    # The loss before a wider bar.
+    assert last == ("train classification: 101/1000 steps (10%), "
+                    "2.5 steps/s, ETA 0:06:00 [##..............] loss 0.6931")
+    _, last, _ = _run_a_short_training(200, monkeypatch)
+    assert last == ("train classification: 101/1000 steps (10%), "
+                    "2.5 steps/s, ETA 0:06:00 [##......................] "
+                    "loss 0.6931")
+
+
+def test_a_logged_report_splits_into_count_speed_eta_and_the_rest():
+    assert progress_lib.split_report(
+        "step 10/40: loss = 9.1, masked_lm_accuracy = 0.05, "
+        "learning_rate = 1e-05, examples/s = 25.3, ETA 0:01:10") == (
+            ["step 10/40", "examples/s = 25.3", "ETA 0:01:10"],
+            ["loss = 9.1", "masked_lm_accuracy = 0.05",
+             "learning_rate = 1e-05"])
+    assert progress_lib.split_report(
+        "train: 4/40 steps (10%), 0.5 steps/s (tracing included), "
+        "loss 5.2") == (
+            ["train: 4/40 steps (10%)", "0.5 steps/s (tracing included)"],
+            ["loss 5.2"])
+
+
+def test_terminal_line_leaves_out_an_item_that_does_not_fit_whole():
+    lead = ["step 10/40", "examples/s = 25.3", "ETA 0:01:10"]
+    rest = ["loss = 9.1", "next_sentence_accuracy = 0.5"]
+    # 42 columns of lead, a bar of at least 8, then whole items only.
+    assert progress_lib.terminal_line(lead, 0.25, rest, 70) == (
+        "step 10/40, examples/s = 25.3, ETA 0:01:10 [####..........] "
+        "loss = 9.1")
+    assert progress_lib.terminal_line(lead, None, rest, 70) == (
+        "step 10/40, examples/s = 25.3, ETA 0:01:10, loss = 9.1")
+    # Narrower than the lead: its items that fit, no bar.
+    assert progress_lib.terminal_line(lead, 0.25, rest, 35) == (
+        "step 10/40, examples/s = 25.3")

@@ -163,6 +163,20 @@ def test_single_sentence_task_learns(workspace, sst_run):
     assert np.mean(probabilities.argmax(axis=1) == labels) > 0.9
 
 
+def test_run_directory_predicts_glue_label_names(sst_run):
+    """SST-2's labels are "0" and "1" in Google's files; `bert_tf.load`
+    answers with GLUE's names (the demo's classifier used to say '0')."""
+    import bert_tf
+    description = json.loads((sst_run / "bert_tf_run.json").read_text())
+    assert description["label_list"] == ["0", "1"]
+    assert description["label_names"] == ["negative", "positive"]
+    classifier = bert_tf.load(sst_run)
+    assert classifier.labels == ["negative", "positive"]
+    predicted = classifier.predict(["a sentence"])
+    assert predicted[0]["label"] == classifier.labels[
+        int(np.argmax(predicted[0]["probabilities"]))]
+
+
 def test_checkpoint_has_googles_names(sst_run):
     import tensorflow as tf
     shapes = dict(tf.train.list_variables(str(sst_run / "model.ckpt-202")))

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import bert_tf
 import run_pretraining
 from bert_tf import checkpoints
 
@@ -219,6 +220,50 @@ def test_init_checkpoint_from_a_released_style_checkpoint(cased_tiny_dir,
         assert f"{name}/adam_m" in written and f"{name}/adam_v" in written
     # The step filled the moments (Google's first step does, at rate 0).
     assert np.abs(written["bert/pooler/dense/kernel/adam_v"]).sum() > 0
+
+
+def test_run_directory_loads_as_a_checkpoint_directory(cased_tiny_dir,
+                                                       tmp_path):
+    """The config and the vocabulary are copied beside the checkpoints:
+    `bert_tf.load` of the demo's own pretraining run used to fail ("it has
+    no bert_config.json or vocab.txt")."""
+    data = tmp_path / "data"
+    data.mkdir()
+    write_pretraining_records(
+        data / "records.tfrecord",
+        make_pretraining_arrays(16, SEQ, PREDICTIONS, vocab_size=2000))
+    output_dir = tmp_path / "out"
+    run_pretraining.run(parse([
+        f"--input_file={data}/records.tfrecord",
+        f"--output_dir={output_dir}",
+        f"--bert_config_file={cased_tiny_dir}/bert_config.json",
+        f"--vocab_file={cased_tiny_dir}/vocab.txt",
+        "--do_train=True", "--train_batch_size=8",
+        f"--max_seq_length={SEQ}", f"--max_predictions_per_seq={PREDICTIONS}",
+        "--num_train_steps=1", "--num_warmup_steps=1",
+    ]))
+    for name in ("bert_config.json", "vocab.txt"):
+        assert (output_dir / name).read_bytes() == (
+            cased_tiny_dir / name).read_bytes()
+    model = bert_tf.load(output_dir)
+    assert model.checkpoint == str(output_dir / "model.ckpt-1")
+    # The run's masked-LM head answers.
+    [[candidates]] = model.fill_mask(["a [MASK] sentence"], top_k=2)
+    assert len(candidates) == 2
+    assert candidates[0]["probability"] >= candidates[1]["probability"]
+
+
+def test_another_models_config_in_the_output_dir_is_refused_and_kept(
+        data_dir, tmp_path):
+    output_dir = tmp_path / "out"
+    output_dir.mkdir()
+    theirs = output_dir / "bert_config.json"
+    theirs.write_text('{"hidden_size": 768}\n')
+    with pytest.raises(ValueError, match=re.escape(
+            f"{theirs} exists and differs from --bert_config_file=")):
+        run_pretraining.run(parse(google_args(data_dir, output_dir)))
+    assert theirs.read_text() == '{"hidden_size": 768}\n'
+    assert not list(output_dir.glob("model.ckpt-*"))
 
 
 # -- kill and resume (a real process) ----------------------------------------

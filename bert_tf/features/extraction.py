@@ -144,7 +144,12 @@ def convert_example_to_features(example, max_seq_length, tokenizer):
 
 
 def convert_examples_to_features(examples, max_seq_length, tokenizer):
-    """`convert_example_to_features` for each example; logs the first five."""
+    """`convert_example_to_features` for each example.
+
+    The first five are logged in full as Google's script logs them
+    (`input_ids: 101 1996 ...`), at absl verbosity 1 (`--verbosity=1`):
+    by default they are 25 lines of numbers before any progress.
+    """
     if max_seq_length < 3:
         raise FeatureExtractionError(
             f"max_seq_length is {max_seq_length}; it must be at least 3 "
@@ -153,14 +158,15 @@ def convert_examples_to_features(examples, max_seq_length, tokenizer):
     for example in examples:
         feature = convert_example_to_features(example, max_seq_length, tokenizer)
         if example.unique_id < 5:
-            logging.info("*** Example ***")
-            logging.info("unique_id: %s", feature.unique_id)
-            logging.info("tokens: %s", " ".join(feature.tokens))
-            logging.info("input_ids: %s", " ".join(map(str, feature.input_ids)))
-            logging.info("input_mask: %s",
+            logging.vlog(1, "*** Example ***")
+            logging.vlog(1, "unique_id: %s", feature.unique_id)
+            logging.vlog(1, "tokens: %s", " ".join(feature.tokens))
+            logging.vlog(1, "input_ids: %s",
+                         " ".join(map(str, feature.input_ids)))
+            logging.vlog(1, "input_mask: %s",
                          " ".join(map(str, feature.input_mask)))
             # Google's log label for the segment ids.
-            logging.info("input_type_ids: %s",
+            logging.vlog(1, "input_type_ids: %s",
                          " ".join(map(str, feature.segment_ids)))
         features.append(feature)
     return features

@@ -667,12 +667,14 @@ class _FramedSpans:
 
 
 def _log_example(vocab, features, max_seq_length, max_predictions_per_seq):
-    """Logs one instance as Google's script does (tokens, then features)."""
+    """Logs one instance as Google's script does (tokens, then features), at
+    absl verbosity 1 (`--verbosity=1`): by default the 20 instances were
+    192 lines of numbers before any progress."""
     input_ids, segment_ids, positions, masked_ids, label = features
     sequence_padding = [0] * (max_seq_length - len(input_ids))
     prediction_padding = [0] * (max_predictions_per_seq - len(positions))
-    logging.info("*** Example ***")
-    logging.info("tokens: %s", " ".join(
+    logging.vlog(1, "*** Example ***")
+    logging.vlog(1, "tokens: %s", " ".join(
         vocab.id_to_token.get(token_id, "[UNK]") for token_id in input_ids))
     values = (
         (pretraining_records.INPUT_IDS, input_ids + sequence_padding),
@@ -687,7 +689,7 @@ def _log_example(vocab, features, max_seq_length, max_predictions_per_seq):
         (pretraining_records.NEXT_SENTENCE_LABELS, [label]),
     )
     for name, feature in values:
-        logging.info("%s: %s", name, " ".join(str(x) for x in feature))
+        logging.vlog(1, "%s: %s", name, " ".join(str(x) for x in feature))
 
 
 def write_instances_to_example_files(store, order, corpus, vocab,
@@ -706,7 +708,8 @@ def write_instances_to_example_files(store, order, corpus, vocab,
       vocab: the `PretrainingVocab`.
       max_seq_length, max_predictions_per_seq: padded feature lengths.
       output_files: paths of the TFRecord files.
-      num_logged_examples: how many instances to log in full.
+      num_logged_examples: how many instances to log in full (at absl
+        verbosity 1, `--verbosity=1`).
       num_workers: processes that build and frame the records (forked, so
         they share the instances and the corpus with this process). Where
         fork is not available they are built here. The bytes do not depend
@@ -730,9 +733,11 @@ def write_instances_to_example_files(store, order, corpus, vocab,
                 writer.write_framed_batch(framed, stop - start)
                 progress.update(stop)
             progress.close()
-        for index in order[:num_logged_examples]:
-            _log_example(vocab, instance_features(store, index, corpus, vocab),
-                         max_seq_length, max_predictions_per_seq)
+        if logging.vlog_is_on(1):
+            for index in order[:num_logged_examples]:
+                _log_example(vocab,
+                             instance_features(store, index, corpus, vocab),
+                             max_seq_length, max_predictions_per_seq)
     total = writer.records_written
     logging.info("Wrote %d total instances", total)
     return total
@@ -769,7 +774,8 @@ def create_pretraining_data(input_files, output_files, tokenizer,
       max_seq_length .. do_whole_word_mask: Google's flags and defaults.
       num_workers: processes that tokenize the input and build the
         records; the output does not depend on it.
-      num_logged_examples: instances logged in full (Google: 20).
+      num_logged_examples: instances logged in full at absl verbosity 1
+        (`--verbosity=1`; Google: 20, at its default verbosity).
       word_segmentation: None (Google's), or with `do_whole_word_mask` one
         of `chinese_words.SEGMENTATIONS`: the characters of a Chinese word
         are masked together (`chinese_words`).

@@ -9,7 +9,11 @@ Trains and/or evaluates on `create_pretraining_data.py` records (or, with
 `dynamic_masking`, raw text masked on the fly) and writes Google's
 checkpoints and `eval_results.txt`, as run_pretraining.py (which calls it).
 `input_file`'s comma-separated globs are expanded once, here; every reader
-gets the files.
+gets the files. A run that trains copies `bert_config_file` (and
+`vocab_file`, when given) into `output_dir` as bert_config.json and
+vocab.txt, beside the checkpoints, so that `bert_tf.load(output_dir)` loads
+it as a released checkpoint directory; a differing file of another model
+there is an error, never overwritten.
 """
 
 import dataclasses
@@ -112,6 +116,11 @@ def run(config):
                            init_checkpoint=config.init_checkpoint or None)
     trainer = Trainer(task, trainer_config, strategy,
                       optimizer_factory=optimizer_factory)
+    if config.do_train and trainer.is_chief:
+        # As a released checkpoint directory has them, so that the run's
+        # directory loads with `bert_tf.load` (the Trainer has made it and
+        # holds its lock).
+        finetune.copy_model_files(config, ("bert_config_file", "vocab_file"))
     result = None
     if config.do_train:
         result = trainer.train()

@@ -553,18 +553,54 @@ def write_run_description(config, run, program, task, **settings):
         `vocab.txt` that differs from the run's (another model's files,
         which are not overwritten).
     """
-    from bert_tf import file_io
     from bert_tf.training import distribution
     if not config.do_train or not distribution.is_chief(run.strategy):
         return
     if task not in TASK_KINDS:
         raise ValueError(f"unknown task kind {task!r}")
-    output_dir = config.output_dir
+    from bert_tf import file_io
+    copy_model_files(config, ("bert_config_file", "vocab_file"))
+    description = {
+        "program": program, "task": task,
+        "max_seq_length": config.max_seq_length,
+        "do_lower_case": config.do_lower_case,
+        "causal_attention": config.causal_attention, **settings}
+    with file_io.atomic_write(
+            os.path.join(config.output_dir, RUN_DESCRIPTION_FILE)) as writer:
+        json.dump(description, writer, indent=2, ensure_ascii=False)
+        writer.write("\n")
+
+
+# The file a model flag is copied to in a run's --output_dir.
+MODEL_FILE_OF_FLAG = {"bert_config_file": BERT_CONFIG_FILE,
+                      "vocab_file": VOCAB_FILE}
+
+
+def copy_model_files(config, flag_names):
+    """Copies the files of model flags into `--output_dir`, as a released
+    checkpoint directory has them (`bert_config.json`, `vocab.txt`).
+
+    A file already there with the same bytes is left as it is; nothing is
+    written unless every copy can be (each under a temporary name, then
+    renamed).
+
+    Args:
+      config: the run's config (`RunConfig` or a subclass).
+      flag_names: of `MODEL_FILE_OF_FLAG`; a field without a value is
+        skipped.
+
+    Raises:
+      ValueError: `--output_dir` already holds such a file that differs
+        (another model's file, which is not overwritten); the message names
+        it.
+    """
+    from bert_tf import file_io
     copies = []
-    for flag, name in (("bert_config_file", BERT_CONFIG_FILE),
-                       ("vocab_file", VOCAB_FILE)):
+    for flag in flag_names:
+        if not getattr(config, flag):
+            continue
         content = file_io.read_bytes(getattr(config, flag), f"--{flag}")
-        target = os.path.join(output_dir, name)
+        target = os.path.join(config.output_dir, MODEL_FILE_OF_FLAG[flag])
         if _existing_bytes(target) not in (None, content):
             raise ValueError(
                 f"--output_dir: {target} exists and differs from --{flag}="
@@ -575,15 +611,6 @@ def write_run_description(config, run, program, task, **settings):
         if _existing_bytes(target) is None:
             with file_io.atomic_write(target, "wb") as writer:
                 writer.write(content)
-    description = {
-        "program": program, "task": task,
-        "max_seq_length": config.max_seq_length,
-        "do_lower_case": config.do_lower_case,
-        "causal_attention": config.causal_attention, **settings}
-    with file_io.atomic_write(
-            os.path.join(output_dir, RUN_DESCRIPTION_FILE)) as writer:
-        json.dump(description, writer, indent=2, ensure_ascii=False)
-        writer.write("\n")
 
 
 def _existing_bytes(path):

@@ -181,6 +181,11 @@ class DataProcessor:
 
     task_name = None
     is_regression = False
+    # What the labels mean, in `get_labels` order, where the labels are ids
+    # ("0", "1"): GLUE's names, which `bert_tf.load(...).predict` answers
+    # with. None where the labels are names already. Google's output files
+    # keep the labels themselves.
+    label_names = None
 
     def get_train_examples(self, data_dir):
         """The training set, a list of `InputExample`s."""
@@ -284,6 +289,7 @@ class ColaProcessor(DataProcessor):
     """
 
     task_name = "cola"
+    label_names = ("unacceptable", "acceptable")
 
     def get_labels(self, data_dir=None):
         return ["0", "1"]
@@ -334,6 +340,7 @@ class MrpcProcessor(DataProcessor):
     """MRPC (GLUE): Quality, #1 ID, #2 ID, #1 String, #2 String."""
 
     task_name = "mrpc"
+    label_names = ("not_equivalent", "equivalent")
 
     def get_labels(self, data_dir=None):
         return ["0", "1"]
@@ -386,6 +393,7 @@ class Sst2Processor(DataProcessor):
     """SST-2 (GLUE): `sentence\\tlabel`; test: `index\\tsentence`."""
 
     task_name = "sst-2"
+    label_names = ("negative", "positive")
 
     def get_labels(self, data_dir=None):
         return ["0", "1"]
@@ -403,6 +411,7 @@ class QqpProcessor(DataProcessor):
     """
 
     task_name = "qqp"
+    label_names = ("not_duplicate", "duplicate")
 
     def get_labels(self, data_dir=None):
         return ["0", "1"]
@@ -444,6 +453,7 @@ class WnliProcessor(_IndexedPairProcessor):
     """WNLI (GLUE): index, sentence1, sentence2, label."""
 
     task_name = "wnli"
+    label_names = ("not_entailment", "entailment")
 
     def get_labels(self, data_dir=None):
         return ["0", "1"]

@@ -152,6 +152,8 @@ def run(config, train_examples=None, eval_examples=None,
         config, run_setup, PROGRAM, finetune.CLASSIFICATION,
         task_name=task_name,
         label_list=None if is_regression else label_list,
+        label_names=None if is_regression else _label_names(
+            processor, label_list),
         is_regression=is_regression, has_text_b=has_text_b)
     # The records are padded for TPUs (which need every batch full) like
     # the original's, with examples that count for nothing.
@@ -294,3 +296,13 @@ def _run_multi_label(config, bert_config):
         # TPUs need full batches: the last is padded (and dropped).
         pad_to_full_batches=run_setup.on_tpu,
         predicted=lambda state: task.stacked_predictions(state)[0])
+
+
+def _label_names(processor, label_list):
+    """The names a run's labels are shown by: GLUE's (SST-2's `negative`,
+    `positive` for its 0/1) where the processor has them for these labels,
+    else the labels themselves."""
+    names = processor.label_names
+    if names and len(names) == len(label_list):
+        return list(names)
+    return list(label_list)
