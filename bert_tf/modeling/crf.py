@@ -58,18 +58,15 @@ def log_partition(unary_scores, mask, transitions):
     # alpha[b, j]: log-sum of the scores of all prefixes ending in tag j.
     alpha = unary_scores[:, 0]
 
-    def step(alpha, inputs):
-        unary, real = inputs  # [b, k], [b]
+    def step(t, alpha):
+        unary = ops.take(unary_scores, t, axis=1)  # [b, k]
+        real = ops.take(mask, t, axis=1)  # [b]
         candidates = alpha[:, :, None] + transitions[None]  # [b, from, to]
         new_alpha = ops.logsumexp(candidates, axis=1) + unary
-        new_alpha = ops.where(real[:, None], new_alpha, alpha)
-        return new_alpha, None
+        return ops.where(real[:, None], new_alpha, alpha)
 
-    if unary_scores.shape[1] != 1:
-        alpha, _ = ops.scan(
-            step, alpha,
-            (ops.transpose(unary_scores[:, 1:], [1, 0, 2]),
-             ops.transpose(mask[:, 1:])))
+    # A loop over time (its length may be known only when the graph runs).
+    alpha = ops.fori_loop(1, ops.shape(unary_scores)[1], step, alpha)
     return ops.where(mask[:, 0], ops.logsumexp(alpha, axis=1), 0.0)
 
 
