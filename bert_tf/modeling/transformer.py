@@ -107,11 +107,13 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 or training is False):
             # One fused kernel (flash attention where the backend and device
             # have one); no probabilities to drop, so only where dropout
-            # does not apply. The mask: keys whose bias is 0.
+            # does not apply. The mask: keys whose bias is 0, one row per
+            # query (the shape fused kernels take), shared by the heads.
+            mask = ops.broadcast_to(
+                ops.greater(attention_bias, MASK_ADDER / 2),
+                [batch_size, 1, seq_length, seq_length])
             context = ops.dot_product_attention(
-                query, key, value,
-                mask=ops.greater(attention_bias, MASK_ADDER / 2),
-                scale=1.0)                          # [b, f, n, d]
+                query, key, value, mask=mask, scale=1.0)  # [b, f, n, d]
         else:
             # [batch, heads, from_seq, to_seq]
             scores = ops.einsum("bfnd,btnd->bnft", query, key)
