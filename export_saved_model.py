@@ -232,7 +232,7 @@ def define_flags(flag_values=FLAGS):
 
 def _classification_labels(flag_values, task_name):
     """(label_list, is_regression, has_text_b) of a run_classifier task."""
-    from bert_tf.data.glue_processors import create_processor
+    from bert_tf.tasks.classification.glue_processors import create_processor
     processor = create_processor(
         task_name, label_column=flag_values.label_column,
         text_b_column=flag_values.text_b_column,
@@ -267,8 +267,8 @@ def _multi_label_head(flag_values, task_name):
     import os
 
     from bert_tf import checkpoints
-    from bert_tf.data import multi_label as multi_label_data
     from bert_tf.runners import finetune
+    from bert_tf.tasks.classification import multi_label_data
     record = finetune.read_multi_label_head(os.path.dirname(
         checkpoints.resolve_checkpoint(flag_values.init_checkpoint)))
     asked = flag_values["multi_label"]
@@ -314,7 +314,7 @@ def _tagging_labels(flag_values):
     checkpoint."""
     import os
 
-    from bert_tf.data import tagging_examples
+    from bert_tf.tasks.tagging import examples as tagging_examples
     if flag_values.label_list:
         return list(flag_values.label_list)
     checkpoint = flag_values.init_checkpoint
@@ -326,7 +326,7 @@ def _tagging_labels(flag_values):
 
 def _check_task_name(task_name):
     """Refuses a --task_name that names no export (all of them listed)."""
-    from bert_tf.data.glue_processors import PROCESSORS
+    from bert_tf.tasks.classification.glue_processors import PROCESSORS
     known = sorted(PROCESSORS) + [SQUAD, TAGGING, MULTIPLE_CHOICE, EMBEDDINGS]
     if task_name not in known:
         raise ValueError(f"--task_name={task_name}: unknown task; one of: "
@@ -339,8 +339,8 @@ def _check_export_dir(flag_values):
     import os
 
     from bert_tf import file_io
-    from bert_tf.data import tagging_examples
     from bert_tf.export import serving
+    from bert_tf.tasks.tagging import examples as tagging_examples
     checkpoint = flag_values.init_checkpoint
     checkpoint_dir = (checkpoint if os.path.isdir(checkpoint)
                       else os.path.dirname(checkpoint))

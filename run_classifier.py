@@ -125,7 +125,7 @@ def _write_records(examples, label_list, run, flag_values, file_name,
     Returns:
       (record file path, number of records) -- padding included.
     """
-    from bert_tf.data import classifier_features
+    from bert_tf.tasks.classification import features as classifier_features
     if run.on_tpu and pad_to_batch:
         examples = classifier_features.pad_to_batch_multiple(examples,
                                                              pad_to_batch)
@@ -146,9 +146,9 @@ def run(flag_values):
     """
     # Imported here so that `--help` and flag errors come without importing
     # TensorFlow and the model code.
-    from bert_tf.data.glue_processors import create_processor
+    from bert_tf.tasks.classification.glue_processors import create_processor
     from bert_tf.tasks import base
-    from bert_tf.tasks import classification
+    from bert_tf.tasks.classification import task as classification
 
     _validate_flags(flag_values)
     # Before anything is written: no output may be an input.

@@ -11,7 +11,7 @@
 Input: `--data_dir` with SWAG's `train.csv`, `val.csv`, `test.csv`
 (`--input_format=swag`) or `train.jsonl`, `dev.jsonl`, `test.jsonl`
 (`--input_format=jsonl`: question, choices or options, answer; see
-`bert_tf/data/multiple_choice.py`), or any files by `--train_file`,
+`bert_tf/tasks/multiple_choice/examples.py`), or any files by `--train_file`,
 `--eval_file`, `--predict_file`. Every example of a run has the same number
 of choices; one with another number is an error naming its file and line.
 
@@ -83,9 +83,9 @@ def run(flag_values):
       A dict: "train", "eval" (the results), "predict" (probabilities
       [n, num_choices]), for the phases that ran.
     """
-    from bert_tf.data import multiple_choice
+    from bert_tf.tasks.multiple_choice import examples as multiple_choice
     from bert_tf.tasks import base
-    from bert_tf.tasks import multiple_choice as task_lib
+    from bert_tf.tasks.multiple_choice import task as task_lib
     from bert_tf.training import trainer as trainer_lib
 
     _validate_flags(flag_values)

@@ -129,8 +129,8 @@ def run(flag_values):
     # Imported here so that `--help` and flag errors come without importing
     # the model code.
     from bert_tf.config import BertConfig
-    from bert_tf.tasks.pretraining import PretrainingDataConfig
-    from bert_tf.tasks.pretraining import PretrainingTask
+    from bert_tf.pretraining.task import PretrainingDataConfig
+    from bert_tf.pretraining.task import PretrainingTask
     from bert_tf.training.trainer import Trainer
 
     if not flag_values.do_train and not flag_values.do_eval:

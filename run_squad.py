@@ -156,7 +156,7 @@ def _write_features(examples, tokenizer, flag_values, path, is_training,
       every feature without its model inputs (what post-processing needs);
       otherwise it is empty and no feature outlives its record.
     """
-    from bert_tf.data import squad_features
+    from bert_tf.tasks.squad import features as squad_features
     kept = []
     with squad_features.FeatureWriter(path, is_training) as writer:
         for feature in squad_features.generate_features(
@@ -179,10 +179,10 @@ def run(flag_values):
     """
     # Imported here so that `--help` and flag errors come without importing
     # TensorFlow and the model code.
-    from bert_tf.data import squad_examples
-    from bert_tf.data import squad_postprocess
+    from bert_tf.tasks.squad import examples as squad_examples
+    from bert_tf.tasks.squad import postprocess as squad_postprocess
     from bert_tf.tasks import base
-    from bert_tf.tasks import squad
+    from bert_tf.tasks.squad import task as squad
     from bert_tf.training import trainer as trainer_lib
 
     bert_config = finetune.load_bert_config(flag_values)

@@ -125,7 +125,7 @@ def saved_label_list(flag_values, label_list_path):
 
 def _given_label_list(path):
     """The labels of --label_list_file (a label per line, each once)."""
-    from bert_tf.data import tagging_examples
+    from bert_tf.tasks.tagging import examples as tagging_examples
 
     if not os.path.isfile(path):
         raise ValueError(f"--label_list_file={path}: no such file")
@@ -164,9 +164,9 @@ def run(flag_values):
       A dict: "train" (the last training log), "eval" (the eval results),
       "predict" (each predict sentence's labels), for the phases that ran.
     """
-    from bert_tf.data import tagging_examples
+    from bert_tf.tasks.tagging import examples as tagging_examples
     from bert_tf.tasks import base
-    from bert_tf.tasks import tagging
+    from bert_tf.tasks.tagging import task as tagging
     from bert_tf.training import trainer as trainer_lib
 
     _validate_flags(flag_values)

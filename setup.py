@@ -47,12 +47,12 @@ setup(
     python_requires=">=3.10,<3.14",
     packages=find_packages(include=["bert_tf", "bert_tf.*"]),
     # create_pretraining_data.py's RNG draws and instance loop in C
-    # (bert_tf/data/exact_random.py, pretraining_instances.py). Optional:
-    # without a C compiler the install goes on and the same loop runs in
-    # Python (the same records, several times slower).
+    # (bert_tf/pretraining/exact_random.py, instances.py). Optional: without
+    # a C compiler the install goes on and the same loop runs in Python (the
+    # same records, several times slower).
     ext_modules=[
-        Extension("bert_tf.data._pretraining_native",
-                  ["bert_tf/data/_pretraining_native.c"], optional=True),
+        Extension("bert_tf.pretraining._native",
+                  ["bert_tf/pretraining/_native.c"], optional=True),
     ],
     py_modules=[
         "create_pretraining_data",
@@ -93,7 +93,8 @@ setup(
             "jieba==0.42.1",
             "snownlp==0.12.3",
             "tokenizers>=0.20,<1",
-            # Reference for the tagging metrics (tests/test_tagging_metrics.py).
+            # Reference for the tagging metrics
+            # (tests/tasks/tagging/test_tagging_metrics.py).
             "seqeval>=1.2.2,<2",
             # Loads google_to_keras_hub's presets, saves its own
             # (tests/test_keras_hub_preset.py).

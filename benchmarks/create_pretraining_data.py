@@ -47,7 +47,6 @@ times much less.
 import argparse
 import ast
 import bz2
-import importlib.util
 import itertools
 import os
 import re
@@ -81,11 +80,13 @@ _TEMPLATE = re.compile(r"\{\{[^{}]*\}\}")
 
 
 def _gensim_test_data():
-    spec = importlib.util.find_spec("gensim")
-    if spec is None or spec.origin is None:
-        sys.exit("The benchmark corpus comes from gensim's test data: "
-                 "pip install --no-deps gensim==4.4.0")
-    return os.path.join(os.path.dirname(spec.origin), "test", "test_data")
+    from bert_tf.corpora import package_files
+    try:
+        return package_files.package_file(
+            "gensim", os.path.join("test", "test_data"), "gensim==4.4.0",
+            "The benchmark corpus (gensim's test data)")
+    except FileNotFoundError as error:
+        sys.exit(str(error))
 
 
 def _sentences(paragraphs):

@@ -54,7 +54,7 @@ import harness  # first: puts the repository on the path, quiets TF logging
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data import classifier_features
+from bert_tf.tasks.classification import features as classifier_features
 
 NUM_LABELS = 2
 LEARNING_RATE = 2e-5
@@ -77,7 +77,7 @@ def write_records(path, num_records, seq_length, vocab_size, seed=0):
 def write_review_records(path, num_records, seq_length):
     """Rotten Tomatoes reviews as Google's classifier records; returns the
     feature arrays (for the length distribution)."""
-    from bert_tf.data import rotten_tomatoes
+    from bert_tf.corpora import rotten_tomatoes
     from bert_tf.text import tokenization
     reviews = rotten_tomatoes.read_reviews()[:num_records]
     tokenizer = tokenization.FullTokenizer(harness.minilm_vocab_file(),
@@ -97,7 +97,7 @@ def write_review_records(path, num_records, seq_length):
 
 def bert_tf_examples_per_second(config, record_file, args, output_dir):
     """Trains with run_classifier's task and trainer; returns examples/s."""
-    from bert_tf.tasks import classification
+    from bert_tf.tasks.classification import task as classification
     from bert_tf.training import optimization
     from bert_tf.training import trainer as trainer_lib
 
@@ -133,7 +133,7 @@ def bert_tf_training(config, record_file, args, work):
     The same signature as `squad.bert_tf_training` (gpu_suite.py times
     both alike).
     """
-    from bert_tf.tasks import classification
+    from bert_tf.tasks.classification import task as classification
     from bert_tf.training import optimization
     from bert_tf.training.trainer import Trainer, TrainerConfig
     task = classification.ClassificationTask(

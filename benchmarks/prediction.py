@@ -63,8 +63,8 @@ import tensorflow as tf
 
 from bert_tf import sequence_lengths
 from bert_tf.data import encoded_input
-from bert_tf.data import squad_examples
-from bert_tf.data import squad_features
+from bert_tf.tasks.squad import examples as squad_examples
+from bert_tf.tasks.squad import features as squad_features
 from bert_tf.text import tokenization
 from bert_tf.training import prediction
 from harness import encode, length_statistics, minilm_vocab_file, read_texts
@@ -98,7 +98,7 @@ def bert_tf_predictor(model, arrays, batch_size, policy, span=False):
     """A function predicting every example with bert_tf's loop; returns the
     logits in input order ([examples, 2] or, for a span model, the start
     and end logits [examples, 2, seq_length])."""
-    from bert_tf.tasks import squad
+    from bert_tf.tasks.squad import task as squad
     strategy = tf.distribute.get_strategy()
     examples = tf.data.Dataset.from_tensor_slices(arrays)
     names = (encoded_input.INPUT_IDS, encoded_input.INPUT_MASK,
@@ -231,8 +231,8 @@ def build_parser_and_parse():
 def main():
     args = build_parser_and_parse()
     from bert_tf.config import BertConfig
-    from bert_tf.tasks.classification import ClassificationModel
-    from bert_tf.tasks.squad import SquadModel
+    from bert_tf.tasks.classification.task import ClassificationModel
+    from bert_tf.tasks.squad.task import SquadModel
     shape = SHAPES[args.shape]
     config = BertConfig(
         vocab_size=harness.BERT_VOCAB_SIZE, hidden_size=shape["hidden_size"],

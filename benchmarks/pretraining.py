@@ -83,9 +83,9 @@ def forward_flops(args):
 
 
 def bert_tf_pretraining(args, batch):
+    from bert_tf.pretraining.task import PretrainingDataConfig
+    from bert_tf.pretraining.task import PretrainingTask
     from bert_tf.tasks import base
-    from bert_tf.tasks.pretraining import PretrainingDataConfig
-    from bert_tf.tasks.pretraining import PretrainingTask
     from bert_tf.training import optimization
     from bert_tf.training.trainer import Trainer, TrainerConfig
 

@@ -22,11 +22,11 @@ Tasks (any subset; each needs its runner's `--output_dir` and data):
 
   --sentiment=OUTPUT_DIR,DATA_DIR
       run_classifier.py --task_name=sst-2 on the Rotten Tomatoes snippets
-      (`python -m bert_tf.data.rotten_tomatoes`): dev accuracy;
+      (`python -m bert_tf.corpora.rotten_tomatoes`): dev accuracy;
   --tagging=NAME,OUTPUT_DIR,DATA_DIR[,format=F][,metric=M][,files=A+B]
       (repeatable) a run_tagging.py run, e.g. on a corpus of
-      `python -m bert_tf.data.task_corpora`: `metric=entity_f1` (the
-      default; seqeval's definition, `bert_tf.data.tagging_metrics`) or
+      `python -m bert_tf.corpora.task_corpora`: `metric=entity_f1` (the
+      default; seqeval's definition, `bert_tf.tasks.tagging.metrics`) or
       `metric=accuracy` (token accuracy, e.g. POS), on `files` of DATA_DIR
       (default `dev.txt`; `dev.txt+test.txt` scores both as one set) read
       as `format` (run_tagging.py's `--input_format`, default `conll`).
@@ -35,7 +35,7 @@ Tasks (any subset; each needs its runner's `--output_dir` and data):
   --span=OUTPUT_DIR,DEV_JSON
       run_squad.py on the replaced-span task
       (`experiments/replaced_span_task.py`): dev F1 (the official SQuAD
-      v1.1 script's, `bert_tf.data.squad_evaluate`).
+      v1.1 script's, `bert_tf.tasks.squad.evaluate`).
 
     python benchmarks/quantization_accuracy.py --model_dir=MINILM \
         --sentiment=RT_OUTPUT,RT_DATA \
@@ -179,7 +179,10 @@ def _checkpoint(output_dir):
 
 def sentiment(model_dir, output_dir, data_dir, max_seq_length=64):
     """The `Task` of the SST-2-format dev set."""
-    from bert_tf.data import classifier_features, glue_processors
+    from bert_tf.tasks.classification import (
+        features as classifier_features,
+        glue_processors,
+    )
     from bert_tf.export import builders
     from bert_tf.text import tokenization
     vocab = os.path.join(model_dir, "vocab.txt")
@@ -234,7 +237,7 @@ def _word_margins(sentences, arrays, logits):
     """Each word's top logit minus its runner-up, in sentence order, from
     the window that owns the word (as `assemble_sentence_predictions`
     picks its label)."""
-    from bert_tf.data import tagging_features
+    from bert_tf.tasks.tagging import features as tagging_features
     top_two = np.sort(logits, axis=-1)[..., -2:]
     margins = top_two[..., 1] - top_two[..., 0]
     words = [[None] * len(sentence.words) for sentence in sentences]
@@ -250,10 +253,13 @@ def _word_margins(sentences, arrays, logits):
 def tagging(model_dir, output_dir, data_dir, options):
     """The `Task` of a run_tagging.py run on `options["files"]` of
     `data_dir` (see `_tagging_options`)."""
-    from bert_tf.data import tagging_examples, tagging_features
-    from bert_tf.data import tagging_metrics
+    from bert_tf.tasks.tagging import (
+        examples as tagging_examples,
+        features as tagging_features,
+    )
     from bert_tf.export import builders
     from bert_tf.runners import finetune
+    from bert_tf.tasks.tagging import metrics as tagging_metrics
     from bert_tf.text import tokenization
     run = finetune.read_run_description(output_dir)
     if run["task"] != finetune.TAGGING:
@@ -320,9 +326,13 @@ def tagging(model_dir, output_dir, data_dir, options):
 def span(model_dir, output_dir, dev_file, max_seq_length=48, doc_stride=24,
          max_query_length=16, max_answer_length=16):
     """The `Task` of the replaced-span dev set."""
-    from bert_tf.data import squad_evaluate, squad_examples, squad_features
-    from bert_tf.data import squad_postprocess
+    from bert_tf.tasks.squad import (
+        evaluate as squad_evaluate,
+        examples as squad_examples,
+        features as squad_features,
+    )
     from bert_tf.export import builders
+    from bert_tf.tasks.squad import postprocess as squad_postprocess
     from bert_tf.text import tokenization
     vocab = os.path.join(model_dir, "vocab.txt")
     examples = squad_examples.read_squad_examples(dev_file,

@@ -27,9 +27,9 @@ import harness  # noqa: F401  (repository on sys.path, quiet TensorFlow)
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data import pretraining_dataset
-from bert_tf.data import pretraining_records as records
 from bert_tf.data import tfrecord_files
+from bert_tf.pretraining import dataset as pretraining_dataset
+from bert_tf.pretraining import records
 
 
 def write_records(path, count, max_seq_length, max_predictions, seed=0):

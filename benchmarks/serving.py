@@ -101,7 +101,7 @@ def _full_texts(count, characters=600):
 def _export_ours(config, seq_length, work_dir):
     from bert_tf import checkpoints
     from bert_tf.export import builders, serving
-    from bert_tf.tasks.classification import ClassificationModel
+    from bert_tf.tasks.classification.task import ClassificationModel
     model = ClassificationModel(config, 2)
     prefix = os.path.join(work_dir, "ours", "model.ckpt")
     checkpoints.save_checkpoint(
@@ -228,8 +228,8 @@ def model_flops(config, lengths):
 
 def _ids(texts, seq_length, tokenizer):
     """The runner's features of `texts`, cut to the batch's longest row."""
-    from bert_tf.data import classifier_features
-    from bert_tf.data.glue_processors import InputExample
+    from bert_tf.tasks.classification import features as classifier_features
+    from bert_tf.tasks.classification.glue_processors import InputExample
     features = [classifier_features.convert_single_example(
         InputExample(guid=str(i), text_a=text), ["0", "1"], seq_length,
         tokenizer) for i, text in enumerate(texts)]

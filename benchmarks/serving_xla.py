@@ -56,7 +56,7 @@ def _exports(config, seq_length, work_dir):
     exported without and with `enable_xla`, saved and loaded."""
     from bert_tf import checkpoints
     from bert_tf.export import builders, serving
-    from bert_tf.tasks.classification import ClassificationModel
+    from bert_tf.tasks.classification.task import ClassificationModel
     model = ClassificationModel(config, 2)
     prefix = os.path.join(work_dir, "model.ckpt")
     checkpoints.save_checkpoint(

@@ -3,7 +3,7 @@
 Feature creation (`--part=features`): reading a SQuAD file and turning its
 questions into training features (`max_seq_length` 384, `doc_stride` 128,
 `max_query_length` 64, uncased vocabulary), on the same generated file
-(Hamlet verse in SQuAD layout, `bert_tf.data.squad_synthetic`):
+(Hamlet verse in SQuAD layout, `testing.squad_synthetic`):
 
 * bert_tf: `squad_examples.read_squad_examples` + `squad_features
   .generate_features` with bert_tf's `FullTokenizer`;
@@ -49,7 +49,7 @@ import harness  # first: puts the repository on the path, quiets TF logging
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data import squad_synthetic  # noqa: E402
+from testing import squad_synthetic  # noqa: E402
 
 VOCAB_FILE = (harness.REPO_ROOT / "tests" / "golden" / "models"
               / "uncased_vocab.txt")
@@ -60,7 +60,10 @@ LEARNING_RATE = 3e-5
 
 def bert_tf_features(path, args):
     """bert_tf's examples and features; returns (examples, feature ids)."""
-    from bert_tf.data import squad_examples, squad_features
+    from bert_tf.tasks.squad import (
+        examples as squad_examples,
+        features as squad_features,
+    )
     from bert_tf.text import tokenization
     tokenizer = tokenization.FullTokenizer(str(VOCAB_FILE), True)
     examples = squad_examples.read_squad_examples(path, is_training=True)
@@ -116,7 +119,7 @@ def feature_creation(args, work):
 
 def write_records(path, num_records, seq_length, vocab_size, seed=0):
     """Random full-length training features in Google's SQuAD records."""
-    from bert_tf.data import squad_features
+    from bert_tf.tasks.squad import features as squad_features
     rng = np.random.default_rng(seed)
     query = seq_length // 8
     with squad_features.FeatureWriter(path, is_training=True) as writer:
@@ -136,7 +139,8 @@ def write_records(path, num_records, seq_length, vocab_size, seed=0):
 
 
 def training_dataset(record_file, args):
-    from bert_tf.data import classifier_features, squad_features
+    from bert_tf.tasks.classification import features as classifier_features
+    from bert_tf.tasks.squad import features as squad_features
     return classifier_features.batch_dataset(
         squad_features.read_tfrecord(record_file, args.seq_length, True),
         args.batch_size, is_training=True, seed=0)
@@ -144,7 +148,7 @@ def training_dataset(record_file, args):
 
 def bert_tf_training(config, record_file, args, work):
     """A function running `--steps` steps of run_squad's task and trainer."""
-    from bert_tf.tasks import squad
+    from bert_tf.tasks.squad import task as squad
     from bert_tf.training import optimization
     from bert_tf.training.trainer import Trainer, TrainerConfig
     task = squad.SquadTask(config, squad.SquadDataConfig(

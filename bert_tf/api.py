@@ -24,9 +24,12 @@ Nothing here is a second implementation of what the programs do:
   `bert_tf_run.json` (`bert_tf.runners.finetune.write_run_description`).
   The exports are tested to give the runners' `test_results.tsv`,
   `predictions.json` and `test_predictions.txt`.
-- `embed` is the `embeddings` export; `fill_mask` the pretraining model's
-  masked-LM head (`BertPretrainingModel`) on the released checkpoint's
-  `cls/predictions/...` variables.
+- `embed` is the `embeddings` export; `fill_mask` the encoder and
+  `MaskedLMHead` (the layers of the pretraining model) on the released
+  checkpoint's `cls/predictions/...` variables.
+- With another Keras backend than TensorFlow (`KERAS_BACKEND=jax`), `embed`
+  and a classification run's `predict` run the pure-Python tokenizer and the
+  Keras model (`_PythonServed`): there are no TensorFlow exports there.
 
 `load` takes one of three kinds of directory:
 
@@ -831,7 +834,7 @@ def _squad_result(rows, i):
 def _tagging_result(rows, i, label_list):
     """Words and labels; the entities too where the label list (and so
     whether the labels are BIO tags) is known."""
-    from bert_tf.tasks import tagging
+    from bert_tf.tasks.tagging import task as tagging
     count = int(rows["num_words"][i])
     words = [_decode(word) for word in rows["words"][i][:count]]
     labels = [_decode(label) for label in rows["labels"][i][:count]]

@@ -1,8 +1,7 @@
 """What every bert_tf command line shares: absl flags and one error path.
 
-Every program (the runners, `extract_features.py`,
-`create_pretraining_data.py`, `python -m bert_tf.convert`, `learn_vocab`,
-`prepare_corpus`, `bert_tf.data.rotten_tomatoes`) defines absl flags in a
+Every program (Google's root scripts and the `python -m` modules;
+`python -m bert_tf` lists them) defines absl flags in a
 `define_flags(flag_values)` function and ends a run that failed on bad input
 with `exit_with_error`: `<program>: error: <message>` on stderr, status 1,
 no traceback (the traceback is logged at `--v=1`, for bug reports).

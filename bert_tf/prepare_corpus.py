@@ -4,7 +4,7 @@ One sentence per line, an empty line between documents (articles), ready
 for `create_pretraining_data.py --input_file=...`. By default the dump is
 the English Wikipedia sample that the gensim package ships, which needs
 only `pip install --no-deps gensim==4.4.0` (gensim itself is never
-imported). See `bert_tf.data.wikipedia_corpus` for what is kept.
+imported). See `bert_tf.corpora.wikipedia` for what is kept.
 
 Command line:
 
@@ -16,9 +16,9 @@ import time
 
 from absl import flags
 
-from bert_tf.data import wikipedia_corpus
 from bert_tf import cli
 from bert_tf import file_io
+from bert_tf.corpora import wikipedia as wikipedia_corpus
 
 PROGRAM = "python -m bert_tf.prepare_corpus"
 
@@ -52,8 +52,11 @@ def define_flags(flag_values):
 def run(flag_values):
     """Writes the corpus; returns its `CorpusStats`."""
     started = time.perf_counter()
-    dump_file = (flag_values.wiki_dump
-                 or wikipedia_corpus.find_gensim_wiki_dump())
+    try:
+        dump_file = (flag_values.wiki_dump
+                     or wikipedia_corpus.find_gensim_wiki_dump())
+    except FileNotFoundError as error:
+        raise FileNotFoundError(f"{error} (or pass --wiki_dump)") from None
     file_io.check_outputs_are_not_inputs(
         [("--output_file", flag_values.output_file)],
         [("--wiki_dump", dump_file)])

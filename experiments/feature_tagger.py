@@ -108,8 +108,8 @@ def sentence_word_vectors(tagging_set, extractor, tokenizer):
       first piece, concatenated in `--layers` order, each word from the
       window that owns it.
     """
-    from bert_tf.data import tagging_features as features_lib
     from bert_tf.features import extraction
+    from bert_tf.tasks.tagging import features as features_lib
 
     arrays = tagging_set.arrays
     windows = []
@@ -252,11 +252,11 @@ def run(flag_values):
 
     from bert_tf.checkpoints import load_checkpoint
     from bert_tf.config import BertConfig
-    from bert_tf.data import tagging_examples
-    from bert_tf.data import tagging_metrics
     from bert_tf.features import extraction
     from bert_tf.modeling import BertModel
-    from bert_tf.tasks import tagging
+    from bert_tf.tasks.tagging import examples as tagging_examples
+    from bert_tf.tasks.tagging import metrics as tagging_metrics
+    from bert_tf.tasks.tagging import task as tagging
     from bert_tf.text import tokenization
     from bert_tf.training import trainer
 

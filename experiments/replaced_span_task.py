@@ -24,7 +24,7 @@ not, stayed at the positional prior (a fixed span of the passage scored
 better). `fixed_span_baseline` gives that prior for a dev file.
 
 The train and dev files use the training and dev snippets of the SST-2
-split that `bert_tf.data.rotten_tomatoes` writes (same seed), so no dev
+split that `bert_tf.corpora.rotten_tomatoes` writes (same seed), so no dev
 passage is a training passage, and words from disjoint sets of Wikipedia
 documents (every DEV_DOCUMENT_EVERY-th document gives the dev replacements),
 so no dev answer was a training answer. Everything is decided by `--seed`:
@@ -53,8 +53,8 @@ from absl import app
 from absl import flags
 
 from bert_tf import file_io
-from bert_tf.data import rotten_tomatoes
-from bert_tf.data import squad_evaluate
+from bert_tf.corpora import rotten_tomatoes
+from bert_tf.tasks.squad import evaluate as squad_evaluate
 
 QUESTION = "Which words were replaced?"
 TRAIN_FILE = "train.json"
@@ -259,7 +259,7 @@ def write_task(output_dir, num_train, num_dev, donor_file, seed=DEFAULT_SEED,
       donor_file: the pretraining corpus (see `read_documents`) whose
         sentences give the replacements.
       seed: decides the replacements; the snippet split is
-        `bert_tf.data.rotten_tomatoes`'s default.
+        `bert_tf.corpora.rotten_tomatoes`'s default.
       reviews_file: see `rotten_tomatoes.read_reviews`.
       min_span_words, max_span_words: see `replace_span`.
 

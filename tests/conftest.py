@@ -23,11 +23,11 @@ def pytest_addoption(parser):
 # there: Python's RNG replica and the C extension (Google's records),
 # tokenization (unicodedata) and modeling against Google and Model Garden,
 # a runner end to end, the checkpoint converters with Hugging Face's and
-# keras-hub's formats, the demo's report. Each entry is a test file's
-# `::test_name`, every parametrization included.
+# keras-hub's formats, the demo's report. Each entry is a test file's path
+# under tests/ and `::test_name`, every parametrization included.
 SMOKE_TESTS = (
     "test_create_pretraining_data.py::test_reproduces_googles_records",
-    "test_exact_random.py::test_draws_and_state_equal_pythons",
+    "pretraining/test_exact_random.py::test_draws_and_state_equal_pythons",
     "test_tokenization.py::test_same_ids_as_model_garden_on_multilingual_text",
     "test_tokenization.py::"
     "test_every_bmp_code_point_and_astral_samples_match_model_garden",
@@ -51,8 +51,8 @@ SMOKE_TESTS = (
 # extract_features JSON and pretraining records, tokenization, the
 # pretraining steps, the classifier and SQuAD runners end to end, the
 # trainer, and a raw-text SavedModel reproducing run_classifier.py's
-# test_results.tsv in a process without bert_tf. An entry is a test file (all
-# of it) or a file's `::test_name`.
+# test_results.tsv in a process without bert_tf. An entry is a test file's
+# path under tests/ (all of it) or that and `::test_name`.
 GOLDEN_TESTS = (
     "test_extract_features.py",
     "test_tokenization.py",
@@ -69,11 +69,15 @@ GOLDEN_TESTS = (
 
 
 def pytest_collection_modifyitems(config, items):
+    tests_dir = pathlib.Path(__file__).resolve().parent
     for item in items:
-        name = f"{item.path.name}::{item.originalname}"
+        path = item.path.resolve()
+        path = (path.relative_to(tests_dir).as_posix()
+                if path.is_relative_to(tests_dir) else path.name)
+        name = f"{path}::{item.originalname}"
         if name in SMOKE_TESTS:
             item.add_marker(pytest.mark.smoke)
-        if name in GOLDEN_TESTS or item.path.name in GOLDEN_TESTS:
+        if name in GOLDEN_TESTS or path in GOLDEN_TESTS:
             item.add_marker(pytest.mark.golden)
     if config.getoption("--runslow"):
         return
@@ -104,11 +108,11 @@ def uncased_vocab_file(golden_dir):
 
 @pytest.fixture
 def c_extension():
-    """The C extension `bert_tf.data._pretraining_native`; the test is
+    """The C extension `bert_tf.pretraining._native`; the test is
     skipped where it is not built (an install without a C compiler)."""
-    from bert_tf.data import exact_random
+    from bert_tf.pretraining import exact_random
     if exact_random._native is None:
-        pytest.skip("the C extension bert_tf.data._pretraining_native is not "
+        pytest.skip("the C extension bert_tf.pretraining._native is not "
                     "built (pip install -e . with a C compiler)")
     return exact_random._native
 

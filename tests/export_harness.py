@@ -152,10 +152,10 @@ def make_export_workspace(root):
     `questions.json`, `tagging_test.txt`, `choices.jsonl`); returns
     `root`."""
     from bert_tf.config import BertConfig
-    from bert_tf.tasks.classification import ClassificationModel
-    from bert_tf.tasks.multiple_choice import MultipleChoiceModel
-    from bert_tf.tasks.squad import SquadModel
-    from bert_tf.tasks.tagging import TaggingModel
+    from bert_tf.tasks.classification.task import ClassificationModel
+    from bert_tf.tasks.multiple_choice.task import MultipleChoiceModel
+    from bert_tf.tasks.squad.task import SquadModel
+    from bert_tf.tasks.tagging.task import TaggingModel
     (root / "cased").mkdir()
     for name in ("vocab.txt", "bert_config.json"):
         (root / "cased" / name).write_bytes(

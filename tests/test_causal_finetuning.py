@@ -18,10 +18,10 @@ from bert_tf import checkpoints
 from bert_tf.modeling import BiLSTM
 from bert_tf.modeling.bert_model import last_token_positions
 from bert_tf.tasks.base import ArraysDataConfig
-from bert_tf.tasks.classification import ClassificationModel
-from bert_tf.tasks.multiple_choice import MultipleChoiceModel
-from bert_tf.tasks.squad import SquadModel
-from bert_tf.tasks.tagging import TaggingModel
+from bert_tf.tasks.classification.task import ClassificationModel
+from bert_tf.tasks.multiple_choice.task import MultipleChoiceModel
+from bert_tf.tasks.squad.task import SquadModel
+from bert_tf.tasks.tagging.task import TaggingModel
 from tests.modeling_harness import np_bert_forward
 from tests.modeling_harness import random_batch
 from tests.modeling_harness import randomize
@@ -224,8 +224,13 @@ def test_task_model_config_keeps_causal_attention(kind):
 
 
 def test_tasks_build_causal_models():
-    from bert_tf.tasks import classification, multi_label
-    from bert_tf.tasks import multiple_choice, squad, tagging
+    from bert_tf.tasks.classification import (
+        task as classification,
+        multi_label_task as multi_label,
+    )
+    from bert_tf.tasks.multiple_choice import task as multiple_choice
+    from bert_tf.tasks.squad import task as squad
+    from bert_tf.tasks.tagging import task as tagging
     config = tiny_bert_config()
     tasks = [
         classification.ClassificationTask(

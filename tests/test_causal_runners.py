@@ -104,7 +104,7 @@ def test_every_fine_tuning_runner_has_the_flag_off_by_default(workspace):
 def _random_classifier_checkpoint(workspace, directory):
     from bert_tf import checkpoints
     from bert_tf.config import BertConfig
-    from bert_tf.tasks.classification import ClassificationModel
+    from bert_tf.tasks.classification.task import ClassificationModel
     from tests.modeling_harness import randomize
     config = BertConfig.from_json_file(workspace / "bert_config.json")
     model = ClassificationModel(config, 2)
@@ -119,8 +119,8 @@ def _expected_probabilities(config, weights_from, record_file, causal):
     """The runner's predict records through a `ClassificationModel` built
     here with `causal_attention=causal` and the checkpoint's weights."""
     import tensorflow as tf
-    from bert_tf.data import classifier_features
-    from bert_tf.tasks.classification import ClassificationModel
+    from bert_tf.tasks.classification import features as classifier_features
+    from bert_tf.tasks.classification.task import ClassificationModel
     model = ClassificationModel(config, 2, causal_attention=causal)
     for target, source in zip(model.weights, weights_from.weights):
         target.assign(source)
@@ -165,8 +165,13 @@ class _TaskBuilt(Exception):
 def task_arguments(monkeypatch):
     """Replaces each task's constructor by one that records its keyword
     arguments and stops the run."""
-    from bert_tf.tasks import classification, multi_label, multiple_choice
-    from bert_tf.tasks import squad, tagging
+    from bert_tf.tasks.classification import (
+        task as classification,
+        multi_label_task as multi_label,
+    )
+    from bert_tf.tasks.multiple_choice import task as multiple_choice
+    from bert_tf.tasks.squad import task as squad
+    from bert_tf.tasks.tagging import task as tagging
     seen = {}
     for task_class in (classification.ClassificationTask,
                        multi_label.MultiLabelTask,

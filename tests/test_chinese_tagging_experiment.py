@@ -9,7 +9,7 @@ import sys
 import pytest
 
 # The steps and command helpers demo.py runs too.
-from bert_tf.runners import workflow
+from demo_workflow import workflow
 from experiments import chinese_tagging
 from runner_harness import installed_corpus
 
@@ -128,7 +128,7 @@ def test_quick_experiment_end_to_end(tmp_path):
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800)
     assert process.returncode == 0, process.stdout[-3000:] + process.stderr
     # Every runner command is printed before it runs.
-    for program in ("bert_tf.data.task_corpora", "bert_tf.learn_vocab",
+    for program in ("bert_tf.corpora.task_corpora", "bert_tf.learn_vocab",
                     "create_pretraining_data.py", "run_pretraining.py",
                     "run_tagging.py"):
         assert f"{program} --" in process.stdout

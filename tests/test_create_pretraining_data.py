@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from bert_tf import file_io
-from bert_tf.data import exact_random
-from bert_tf.data import pretraining_corpus
-from bert_tf.data import pretraining_instances
-from bert_tf.data import pretraining_records
 from bert_tf.data import tfrecord_files
-from bert_tf.data.pretraining_corpus import PretrainingDataError
+from bert_tf.pretraining import corpus as pretraining_corpus
+from bert_tf.pretraining import exact_random
+from bert_tf.pretraining import instances as pretraining_instances
+from bert_tf.pretraining import records as pretraining_records
+from bert_tf.pretraining.errors import PretrainingDataError
 from bert_tf.text import tokenization
 
 from runner_harness import run_runner
@@ -204,7 +204,7 @@ def test_c_instance_loop_equals_the_python_loop(golden_dir,
                                                 uncased_vocab_file, flags,
                                                 monkeypatch, c_extension):
     # The Python loop is the one the hand-worked tests below check draw by
-    # draw; the C loop (bert_tf/data/_pretraining_native.c) must make the
+    # draw; the C loop (bert_tf/pretraining/_native.c) must make the
     # same instances. The golden test above checks both against Google's.
     tokenizer = _tokenizer(uncased_vocab_file, True)
     corpus = pretraining_corpus.tokenize_corpus(

@@ -17,7 +17,7 @@ from absl import flags
 from absl import app
 import pytest
 
-from bert_tf.runners import workflow
+from demo_workflow import workflow
 import demo
 from runner_harness import parse_runner_flags
 from runner_harness import run_runner
@@ -534,7 +534,7 @@ def write_scalars(directory, values_by_tag):
 
 
 def test_report_reads_tensorboard_summaries(tmp_path):
-    from bert_tf.runners import report
+    from demo_workflow import report
     written = {"loss": [(10, 8.25), (20, 7.5), (30, 7.125)],
                "masked_lm_accuracy": [(10, 0.01), (20, 0.03), (30, 0.045)],
                "simple_value_tag": [(5, 1.5), (15, -2.0)]}

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from bert_tf.runners import workflow
+from demo_workflow import workflow
 from experiments import paper_in_miniature as miniature
 from experiments import replaced_span_task as span_task
 from runner_harness import run_runner
@@ -199,7 +199,7 @@ def test_fixed_span_baseline_is_the_best_constant_span(tmp_path):
 
 
 def test_squad_json_is_read_by_run_squads_reader(tmp_path):
-    from bert_tf.data import squad_examples
+    from bert_tf.tasks.squad import examples as squad_examples
     examples = _examples(4)
     path = tmp_path / "dev.json"
     path.write_text(json.dumps(span_task.to_squad_json(examples, "t")),

@@ -35,12 +35,12 @@ from export_harness import (
     TAGGING_SENTENCES, TAGGING_SEQ_LENGTH, TAGGING_STRIDE,
     assert_embeddings_are_googles, golden_embedding_lines)
 from runner_harness import error_line_in_process, run_in_process
-from bert_tf.data import multiple_choice as multiple_choice_data
-from bert_tf.data import squad_examples
-from bert_tf.data import squad_features
-from bert_tf.data import squad_postprocess
-from bert_tf.data import tagging_features
-from bert_tf.data.tagging_examples import TaggedSentence
+from bert_tf.tasks.multiple_choice import examples as multiple_choice_data
+from bert_tf.tasks.squad import examples as squad_examples
+from bert_tf.tasks.squad import features as squad_features
+from bert_tf.tasks.squad import postprocess as squad_postprocess
+from bert_tf.tasks.tagging import features as tagging_features
+from bert_tf.tasks.tagging.examples import TaggedSentence
 from bert_tf.text import tokenization
 
 # CoLA texts of few pieces ("Who's there?" and ""): a batch shorter than
@@ -310,7 +310,10 @@ def test_onnx_inputs_are_padded_to_the_batchs_longest_text(
     tokenization and pair truncation."""
     tokenizer = tokenization.FullTokenizer(
         str(workspace / "cased" / "vocab.txt"), do_lower_case=False)
-    from bert_tf.data import classifier_features, glue_processors
+    from bert_tf.tasks.classification import (
+        features as classifier_features,
+        glue_processors,
+    )
     for task, pairs in (
             ("mrpc", PAIRS), ("cola", [(text, "") for text in SINGLE_TEXTS]),
             ("cola_short", [(SINGLE_TEXTS[i], "") for i in SHORT])):

@@ -53,10 +53,10 @@ from runner_harness import (console_script, error_line_in_process,
 import export_saved_model
 
 from bert_tf.config import BertConfig
-from bert_tf.data import classifier_features
-from bert_tf.data import glue_processors
-from bert_tf.tasks.squad import SquadModel
-from bert_tf.tasks.tagging import TaggingModel
+from bert_tf.tasks.classification import features as classifier_features
+from bert_tf.tasks.classification import glue_processors
+from bert_tf.tasks.squad.task import SquadModel
+from bert_tf.tasks.tagging.task import TaggingModel
 from bert_tf.text import tokenization
 
 # How each sentence is sent: words joined by assorted whitespace (all of it
@@ -221,8 +221,8 @@ def _tagging_windows(workspace):
     """run_tagging.py's sentences and windows (its own Python conversion)
     of `TAGGING_SENTENCES`: (sentences, `windows_to_arrays`' arrays, of
     which serving_ids takes `TAGGING_ID_INPUTS`)."""
-    from bert_tf.data import tagging_features
-    from bert_tf.data.tagging_examples import TaggedSentence
+    from bert_tf.tasks.tagging import features as tagging_features
+    from bert_tf.tasks.tagging.examples import TaggedSentence
     tokenizer = tokenization.FullTokenizer(
         str(workspace / "cased" / "vocab.txt"), do_lower_case=False)
     sentences = [TaggedSentence(words, None, [1] * len(words))
@@ -478,7 +478,7 @@ def test_xla_tagger_serving_ids_gives_run_taggings_labels(
     """The --enable_xla CRF tagger's serving_ids (Viterbi decoding
     compiled too) on run_tagging.py's own windows: its labels.
     (serving_default: test_tagging_labels_are_run_taggings.)"""
-    from bert_tf.data import tagging_features
+    from bert_tf.tasks.tagging import features as tagging_features
     sentences, arrays = _tagging_windows(workspace)
     predicted_ids = np.array(
         fresh_process["serving_ids"]["tagging_crf_xla"]["predicted_ids"])
@@ -763,7 +763,7 @@ def test_tagging_serving_ids_converts_to_tflite(workspace, exports,
     """The softmax and the CRF tagger: the TFLite interpreter on the
     windows run_tagging.py's own conversion makes gives the labels of its
     test_predictions.txt (the CRF's Viterbi decoding included)."""
-    from bert_tf.data import tagging_features
+    from bert_tf.tasks.tagging import features as tagging_features
     sentences, arrays = _tagging_windows(workspace)
     converter = tf.lite.TFLiteConverter.from_saved_model(
         str(exports[name]), signature_keys=["serving_ids"])

@@ -486,10 +486,10 @@ def test_corrupt_tfrecord_is_named_with_its_offset(data_dir, tmp_path):
 
 def test_corrupt_classifier_and_squad_records_are_named(tmp_path):
     import tensorflow as tf
-    from bert_tf.data import classifier_features
-    from bert_tf.data import squad_features
     from bert_tf.data import tfrecord_files
     from bert_tf.runners import flags as runner_flags
+    from bert_tf.tasks.classification import features as classifier_features
+    from bert_tf.tasks.squad import features as squad_features
     path = tmp_path / "eval.tf_record"
     record = tf.train.Example(features=tf.train.Features(feature={
         name: tf.train.Feature(int64_list=tf.train.Int64List(value=[1] * 8))
@@ -664,7 +664,7 @@ def _mirrored_train(data_dir, output_dir, num_steps):
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import keras
     from bert_tf.config import BertConfig
-    from bert_tf.tasks import pretraining
+    from bert_tf.pretraining import task as pretraining
     from bert_tf.training import distribution
     from bert_tf.training import optimization
     from bert_tf.training import trainer as trainer_lib
@@ -932,8 +932,8 @@ def test_export_overwrite_never_deletes_a_run_or_an_input(golden_dir,
 
 
 def test_an_output_dir_through_a_link_is_seen_to_be_the_inputs(tmp_path):
-    from bert_tf.data import pretraining_beam
-    from bert_tf.data.pretraining_corpus import PretrainingDataError
+    from bert_tf.pretraining import beam as pretraining_beam
+    from bert_tf.pretraining.errors import PretrainingDataError
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "part").write_text("text\n")

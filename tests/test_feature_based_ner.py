@@ -14,9 +14,9 @@ import sys
 import numpy as np
 import pytest
 
-from bert_tf.data import tagging_examples
 from bert_tf.features import extraction
-from bert_tf.tasks import tagging
+from bert_tf.tasks.tagging import examples as tagging_examples
+from bert_tf.tasks.tagging import task as tagging
 from bert_tf.text import tokenization
 from experiments import feature_tagger
 from runner_harness import installed_corpus

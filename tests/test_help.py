@@ -68,3 +68,45 @@ def test_run_classifier_help_as_a_user_sees_it():
     # The docstring's example keeps its line continuations.
     assert "--task_name=MRPC --do_train=true --do_eval=true \\\n" in (
         process.stdout)
+
+
+# -- `python -m bert_tf`: the one list of programs ---------------------------
+
+def _files_with_a_main(paths):
+    """The files among `paths` that run something as a program."""
+    return {path for path in paths
+            if re.search(r'^if __name__ == "__main__":', path.read_text(),
+                         re.M)}
+
+
+def test_python_m_bert_tf_lists_every_program():
+    from bert_tf import __main__ as programs
+    modules = {
+        ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts)
+        for path in _files_with_a_main((REPO_ROOT / "bert_tf").rglob("*.py"))
+        if path.name != "__main__.py"}
+    assert modules == set(programs.MODULES)
+    scripts = {path.stem for path in _files_with_a_main(REPO_ROOT.glob("*.py"))
+               if path.name not in ("setup.py", "demo.py")}
+    assert scripts == set(programs.SCRIPTS)
+    process = subprocess.run(
+        [sys.executable, "-m", "bert_tf"], cwd=REPO_ROOT,
+        env=runner_environment(), capture_output=True, text=True, timeout=60)
+    assert process.returncode == 0, process.stderr
+    for name in programs.SCRIPTS:
+        assert re.search(rf"^  {name}\.py +\S", process.stdout, re.M), name
+    for name in programs.MODULES:
+        assert re.search(rf"^  python -m {re.escape(name)} +\S",
+                         process.stdout, re.M), name
+
+
+@pytest.mark.parametrize("module", [
+    "bert_tf.convert", "bert_tf.learn_vocab", "bert_tf.prepare_corpus",
+    "bert_tf.corpora.rotten_tomatoes", "bert_tf.corpora.task_corpora"])
+def test_python_m_program_help_exits_0(module):
+    process = subprocess.run(
+        [sys.executable, "-m", module, "--help"], cwd=REPO_ROOT,
+        env=runner_environment(), capture_output=True, text=True,
+        timeout=300)
+    assert process.returncode == 0, process.stderr[-2000:]
+    assert f"Usage: python -m {module} [flags]" in process.stdout

@@ -20,11 +20,11 @@ import tensorflow as tf
 from bert_tf import checkpoints
 from bert_tf.config import BertConfig
 from bert_tf.modeling import BertModel
-from bert_tf.tasks.classification import ClassificationModel
-from bert_tf.tasks.multiple_choice import MultipleChoiceModel
-from bert_tf.tasks.pretraining import BertPretrainingModel
-from bert_tf.tasks.squad import SquadModel
-from bert_tf.tasks.tagging import TaggingModel
+from bert_tf.pretraining.task import BertPretrainingModel
+from bert_tf.tasks.classification.task import ClassificationModel
+from bert_tf.tasks.multiple_choice.task import MultipleChoiceModel
+from bert_tf.tasks.squad.task import SquadModel
+from bert_tf.tasks.tagging.task import TaggingModel
 from tests.modeling_harness import randomize
 
 GOLDEN_LINE = 2  # "FRANCISCO at his post. Enter to him BERNARDO": one segment

@@ -167,7 +167,7 @@ def test_the_readme_has_the_commands():
     assert {"run_classifier", "run_squad", "run_tagging",
             "run_multiple_choice", "run_pretraining", "export_saved_model",
             "extract_features", "create_pretraining_data",
-            "bert_tf.data.task_corpora"} <= programs
+            "bert_tf.corpora.task_corpora"} <= programs
 
 
 @pytest.mark.parametrize("line, argv", COMMANDS,
@@ -211,7 +211,7 @@ def test_readme_task_section_runs(program, tmp_path, monkeypatch,
     """The README's tagging and multiple-choice blocks, run as written
     (in this process, from a fresh directory, `$BERT_BASE_DIR` a tiny
     model), the training made tiny by flags appended at the end."""
-    from bert_tf.data import task_corpora
+    from bert_tf.corpora import task_corpora
     model_dir = tmp_path / "model"
     model_dir.mkdir()
     for path in cased_tiny_dir.iterdir():
@@ -230,7 +230,7 @@ def test_readme_task_section_runs(program, tmp_path, monkeypatch,
             monkeypatch.setenv(name, value)
             continue
         module_name, arguments = _program(words[1:])
-        if module_name == "bert_tf.data.task_corpora":
+        if module_name == "bert_tf.corpora.task_corpora":
             try:
                 task_corpora.package_file(
                     arguments[0].split("=", 1)[1])

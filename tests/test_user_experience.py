@@ -264,11 +264,12 @@ def test_training_log_names_training_metrics_and_gives_a_speed_at_once(
     with Google's eval keys); the first line has a speed and an ETA."""
     import logging as python_logging
 
-    from bert_tf.data import classifier_features as cf
+    from bert_tf.tasks.classification import features as cf
     from bert_tf.training import optimization
     from bert_tf.training.trainer import Trainer, TrainerConfig
 
-    from test_classification_task import make_task, random_features
+    from tests.tasks.classification.test_classification_task import (
+        make_task, random_features)
 
     train_file = str(tmp_path / "train.tf_record")
     cf.write_tfrecord(random_features(16, 2, seed=3), train_file)

@@ -295,7 +295,7 @@ def test_cli_reports_missing_corpus_without_traceback(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def wikipedia_corpus_file(tmp_path_factory):
-    from bert_tf.data import wikipedia_corpus
+    from bert_tf.corpora import wikipedia as wikipedia_corpus
     try:
         dump = wikipedia_corpus.find_gensim_wiki_dump()
     except FileNotFoundError as error:

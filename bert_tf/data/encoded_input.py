@@ -27,6 +27,9 @@ from typing import List, Optional
 INPUT_IDS = "input_ids"
 INPUT_MASK = "input_mask"
 SEGMENT_IDS = "segment_ids"
+# 1 for an example of the set, 0 for a row that pads a batch to its full
+# size (Google's `PaddingInputExample`s; `in_memory`'s padding rows).
+IS_REAL_EXAMPLE = "is_real_example"
 
 
 @dataclasses.dataclass

@@ -15,10 +15,7 @@ for nothing.
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data import classifier_features
-
-# The classifier's name for the real-row flag: one concept, one name.
-IS_REAL_EXAMPLE = classifier_features.IS_REAL_EXAMPLE
+from bert_tf.data.encoded_input import IS_REAL_EXAMPLE
 
 
 def pad_to_batch_multiple(arrays, batch_size):

@@ -81,7 +81,7 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
       CheckpointError: the checkpoint lacks a variable or has another
         shape (e.g. another number of labels).
     """
-    from bert_tf.tasks.classification import ClassificationModel
+    from bert_tf.tasks.classification.task import ClassificationModel
     _check_length(max_seq_length, bert_config, pad_to_multiple_of,
                   serving_dtype)
     num_labels = 1 if is_regression else len(label_list)
@@ -126,7 +126,7 @@ def squad_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
       ValueError: lengths that cannot work.
       CheckpointError: the checkpoint lacks `cls/squad/...` or a variable.
     """
-    from bert_tf.tasks.squad import SquadModel
+    from bert_tf.tasks.squad.task import SquadModel
     _check_length(max_seq_length, bert_config, pad_to_multiple_of,
                   serving_dtype)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
@@ -193,7 +193,7 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
       CheckpointError: the checkpoint lacks a variable or has another
         shape (e.g. another number of labels).
     """
-    from bert_tf.tasks.tagging import TaggingModel
+    from bert_tf.tasks.tagging.task import TaggingModel
     _check_length(max_seq_length, bert_config, pad_to_multiple_of,
                   serving_dtype)
     if not label_list:
@@ -233,7 +233,7 @@ def multiple_choice_export(bert_config, vocab_file, do_lower_case,
       has_question: `serving_default` takes a `question` beside the
         context (run_multiple_choice.py's `--input_format=jsonl`).
     """
-    from bert_tf.tasks.multiple_choice import MultipleChoiceModel
+    from bert_tf.tasks.multiple_choice.task import MultipleChoiceModel
     _check_length(max_seq_length, bert_config, pad_to_multiple_of,
                   serving_dtype)
     with precision.serving_dtype_scope(serving_dtype):

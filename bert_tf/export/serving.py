@@ -56,8 +56,8 @@ import tensorflow as tf
 from bert_tf import file_io
 from bert_tf import sequence_lengths
 from bert_tf.export import packing
-from bert_tf.export import squad_answers
-from bert_tf.export import tagging_windows
+from bert_tf.tasks.squad import graph_answers as squad_answers
+from bert_tf.tasks.tagging import graph_windows as tagging_windows
 
 INPUT_IDS = "input_ids"
 INPUT_MASK = "input_mask"
@@ -370,7 +370,7 @@ class SquadExport(_TextExport):
         inputs, windows = self._answerer.features(question, context)
         # The windows at their longest real one; the padding's logits at
         # run_squad.py's value for it (see `SquadTask.sequence_outputs`).
-        from bert_tf.tasks import squad as squad_task
+        from bert_tf.tasks.squad import task as squad_task
         logits = sequence_lengths.call_at_length(
             lambda cut: self.serve_ids(cut[INPUT_IDS], cut[INPUT_MASK],
                                        cut[SEGMENT_IDS]),

@@ -1,7 +1,9 @@
 """`run_classifier.py --task_name=generic --multi_label=true`.
 
-Several labels per example (see `bert_tf.data.multi_label` for the label
-columns and `bert_tf.tasks.multi_label` for the model, loss and metrics).
+Several labels per example (see
+`bert_tf.tasks.classification.multi_label_data` for the label columns and
+`bert_tf.tasks.classification.multi_label_task` for the model, loss and
+metrics).
 `run_classifier.py` defines the flags (`define_flags` here adds the
 multi-label ones) and hands a multi-label run to `run`.
 """
@@ -42,10 +44,10 @@ def run(flag_values, bert_config):
       A dict as `run_classifier.run`'s: "train", "eval", "predict"
       (probabilities [n, num_labels]).
     """
-    from bert_tf.data import multi_label as data_lib
+    from bert_tf.tasks.classification import multi_label_data as data_lib
     from bert_tf.runners import finetune
     from bert_tf.tasks import base
-    from bert_tf.tasks import multi_label as task_lib
+    from bert_tf.tasks.classification import multi_label_task as task_lib
 
     if flag_values.task_name.lower() != "generic":
         raise ValueError("--multi_label needs --task_name=generic (your own "

@@ -9,7 +9,7 @@ it for local files.
 
 from absl import flags
 
-from bert_tf.data.pretraining_corpus import PretrainingDataError
+from bert_tf.pretraining.errors import PretrainingDataError
 
 
 def define_flags(flag_values):

@@ -1,0 +1,6 @@
+"""SQuAD v1.1 and 2.0 (`run_squad.py`): `examples` reads the JSON,
+`features` cuts contexts into windows and writes Google's records,
+`task` is the `SquadTask` and its model, `postprocess` turns logits into
+answers and `predictions.json`, `evaluate` is the official scorer;
+`graph_answers` does the windows and answer extraction as TensorFlow ops
+for the raw-text export."""
