@@ -99,9 +99,14 @@ def main(_):
     from bert_tf.training.precision import set_tensor_float_32
 
     from bert_tf import file_io
+    import keras
 
     cli.log_info_and_above()
-    set_tensor_float_32(FLAGS.allow_tf32)
+    # KERAS_BACKEND=jax (or torch): the same JSON without tf.data or a
+    # tf.distribute strategy (TensorFlow reads the checkpoint only).
+    on_tensorflow = keras.backend.backend() == "tensorflow"
+    if on_tensorflow:
+        set_tensor_float_32(FLAGS.allow_tf32)
     try:
         file_io.check_outputs_are_not_inputs(
             [("--output_file", FLAGS.output_file)],
@@ -112,9 +117,17 @@ def main(_):
         # found now, and what a killed run left is removed.
         file_io.check_output_directory(FLAGS.output_file)
         file_io.remove_dead_writers_temporaries(FLAGS.output_file)
-        strategy = get_distribution_strategy(
-            "default", use_tpu=FLAGS.use_tpu, master=FLAGS.master,
-            num_tpu_cores=FLAGS.num_tpu_cores)
+        if on_tensorflow:
+            strategy = get_distribution_strategy(
+                "default", use_tpu=FLAGS.use_tpu, master=FLAGS.master,
+                num_tpu_cores=FLAGS.num_tpu_cores)
+        elif FLAGS.use_tpu or FLAGS.allow_tf32:
+            raise DistributionError(
+                f"--{'use_tpu' if FLAGS.use_tpu else 'allow_tf32'} needs "
+                "the TensorFlow backend (KERAS_BACKEND is "
+                f"{keras.backend.backend()})")
+        else:
+            strategy = None
         count = extract_features(
             input_file=FLAGS.input_file,
             output_file=FLAGS.output_file,

@@ -100,6 +100,10 @@ setup(
             # (tests/checkpoints/test_keras_hub_preset.py).
             KERAS_HUB,
             TF_KERAS,
+            # The golden checks on Keras' JAX backend
+            # (tests/test_keras_backends.py) and the TensorFlow-free GPU
+            # suite's CPU smoke run (tests/test_gpu_suite.py).
+            "jax[cpu]>=0.6,<0.11",
         ] + ONNX,
         # The tests' Model Garden reference (TensorFlow 2.20 only; see above).
         "reference": MODEL_GARDEN,

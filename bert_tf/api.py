@@ -25,9 +25,12 @@ Nothing here is a second implementation of what the programs do:
   `bert_tf_run.json` (`bert_tf.runners.finetune.write_run_description`).
   The exports are tested to give the runners' `test_results.tsv`,
   `predictions.json` and `test_predictions.txt`.
-- `embed` is the `embeddings` export; `fill_mask` the pretraining model's
-  masked-LM head (`BertPretrainingModel`) on the released checkpoint's
-  `cls/predictions/...` variables.
+- `embed` is the `embeddings` export; `fill_mask` the encoder and
+  `MaskedLMHead` (the layers of the pretraining model) on the released
+  checkpoint's `cls/predictions/...` variables.
+- With another Keras backend than TensorFlow (`KERAS_BACKEND=jax`), `embed`
+  and a classification run's `predict` run the pure-Python tokenizer and the
+  Keras model (`_PythonServed`): there are no TensorFlow exports there.
 
 `load` takes one of three kinds of directory:
 
@@ -234,6 +237,9 @@ class PretrainedModel:
           averaged over the real tokens, [CLS] and [SEP] included)}.
         """
         texts = _strings("texts", texts)
+        if self._embedder is None and not _on_tensorflow():
+            self._embedder = _PythonServed(
+                _EMBEDDINGS, self, self._encoder_with(head=None))
         if self._embedder is None:
             from bert_tf.export import builders
             export = builders.embedding_export(
@@ -266,13 +272,13 @@ class PretrainedModel:
             fine-tuned and sentence-embedding ones do not), a text has no
             `[MASK]`, or one is cut off by `max_seq_length`.
         """
-        import tensorflow as tf
+        from keras import ops
         texts = _strings("texts", texts)
         if not isinstance(top_k, int) or not 1 <= top_k <= (
                 self.bert_config.vocab_size):
             raise ValueError(f"top_k={top_k!r} must be an int in [1, "
                              f"{self.bert_config.vocab_size}]")
-        model = self._masked_lm_model()
+        encoder, head = self._masked_lm_model()
         tokenizer = self._python_tokenizer()
         mask_id = tokenizer.vocab[MASK]
         results = []
@@ -284,10 +290,20 @@ class PretrainedModel:
                     tokenizer, text, start + offset, mask_id)
                 ids.append(text_ids)
                 positions.append(text_positions)
-            features = _pad_masked_batch(ids, positions)
-            logits = model(features, training=False)["masked_lm_logits"]
-            top = tf.math.top_k(tf.nn.softmax(logits, axis=-1), k=top_k)
-            probabilities, indices = top.values.numpy(), top.indices.numpy()
+            input_ids, input_mask, mask_positions = _pad_masked_batch(
+                ids, positions)
+            sequence_output = encoder(
+                input_ids, input_mask=input_mask, training=False)[
+                    "sequence_output"]
+            logits = head(sequence_output, mask_positions)
+            probabilities = ops.convert_to_numpy(
+                ops.softmax(logits, axis=-1))  # [batch, masks, vocab]
+            # The top_k likeliest, lower ids first among equals (as
+            # tf.math.top_k orders them).
+            indices = np.argsort(-probabilities, axis=-1,
+                                 kind="stable")[..., :top_k]
+            probabilities = np.take_along_axis(probabilities, indices,
+                                               axis=-1)
             for row, text_positions in enumerate(positions):
                 results.append([
                     [{"token": tokenizer.inv_vocab[int(index)],
@@ -327,11 +343,11 @@ class PretrainedModel:
                      if token_id == mask_id]
 
     def _masked_lm_model(self):
-        """The pretraining model with the checkpoint's masked-LM head."""
+        """(encoder, masked-LM head) with the checkpoint's weights."""
         if self._masked_lm is not None:
             return self._masked_lm
         from bert_tf import checkpoints
-        from bert_tf.pretraining import task as pretraining
+        from bert_tf.modeling import MaskedLMHead
         names = checkpoints.checkpoint_shapes(self.checkpoint)
         if "cls/predictions/output_bias" not in names:
             raise ValueError(
@@ -339,22 +355,47 @@ class PretrainedModel:
                 "masked-LM head (cls/predictions/...); Google's released "
                 "checkpoints and run_pretraining.py's have it, fine-tuned "
                 "and sentence-embedding checkpoints do not")
-        model = pretraining.BertPretrainingModel(
-            self.bert_config, objective=pretraining.MLM)
-        # The next-sentence head is not used here.
-        checkpoints.load_checkpoint(
-            model, self.checkpoint, optional=[
-                checkpoints.variable_name(v) for v in model.weights
-                if checkpoints.variable_name(v).startswith(
-                    "cls/seq_relationship/")])
-        self._masked_lm = model
-        return model
+        self._masked_lm = self._encoder_with(
+            lambda encoder: MaskedLMHead(self.bert_config,
+                                         encoder.embedding_table),
+            causal_attention=False)
+        return self._masked_lm
+
+    def _encoder_with(self, head, causal_attention=None):
+        """(BertModel, head) built and loaded from the checkpoint.
+
+        Args:
+          head: a function from the encoder to a head layer (whose
+            variables the checkpoint holds), or None for the encoder alone.
+          causal_attention: default: this model's.
+        """
+        from bert_tf import checkpoints
+        from bert_tf.modeling import BertModel
+        encoder = BertModel(
+            self.bert_config,
+            causal_attention=(self.causal_attention
+                              if causal_attention is None
+                              else causal_attention))
+        encoder.build()
+        variables = list(encoder.weights)
+        if head is not None:
+            head = head(encoder)
+            head.build()
+            variables += head.weights
+        checkpoints.load_checkpoint(variables, self.checkpoint)
+        return encoder, head
+
+
+def _on_tensorflow():
+    """Whether Keras runs on TensorFlow (else: no exports, no in-graph
+    tokenizer; `_PythonServed` serves what it can)."""
+    import keras
+    return keras.backend.backend() == "tensorflow"
 
 
 def _pad_masked_batch(ids, positions):
-    """Model features of a batch: ids padded to the longest, and the mask
-    positions padded (with 0) to the most masks."""
-    import tensorflow as tf
+    """input_ids and input_mask of a batch, padded to the longest, and the
+    mask positions padded (with 0) to the most masks; int32 arrays."""
     length = max(len(row) for row in ids)
     masks = max(len(row) for row in positions)
     input_ids = np.zeros([len(ids), length], np.int32)
@@ -364,10 +405,7 @@ def _pad_masked_batch(ids, positions):
         input_ids[row, :len(row_ids)] = row_ids
         input_mask[row, :len(row_ids)] = 1
         mask_positions[row, :len(row_positions)] = row_positions
-    return {"input_ids": tf.constant(input_ids),
-            "input_mask": tf.constant(input_mask),
-            "segment_ids": tf.zeros_like(input_ids),
-            "masked_lm_positions": tf.constant(mask_positions)}
+    return input_ids, input_mask, mask_positions
 
 
 class _TaskPredictor:
@@ -454,11 +492,33 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
 
     def _serving(self):
         # Built on first use: loading for `embed` alone needs no export.
+        if self._served is None and not _on_tensorflow():
+            self._served = self._python_served()
         if self._served is None:
             served = _Served(self._build_export())
             served.labels = self.labels
             self._served = served
         return self._served
+
+    def _python_served(self):
+        """Classification without TensorFlow (the other tasks' exports
+        have in-graph post-processing that exists only in TensorFlow)."""
+        import keras
+        from bert_tf.modeling import ClassifierHead
+        d = self.description
+        if self.task != finetune_lib.CLASSIFICATION or d["is_regression"]:
+            kind = ("regression" if self.task == finetune_lib.CLASSIFICATION
+                    else self.task)
+            raise ValueError(
+                f"predict: {self.path} is a {kind} run; with KERAS_BACKEND="
+                f"{keras.backend.backend()} predict serves classification "
+                "only (the other tasks need the TensorFlow backend)")
+        models = self._encoder_with(
+            lambda encoder: ClassifierHead(self.bert_config,
+                                           len(d["label_list"])))
+        return _PythonServed(finetune_lib.CLASSIFICATION, self, models,
+                             label_list=d["label_list"],
+                             has_text_b=d["has_text_b"])
 
     def _build_export(self):
         from bert_tf.export import builders
@@ -702,6 +762,78 @@ class _Served:
                  "probabilities": [float(p) for p in probabilities]}
                 for label, probabilities in zip(rows["label"],
                                                 rows["probabilities"])]
+
+
+class _PythonServed(_Served):
+    """`_Served` without TensorFlow: the pure-Python tokenizer and the Keras
+    model on any backend, giving the rows the export's `serving_default`
+    gives (embeddings: `pooled_output`, `mean_pooled`; classification:
+    `label`, `probabilities`)."""
+
+    def __init__(self, task, pretrained, models, label_list=None,
+                 has_text_b=False):
+        """Args:
+          task: `_EMBEDDINGS` or `finetune_lib.CLASSIFICATION`.
+          pretrained: the `PretrainedModel` (tokenizer, max_seq_length).
+          models: (BertModel, ClassifierHead or None), loaded.
+          label_list: classification's labels in id order.
+          has_text_b: classification of text pairs.
+        """
+        self.task = task
+        self.input_names = (("text",) if task == _EMBEDDINGS else
+                            ("text_a", "text_b") if has_text_b
+                            else ("text_a",))
+        self.labels = label_list
+        self._tokenizer = pretrained._python_tokenizer()
+        self._max_seq_length = pretrained.max_seq_length
+        self._encoder, self._head = models
+
+    def _encode(self, text_a, text_b):
+        """Google's framing of one input: (ids, segment_ids), unpadded."""
+        from bert_tf.data.encoded_input import frame_pair
+        tokens_b = self._tokenizer.tokenize(text_b) if text_b else None
+        tokens, segment_ids = frame_pair(self._tokenizer.tokenize(text_a),
+                                         tokens_b, self._max_seq_length)
+        return self._tokenizer.convert_tokens_to_ids(tokens), segment_ids
+
+    def call_batched(self, columns, batch_size):
+        from keras import ops
+        texts_a = columns.get("text", columns.get("text_a"))
+        texts_b = columns.get("text_b", [None] * len(texts_a))
+        batches = []
+        for start in range(0, len(texts_a), batch_size):
+            encoded = [self._encode(a, b) for a, b in zip(
+                texts_a[start:start + batch_size],
+                texts_b[start:start + batch_size])]
+            length = max(len(ids) for ids, _ in encoded)
+            input_ids, input_mask, segment_ids = (
+                np.zeros([len(encoded), length], np.int32) for _ in range(3))
+            for row, (ids, segments) in enumerate(encoded):
+                input_ids[row, :len(ids)] = ids
+                input_mask[row, :len(ids)] = 1
+                segment_ids[row, :len(ids)] = segments
+            outputs = self._encoder(input_ids, input_mask=input_mask,
+                                    segment_ids=segment_ids, training=False)
+            pooled = ops.cast(outputs["pooled_output"], "float32")
+            if self.task == _EMBEDDINGS:
+                sequence = ops.convert_to_numpy(
+                    ops.cast(outputs["sequence_output"], "float32"))
+                mask = input_mask[:, :, None].astype(np.float32)
+                batches.append({
+                    "pooled_output": ops.convert_to_numpy(pooled),
+                    "mean_pooled": (sequence * mask).sum(axis=1)
+                    / mask.sum(axis=1)})
+                continue
+            probabilities = ops.convert_to_numpy(ops.softmax(
+                self._head(pooled, training=False), axis=-1))
+            batches.append({
+                "label": np.array([self.labels[i] for i in
+                                   probabilities.argmax(axis=-1)], object),
+                "probabilities": probabilities})
+        if not batches:
+            return {}
+        return {name: np.concatenate([batch[name] for batch in batches])
+                for name in batches[0]}
 
 
 def _concatenate(arrays):

@@ -6,6 +6,9 @@ reference the suite itself uses); speed figures are only checked to exist.
 """
 
 import importlib
+import importlib.util
+import json
+import math
 import os
 import pathlib
 import subprocess
@@ -116,3 +119,41 @@ def test_smoke_run_prints_every_table():
     # The tables' 3 pretraining and 2 fine-tuning rows, each with a
     # bert_tf/MG ratio.
     assert len(table_rows) == 3 + 2, output
+
+
+# -- the TensorFlow-free suite: gpu_suite.sh --backend=jax ---------------------
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None,
+                    reason="jax is not installed (pip install -e .[test])")
+def test_jax_suite_smoke_run_never_imports_tensorflow(tmp_path):
+    """Pretraining steps on JAX's CPU, with a `tensorflow` on the path that
+    leaves a mark and fails if anything imports it: the suite must run
+    where TensorFlow is not installed."""
+    trap = tmp_path / "trap"
+    (trap / "tensorflow").mkdir(parents=True)
+    marker = tmp_path / "tensorflow_was_imported"
+    (trap / "tensorflow" / "__init__.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\n"
+        "raise ImportError('gpu_suite_jax imported tensorflow')\n")
+    record_file = tmp_path / "record.json"
+    result = subprocess.run(
+        ["bash", str(BENCHMARKS / "gpu_suite.sh"), "--backend=jax",
+         "--smoke", "--budget_s=100000", f"--record_file={record_file}"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "PYTHON": sys.executable, "JAX_PLATFORMS": "cpu",
+             "PYTHONPATH": str(trap)})
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert not marker.exists()
+    record = json.loads(record_file.read_text())
+    assert record["backend"] == "jax"
+    assert record["tensorflow_imported"] is False
+    # Every code path: bf16 with the fused op and with Google's attention,
+    # float32 with Google's; each a finite loss and a speed.
+    assert [(row["dtype"], row["attention"]) for row in record["rows"]] == [
+        ("mixed_bfloat16", "fused"), ("mixed_bfloat16", "google"),
+        ("float32", "google")]
+    for row in record["rows"]:
+        assert "skipped" not in row, row
+        assert row["sequences_per_s"] > 0 and math.isfinite(
+            row["final_loss"])
+    assert "485.6 seq/s at 128, 96.5 at 512" in result.stdout

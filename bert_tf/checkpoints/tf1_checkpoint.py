@@ -604,7 +604,11 @@ def load_checkpoint(variables_or_model, path, *, strict=True, optional=()):
         report = LoadReport(checkpoint=prefix)
         for name, variable in to_assign:
             value = tensors[name]  # each tensor is read exactly once
-            variable.assign(tf.cast(value, variable.dtype))
+            value = tf.cast(value, variable.dtype)
+            # A variable of another Keras backend (JAX, PyTorch) takes the
+            # tensor as a NumPy array; TensorFlow only reads the file.
+            variable.assign(value if isinstance(variable, tf.Variable)
+                            or _on_tensorflow_backend() else value.numpy())
             report.loaded.append(name)
         used = {name for name, _ in to_assign} | {m.name for m in misfits}
         report.unused = sorted(n for n in tensors if n not in used)
@@ -617,6 +621,11 @@ def load_checkpoint(variables_or_model, path, *, strict=True, optional=()):
     else:
         _log_summary(report)
     return report
+
+
+def _on_tensorflow_backend():
+    import keras  # pylint: disable=import-outside-toplevel
+    return keras.backend.backend() == "tensorflow"
 
 
 def _is_encoder_weight(name):

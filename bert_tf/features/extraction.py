@@ -10,7 +10,9 @@ Google's `extract_features.py`, step for step:
    to `max_seq_length`.
 3. `FeatureExtractor`: runs the encoder through the one prediction loop
    (`bert_tf.training.prediction`, in order under any strategy) and returns
-   the chosen layers' outputs for every real (not padding) token.
+   the chosen layers' outputs for every real (not padding) token. On the
+   other Keras backends (JAX, PyTorch) there is no tf.data or strategy: the
+   batches are cut from the features in Python and run one after another.
 4. `feature_json`: one JSON object per example,
    `{"linex_index": i, "features": [{"token": ..., "layers": [{"index": -1,
    "values": [...]}, ...]}, ...]}`, values rounded to 6 decimals.
@@ -20,12 +22,14 @@ Google's `extract_features.py`, step for step:
 """
 
 import collections
+import contextlib
 import dataclasses
 import json
 import os
 import re
 
 from absl import logging
+import keras
 import numpy as np
 
 from bert_tf import file_io
@@ -240,26 +244,34 @@ class FeatureExtractor:
             batch does not split over the replicas.
         """
         from bert_tf import sequence_lengths
-        import tensorflow as tf
 
         check_layer_indexes(layer_indexes, model.config.num_hidden_layers)
         if batch_size < 1:
             raise FeatureExtractionError(
                 f"batch_size is {batch_size}; it must be positive")
+        self.model = model
+        self.layer_indexes = list(layer_indexes)
+        self.batch_size = batch_size
+        if length_policy is None:
+            length_policy = sequence_lengths.LengthPolicy()
+        self.length_policy = length_policy
+        if keras.backend.backend() != "tensorflow":
+            if strategy is not None:
+                raise FeatureExtractionError(
+                    "a tf.distribute strategy needs the TensorFlow backend "
+                    f"(KERAS_BACKEND is {keras.backend.backend()})")
+            self._strategy = None
+            return
+        import tensorflow as tf
         self._strategy = strategy or tf.distribute.get_strategy()
         replicas = self._strategy.num_replicas_in_sync
         if batch_size % replicas:
             raise FeatureExtractionError(
                 f"batch_size {batch_size} does not split over the "
                 f"{replicas} replicas; use a multiple of {replicas}")
-        self.model = model
-        self.layer_indexes = list(layer_indexes)
-        self.batch_size = batch_size
-        if length_policy is None:
-            length_policy = sequence_lengths.LengthPolicy()
         if isinstance(self._strategy, tf.distribute.TPUStrategy):
-            length_policy = sequence_lengths.static_policy(length_policy)
-        self.length_policy = length_policy
+            self.length_policy = sequence_lengths.static_policy(
+                length_policy)
         # One function object: `run` after `run` reuses the traced step.
         self._predict_fn = self._layer_outputs
 
@@ -290,12 +302,15 @@ class FeatureExtractor:
         `layer_outputs` is a float32 array [num_chosen_layers, num_tokens,
         hidden_size] over the feature's real tokens.
         """
+        if not features:
+            return
+        if self._strategy is None:
+            yield from self._run_batches_in_python(features)
+            return
         import tensorflow as tf
 
         from bert_tf.training import prediction
 
-        if not features:
-            return
         columns = {
             "input_ids": [f.input_ids for f in features],
             "input_mask": [f.input_mask for f in features],
@@ -313,6 +328,32 @@ class FeatureExtractor:
                 feature = next(remaining)
                 yield feature, np.transpose(
                     layers[:len(feature.tokens)], (1, 0, 2))
+
+
+    def _run_batches_in_python(self, features):
+        """`run` without TensorFlow: batches of `batch_size` features in
+        order, each at its `length_policy` length, the last one short."""
+        from keras import ops
+        max_seq_length = len(features[0].input_ids)
+        for start in range(0, len(features), self.batch_size):
+            batch = features[start:start + self.batch_size]
+            length = self.length_policy.run_length(
+                max(len(f.tokens) for f in batch), max_seq_length)
+            columns = [
+                np.asarray([getattr(f, name)[:length] for f in batch],
+                           np.int32)
+                for name in ("input_ids", "input_mask", "segment_ids")]
+            outputs = self.model(columns[0], input_mask=columns[1],
+                                 segment_ids=columns[2], training=False)
+            encoder_outputs = outputs["encoder_outputs"]
+            # [batch, seq, num_chosen_layers, hidden]
+            layers = np.stack(
+                [ops.convert_to_numpy(ops.cast(encoder_outputs[index],
+                                               "float32"))
+                 for index in self.layer_indexes], axis=2)
+            for feature, feature_layers in zip(batch, layers):
+                yield feature, np.transpose(
+                    feature_layers[:len(feature.tokens)], (1, 0, 2))
 
 
 def feature_json(feature, layer_outputs, layer_indexes):
@@ -376,8 +417,6 @@ def extract_features(input_file, output_file, bert_config_file,
       FileNotFoundError, FeatureExtractionError, BertConfigError,
       CheckpointError: naming the file, flag or variable at fault.
     """
-    import tensorflow as tf
-
     from bert_tf.checkpoints import load_checkpoint
     from bert_tf.config import BertConfig
     from bert_tf.modeling import BertModel
@@ -397,8 +436,13 @@ def extract_features(input_file, output_file, bert_config_file,
     features = convert_examples_to_features(examples, max_seq_length,
                                             tokenizer)
 
-    strategy = strategy or tf.distribute.get_strategy()
-    with strategy.scope():
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+        strategy = strategy or tf.distribute.get_strategy()
+        scope = strategy.scope()
+    else:
+        scope = contextlib.nullcontext()
+    with scope:
         model = BertModel(bert_config)
         model.build()
         load_checkpoint(model, init_checkpoint)

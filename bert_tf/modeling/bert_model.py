@@ -6,12 +6,13 @@ from are in `embeddings.py`, `transformer.py` and `layers.py`.
 """
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from bert_tf.config import BertConfig
 from bert_tf.modeling.embeddings import BertEmbeddings
 from bert_tf.modeling.layers import attention_bias_from_mask
 from bert_tf.modeling.layers import checkpoint_scope
+from bert_tf.modeling.layers import gather_positions
 from bert_tf.modeling.layers import weight_initializer
 from bert_tf.modeling.transformer import TransformerEncoder
 from bert_tf.modeling.save_signature import int_feature_specs
@@ -50,7 +51,7 @@ class Pooler(keras.layers.Layer):
         if positions is None:
             token = sequence_output[:, 0, :]  # [batch, hidden]
         else:
-            token = tf.gather(sequence_output, positions, batch_dims=1)
+            token = gather_positions(sequence_output, positions)
         return self.dense(token)
 
 
@@ -63,12 +64,24 @@ def last_token_positions(input_mask):
     Returns:
       int32 [batch] (0 for an example without a real token).
     """
-    mask = tf.cast(input_mask, tf.int32)
-    seq_length = tf.shape(mask)[1]
-    return tf.reduce_max(mask * tf.range(seq_length)[tf.newaxis, :], axis=1)
+    mask = ops.cast(input_mask, "int32")
+    seq_length = ops.shape(mask)[1]
+    return ops.max(mask * ops.arange(seq_length, dtype="int32")[None, :],
+                   axis=1)
 
 
 # -- model: BertModel --------------------------------------------------------
+
+def _compatible_shapes(shape, other):
+    """Same rank, and equal wherever both dimensions are known."""
+    return len(shape) == len(other) and all(
+        a is None or b is None or a == b for a, b in zip(shape, other))
+
+
+def _shape_text(tensor):
+    """A tensor's static shape as TensorFlow prints it: (2, None)."""
+    return f"({', '.join(str(dim) for dim in tensor.shape)}" + (
+        ",)" if len(tensor.shape) == 1 else ")")
 
 def _as_bert_config(config):
     if isinstance(config, BertConfig):
@@ -183,21 +196,21 @@ class BertModel(keras.Model):
           ValueError: an input is not [batch_size, seq_length], the shapes
             differ, or the sequence is longer than max_position_embeddings.
         """
-        input_ids = tf.convert_to_tensor(input_ids)
-        if input_ids.shape.rank != 2:
+        input_ids = ops.convert_to_tensor(input_ids)
+        if len(input_ids.shape) != 2:
             raise ValueError(
                 f"input_ids must be [batch_size, seq_length], got shape "
-                f"{input_ids.shape}")
-        input_mask = (tf.ones_like(input_ids) if input_mask is None
-                      else tf.convert_to_tensor(input_mask))
-        segment_ids = (tf.zeros_like(input_ids) if segment_ids is None
-                          else tf.convert_to_tensor(segment_ids))
+                f"{_shape_text(input_ids)}")
+        input_mask = (ops.ones_like(input_ids) if input_mask is None
+                      else ops.convert_to_tensor(input_mask))
+        segment_ids = (ops.zeros_like(input_ids) if segment_ids is None
+                       else ops.convert_to_tensor(segment_ids))
         for arg_name, tensor in (("input_mask", input_mask),
                                  ("segment_ids", segment_ids)):
-            if not tensor.shape.is_compatible_with(input_ids.shape):
+            if not _compatible_shapes(tensor.shape, input_ids.shape):
                 raise ValueError(
                     f"{arg_name} must have the shape of input_ids "
-                    f"{input_ids.shape}, got {tensor.shape}")
+                    f"{_shape_text(input_ids)}, got {_shape_text(tensor)}")
 
         embedding_output = self.embeddings(
             input_ids, segment_ids, training=training)
@@ -225,6 +238,7 @@ class BertModel(keras.Model):
         int32 `input_ids`, `input_mask`, `segment_ids` [batch, seq] ->
         `sequence_output` and `pooled_output` (see `save_signature`).
         """
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
         specs = int_feature_specs(("input_ids", "input_mask",
                                    "segment_ids"))
 

@@ -16,7 +16,7 @@ order):
 """
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from bert_tf.modeling.layers import checkpoint_scope
 
@@ -82,14 +82,13 @@ class BiLSTM(keras.layers.Layer):
           state and the backward half is zero.
         """
         del training
-        mask = None if input_mask is None else tf.cast(input_mask, tf.bool)
+        mask = None if input_mask is None else ops.cast(input_mask, "bool")
         forward = self.forward_lstm(sequence, mask=mask)
         # go_backwards reads the sequence from its end and returns the
         # states in that (reversed) order; reversed back, position t holds
         # the state after reading tokens seq-1 .. t (padding skipped).
-        backward = tf.reverse(self.backward_lstm(sequence, mask=mask),
-                              axis=[1])
-        return tf.concat([forward, backward], axis=-1)
+        backward = ops.flip(self.backward_lstm(sequence, mask=mask), axis=1)
+        return ops.concatenate([forward, backward], axis=-1)
 
     def get_config(self):
         return {**super().get_config(), "units": self.units}

@@ -12,7 +12,7 @@ with no position has score 0 and log Z = 0.
 """
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from bert_tf.modeling.layers import checkpoint_scope
 
@@ -29,13 +29,17 @@ def sequence_scores(unary_scores, tags, mask, transitions):
     Returns:
       float32 [batch].
     """
-    mask = tf.cast(mask, tf.float32)
-    tags = tf.cast(tags, tf.int32)
-    unary = tf.gather(unary_scores, tags, axis=2, batch_dims=2)  # [b, t]
-    pair = tf.gather_nd(transitions,
-                        tf.stack([tags[:, :-1], tags[:, 1:]], axis=-1))
-    return (tf.reduce_sum(unary * mask, axis=1)
-            + tf.reduce_sum(pair * mask[:, 1:], axis=1))
+    mask = ops.cast(mask, "float32")
+    tags = ops.cast(tags, "int32")
+    num_tags = ops.shape(transitions)[-1]
+    # unary_scores[b, t, tags[b, t]], as a one-hot sum (exact: one term).
+    unary = ops.sum(unary_scores * ops.one_hot(tags, num_tags),
+                    axis=2)  # [b, t]
+    # transitions[from, to], read from the flat table at from * K + to.
+    pair = ops.take(ops.reshape(transitions, [-1]),
+                    tags[:, :-1] * num_tags + tags[:, 1:])  # [b, t - 1]
+    return (ops.sum(unary * mask, axis=1)
+            + ops.sum(pair * mask[:, 1:], axis=1))
 
 
 def log_partition(unary_scores, mask, transitions):
@@ -49,21 +53,21 @@ def log_partition(unary_scores, mask, transitions):
     Returns:
       float32 [batch].
     """
-    mask = tf.cast(mask, tf.bool)
+    unary_scores = ops.convert_to_tensor(unary_scores)
+    mask = ops.cast(mask, "bool")
     # alpha[b, j]: log-sum of the scores of all prefixes ending in tag j.
     alpha = unary_scores[:, 0]
 
-    def step(alpha, inputs):
-        unary, real = inputs  # [b, k], [b]
+    def step(t, alpha):
+        unary = ops.take(unary_scores, t, axis=1)  # [b, k]
+        real = ops.take(mask, t, axis=1)  # [b]
         candidates = alpha[:, :, None] + transitions[None]  # [b, from, to]
-        new_alpha = tf.reduce_logsumexp(candidates, axis=1) + unary
-        return tf.where(real[:, None], new_alpha, alpha)
+        new_alpha = ops.logsumexp(candidates, axis=1) + unary
+        return ops.where(real[:, None], new_alpha, alpha)
 
-    if unary_scores.shape[1] != 1:
-        alpha = tf.foldl(
-            step, (tf.transpose(unary_scores[:, 1:], [1, 0, 2]),
-                   tf.transpose(mask[:, 1:])), initializer=alpha)
-    return tf.where(mask[:, 0], tf.reduce_logsumexp(alpha, axis=1), 0.0)
+    # A loop over time (its length may be known only when the graph runs).
+    alpha = ops.fori_loop(1, ops.shape(unary_scores)[1], step, alpha)
+    return ops.where(mask[:, 0], ops.logsumexp(alpha, axis=1), 0.0)
 
 
 def log_likelihood(unary_scores, tags, mask, transitions):
@@ -72,14 +76,29 @@ def log_likelihood(unary_scores, tags, mask, transitions):
             - log_partition(unary_scores, mask, transitions))
 
 
+def _first_argmax(values, axis):
+    """The index of the first largest entry along `axis`, int32.
+
+    `keras.ops.argmax` adds ops (for negative zeros) that TensorFlow Lite
+    has no built-in for; max, equal, select and min are built-ins.
+    """
+    best = ops.max(values, axis=axis, keepdims=True)
+    size = ops.shape(values)[axis]
+    shape = [1] * len(values.shape)
+    shape[axis] = -1
+    index = ops.reshape(ops.arange(size, dtype="int32"), shape)
+    return ops.min(ops.where(ops.equal(values, best), index, size),
+                   axis=axis)
+
+
 def viterbi_decode(unary_scores, mask, transitions):
     """The highest-scoring tag sequence of each row.
 
-    Two `tf.while_loop`s over time (forward: the best score of each tag
-    and its backpointer; backward: follow the pointers). The pointers and
-    tags are kept in fixed-size tensors written by one-hot adds rather than
-    in TensorArrays, so that the graph has TensorFlow Lite built-in ops only
-    (the tagging export's `serving_ids` converts).
+    Two while loops over time (forward: the best score of each tag and its
+    backpointer; backward: follow the pointers). The pointers and tags are
+    kept in fixed-size tensors written by one-hot adds rather than in
+    TensorArrays, so that TensorFlow's graph has TensorFlow Lite built-in
+    ops only (the tagging export's `serving_ids` converts).
 
     Args:
       unary_scores: float32 [batch, time, num_tags].
@@ -90,42 +109,45 @@ def viterbi_decode(unary_scores, mask, transitions):
       int32 [batch, time]: the best tags on the real positions (past a
       row's end, its last tag repeated).
     """
-    mask = tf.cast(mask, tf.bool)
-    batch_size = tf.shape(unary_scores)[0]
-    num_steps = tf.shape(unary_scores)[1]
-    num_tags = tf.shape(unary_scores)[2]
-    steps = tf.range(num_steps)
+    unary_scores = ops.convert_to_tensor(unary_scores)
+    mask = ops.cast(mask, "bool")
+    batch_size, num_steps, num_tags = ops.shape(unary_scores)
+    steps = ops.arange(num_steps, dtype="int32")
+    tag_numbers = ops.arange(num_tags, dtype="int32")
     # Past a row's end, each tag points to itself.
-    identity = tf.broadcast_to(tf.range(num_tags), [batch_size, num_tags])
+    identity = ops.broadcast_to(tag_numbers, [batch_size, num_tags])
 
     def forward(t, delta, pointers):
         candidates = delta[:, :, None] + transitions[None]  # [b, from, to]
-        best_previous = tf.argmax(candidates, axis=1, output_type=tf.int32)
-        new_delta = tf.reduce_max(candidates, axis=1) + unary_scores[:, t]
-        real = mask[:, t][:, None]  # [b, 1]
-        step_pointers = tf.where(real, best_previous, identity)  # [b, k]
-        at_t = tf.cast(tf.equal(steps, t), tf.int32)[:, None, None]
-        return (t + 1, tf.where(real, new_delta, delta),
+        best_previous = _first_argmax(candidates, axis=1)
+        new_delta = (ops.max(candidates, axis=1)
+                     + ops.take(unary_scores, t, axis=1))
+        real = ops.take(mask, t, axis=1)[:, None]  # [b, 1]
+        step_pointers = ops.where(real, best_previous, identity)  # [b, k]
+        at_t = ops.cast(ops.equal(steps, t), "int32")[:, None, None]
+        return (t + 1, ops.where(real, new_delta, delta),
                 pointers + at_t * step_pointers[None])  # [time, b, k]
 
-    _, final_delta, pointers = tf.while_loop(
+    _, final_delta, pointers = ops.while_loop(
         lambda t, delta, pointers: t < num_steps, forward,
-        (tf.constant(1), unary_scores[:, 0],
-         tf.zeros([num_steps, batch_size, num_tags], tf.int32)))
-    last_tags = tf.argmax(final_delta, axis=1, output_type=tf.int32)  # [b]
+        (ops.convert_to_tensor(1, "int32"), unary_scores[:, 0],
+         ops.zeros([num_steps, batch_size, num_tags], "int32")))
+    last_tags = _first_argmax(final_delta, axis=1)  # [b]
 
     def backward(t, tag, tags):
-        at_t = tf.cast(tf.equal(steps, t), tf.int32)[:, None]
-        step_pointers = tf.gather(pointers, t)  # [b, k]
-        previous = tf.gather(step_pointers, tag[:, None], axis=1,
-                             batch_dims=1)[:, 0]  # [b]
+        at_t = ops.cast(ops.equal(steps, t), "int32")[:, None]
+        step_pointers = ops.take(pointers, t, axis=0)  # [b, k]
+        # step_pointers[b, tag[b]], as a one-hot sum.
+        previous = ops.sum(
+            ops.where(ops.equal(tag_numbers[None], tag[:, None]),
+                      step_pointers, 0), axis=1)  # [b]
         return t - 1, previous, tags + at_t * tag[None]  # [time, b]
 
-    _, _, tags = tf.while_loop(
+    _, _, tags = ops.while_loop(
         lambda t, tag, tags: t >= 0, backward,
-        (num_steps - 1, last_tags,
-         tf.zeros([num_steps, batch_size], tf.int32)))
-    return tf.transpose(tags)
+        (ops.convert_to_tensor(num_steps - 1, "int32"), last_tags,
+         ops.zeros([num_steps, batch_size], "int32")))
+    return ops.transpose(tags)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -157,12 +179,12 @@ class LinearChainCRF(keras.layers.Layer):
 
     def call(self, unary_scores, tags, mask):
         """log p(tags | unary scores), float32 [batch]."""
-        return log_likelihood(tf.cast(unary_scores, tf.float32), tags, mask,
+        return log_likelihood(ops.cast(unary_scores, "float32"), tags, mask,
                               self.transitions)
 
     def decode(self, unary_scores, mask):
         """Viterbi tags, int32 [batch, time]."""
-        return viterbi_decode(tf.cast(unary_scores, tf.float32), mask,
+        return viterbi_decode(ops.cast(unary_scores, "float32"), mask,
                               self.transitions)
 
     def get_config(self):

@@ -1,10 +1,11 @@
 """BERT's input embeddings: word + token type + position, then LayerNorm."""
 
 import keras
-import tensorflow as tf
 
 from bert_tf.modeling.layers import LayerNorm
 from bert_tf.modeling.layers import dropout
+from bert_tf.modeling.layers import gather_rows
+from bert_tf.modeling.layers import tensorflow_or_none
 from bert_tf.modeling.layers import weight_initializer
 
 
@@ -69,6 +70,8 @@ class BertEmbeddings(keras.layers.Layer):
                 f"the model's max_position_embeddings ({max_positions}); "
                 f"use a max_seq_length of at most {max_positions}")
         if seq_length is None:
+            # Only TensorFlow traces graphs of unknown sequence length.
+            tf = tensorflow_or_none()
             too_long_check = tf.debugging.assert_less_equal(
                 tf.shape(input_ids)[1], max_positions,
                 message=(f"input_ids is longer than the model's "
@@ -80,12 +83,12 @@ class BertEmbeddings(keras.layers.Layer):
 
         # Gathering from the variable reads only the looked-up rows.
         # [batch, seq, hidden] each:
-        words = tf.gather(self.word_embeddings.value, input_ids)
-        token_types = tf.gather(
+        words = gather_rows(self.word_embeddings.value, input_ids)
+        token_types = gather_rows(
             self.token_type_embeddings.value, segment_ids)
         # Positions 0..seq_length-1, broadcast over the batch:
         # [1, seq, hidden].
-        positions = self.position_embeddings.value[:seq_length][tf.newaxis]
+        positions = self.position_embeddings.value[:seq_length][None]
         embeddings = words + token_types + positions
         embeddings = self.layer_norm(embeddings)
         return dropout(embeddings, self.config.hidden_dropout_prob, training,

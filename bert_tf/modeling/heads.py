@@ -6,15 +6,29 @@
 """
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from bert_tf.config import BertConfig
 from bert_tf.modeling.layers import LayerNorm
 from bert_tf.modeling.layers import checkpoint_scope
 from bert_tf.modeling.layers import dropout
+from bert_tf.modeling.layers import gather_positions
 from bert_tf.modeling.layers import get_activation
 from bert_tf.modeling.layers import shape_list
+from bert_tf.modeling.layers import tensorflow_or_none
 from bert_tf.modeling.layers import weight_initializer
+
+
+def _matmul_transposed(x, weights):
+    """x W^T for x [n, k] and W [m, k] (stored as Google stores it): [n, m].
+
+    On TensorFlow, `tf.matmul(transpose_b=True)` uses W as stored, uncopied
+    (a [vocab, hidden] table is the largest tensor of the model).
+    """
+    tf = tensorflow_or_none()
+    if tf is not None:
+        return tf.matmul(x, weights, transpose_b=True)
+    return ops.matmul(x, ops.transpose(ops.convert_to_tensor(weights)))
 
 
 # -- output weights -----------------------------------------------------------
@@ -70,12 +84,12 @@ class _OutputWeightsHead(keras.layers.Layer):
         if len(shape) == 2:
             flat = inputs
         else:
-            flat = tf.reshape(inputs, [-1, shape[-1]])  # [positions, hidden]
-        logits = tf.matmul(flat, self.output_weights, transpose_b=True)
-        logits = tf.cast(logits, tf.float32) + self.output_bias
+            flat = ops.reshape(inputs, [-1, shape[-1]])  # [positions, hidden]
+        logits = _matmul_transposed(flat, self.output_weights)
+        logits = ops.cast(logits, "float32") + self.output_bias
         if len(shape) == 2:
             return logits
-        return tf.reshape(logits, shape[:-1] + [self._num_outputs])
+        return ops.reshape(logits, shape[:-1] + [self._num_outputs])
 
     def get_config(self):
         return {**super().get_config(), "config": self.config.to_dict()}
@@ -236,28 +250,26 @@ class MaskedLMHead(keras.layers.Layer):
         Returns:
           float32 logits [batch_size, num_predictions, vocab_size].
         """
-        if sequence_output.shape.rank != 3:
+        if len(sequence_output.shape) != 3:
             raise ValueError(
                 f"sequence_output must be [batch_size, seq_length, "
-                f"hidden_size], got shape {sequence_output.shape}")
-        if masked_lm_positions.shape.rank != 2:
+                f"hidden_size], got shape {tuple(sequence_output.shape)}")
+        if len(masked_lm_positions.shape) != 2:
             raise ValueError(
                 f"masked_lm_positions must be [batch_size, num_predictions], "
-                f"got shape {masked_lm_positions.shape}")
+                f"got shape {tuple(masked_lm_positions.shape)}")
         hidden_size = self.config.hidden_size
         batch_size, num_predictions = shape_list(masked_lm_positions)
 
         # Per example: [batch, seq, hidden] -> [batch, predictions, hidden].
-        gathered = tf.gather(sequence_output, masked_lm_positions,
-                             batch_dims=1)
+        gathered = gather_positions(sequence_output, masked_lm_positions)
         transformed = self.transform_layer_norm(
             self.transform_dense(gathered))
-        flat = tf.reshape(transformed, [-1, hidden_size])  # [b * p, hidden]
-        table = tf.cast(self.embedding_table, self.compute_dtype)
-        # transpose_b: the [vocab, hidden] table is used as stored, uncopied.
-        logits = tf.matmul(flat, table, transpose_b=True)  # [b * p, vocab]
-        logits = tf.cast(logits, tf.float32) + self.output_bias
-        return tf.reshape(
+        flat = ops.reshape(transformed, [-1, hidden_size])  # [b * p, hidden]
+        table = ops.cast(self.embedding_table, self.compute_dtype)
+        logits = _matmul_transposed(flat, table)  # [b * p, vocab]
+        logits = ops.cast(logits, "float32") + self.output_bias
+        return ops.reshape(
             logits, [batch_size, num_predictions, self.config.vocab_size])
 
     def get_config(self):
@@ -341,10 +353,10 @@ class SpanHead(_OutputWeightsHead):
         Returns:
           (start_logits, end_logits), float32 [batch_size, seq_length] each.
         """
-        if sequence_output.shape.rank != 3:
+        if len(sequence_output.shape) != 3:
             raise ValueError(
                 f"sequence_output must be [batch_size, seq_length, "
-                f"hidden_size], got shape {sequence_output.shape}")
+                f"hidden_size], got shape {tuple(sequence_output.shape)}")
         logits = self._logits(sequence_output)  # [batch, seq, 2]
         return logits[:, :, 0], logits[:, :, 1]
 

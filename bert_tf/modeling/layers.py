@@ -8,7 +8,62 @@ import functools
 import math
 
 import keras
-import tensorflow as tf
+from keras import ops
+
+
+# -- backend ------------------------------------------------------------------
+# The model code is written in `keras.ops`, so it runs on every Keras 3
+# backend. A few places keep a TensorFlow op on the TensorFlow backend,
+# each for a reason given where it is used (the op TensorFlow Lite converts,
+# a sparse gradient, the graph-time assertion, the stateful dropout that
+# Google's code draws from); `tensorflow_or_none` gives them the module,
+# imported only then, so that the other backends never import TensorFlow.
+
+def tensorflow_or_none():
+    """The `tensorflow` module on the TensorFlow backend, else None."""
+    if keras.backend.backend() != "tensorflow":
+        return None
+    import tensorflow  # pylint: disable=import-outside-toplevel
+    return tensorflow
+
+
+def gather_rows(table, ids):
+    """`table[ids]`: rows of an embedding table (or of any tensor).
+
+    On TensorFlow, `tf.gather` straight from the variable: it reads only the
+    looked-up rows and its gradient is sparse, as Google's lookup's.
+
+    Args:
+      table: a variable or tensor [rows, ...].
+      ids: int tensor of any shape, values in [0, rows).
+
+    Returns:
+      A tensor ids.shape + table.shape[1:].
+    """
+    tf = tensorflow_or_none()
+    if tf is not None:
+        return tf.gather(table, ids)
+    return ops.take(table, ids, axis=0)
+
+
+def gather_positions(sequence, positions):
+    """Each example's vectors at its own positions.
+
+    Args:
+      sequence: [batch, seq, width].
+      positions: int tensor [batch] or [batch, count], indices into seq.
+
+    Returns:
+      [batch, width] (positions [batch]) or [batch, count, width].
+    """
+    tf = tensorflow_or_none()
+    if tf is not None:
+        # The batched gather TensorFlow Lite's built-in ops convert.
+        return tf.gather(sequence, positions, batch_dims=1)
+    if len(positions.shape) == 1:
+        return gather_positions(sequence, positions[:, None])[:, 0]
+    positions = ops.cast(positions, "int32")
+    return ops.take_along_axis(sequence, positions[:, :, None], axis=1)
 
 
 # -- shapes -------------------------------------------------------------------
@@ -26,11 +81,9 @@ def shape_list(tensor):
     Returns:
       A list with one entry per dimension.
     """
-    static = tensor.shape.as_list()
-    if all(dim is not None for dim in static):
-        return static
-    dynamic = tf.shape(tensor)
-    return [dynamic[i] if dim is None else dim for i, dim in enumerate(static)]
+    # keras.ops.shape: the static dimensions as ints, the others (only
+    # under TensorFlow's graph tracing) as scalar tensors.
+    return list(ops.shape(tensor))
 
 
 # -- initializers -------------------------------------------------------------
@@ -71,7 +124,7 @@ def gelu(x):
     Returns:
       `x` with the activation applied, same shape and dtype.
     """
-    cdf = 0.5 * (1.0 + tf.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * (x * x * x))))
+    cdf = 0.5 * (1.0 + ops.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * (x * x * x))))
     return x * cdf
 
 
@@ -89,7 +142,7 @@ def gelu_exact(x):
     Returns:
       `x` with the activation applied, same shape and dtype.
     """
-    return tf.nn.gelu(x, approximate=False)
+    return ops.gelu(x, approximate=False)
 
 
 def linear(x):
@@ -99,8 +152,8 @@ def linear(x):
 
 _ACTIVATIONS = {
     "gelu": gelu,
-    "relu": tf.nn.relu,
-    "tanh": tf.tanh,
+    "relu": ops.relu,
+    "tanh": ops.tanh,
     "linear": linear,
     "gelu_exact": gelu_exact,
 }
@@ -142,11 +195,15 @@ def get_activation(name):
 def dropout(x, rate, training, sequence_axes=()):
     """Zeroes a `rate` fraction of `x` and rescales the rest, when training.
 
-    Uses TensorFlow's stateful random op (as Google's code does) rather than
-    `keras.layers.Dropout`, whose seed-generator state would add a variable
-    per dropout site to every model and checkpoint; under
-    `random_generator_scope` (a seeded run) the mask is a hash of each
+    On TensorFlow, uses TensorFlow's stateful random op (as Google's code
+    does) rather than `keras.layers.Dropout`, whose seed-generator state
+    would add a variable per dropout site to every model and checkpoint;
+    under `random_generator_scope` (a seeded run) the mask is a hash of each
     position and a key drawn from that generator (`_generator_dropout`).
+    On the other backends (which have no stateful random op), the mask is
+    `keras.random.dropout`'s, drawn from the `keras.random.SeedGenerator`
+    of `random_generator_scope` (under `jax.jit` a seed generator is
+    required: Keras says so when there is none).
 
     Args:
       x: float tensor.
@@ -157,27 +214,34 @@ def dropout(x, rate, training, sequence_axes=()):
         (e.g. (1,) for [batch, seq, hidden], (2, 3) for attention
         probabilities [batch, heads, from_seq, to_seq]). Under
         `full_length_dropout_scope` a seeded mask numbers positions along
-        them as in the batch padded to the full length.
+        them as in the batch padded to the full length (TensorFlow only).
 
     Returns:
       A tensor shaped like `x`.
     """
     if not rate or training is None or training is False:
         return x
-    if _GENERATOR is None:
+    tf = tensorflow_or_none()
+    if tf is None:
+        drop = functools.partial(keras.random.dropout, seed=_GENERATOR)
+    elif _GENERATOR is None:
         drop = tf.nn.dropout
     else:
         drop = functools.partial(_generator_dropout,
                                  sequence_axes=tuple(sequence_axes))
     if training is True:
         return drop(x, rate=rate)
+    if tf is None:
+        return ops.cond(ops.cast(training, "bool"),
+                        lambda: drop(x, rate=rate), lambda: x)
     return tf.cond(tf.cast(training, tf.bool),
                    lambda: drop(x, rate=rate),
                    lambda: tf.identity(x))
 
 
 # The generator `dropout` draws from while `random_generator_scope` is
-# active (at trace time), else None: TensorFlow's stateful op.
+# active (at trace time), else None: TensorFlow's stateful op (Keras'
+# global seed generator on the other backends).
 _GENERATOR = None
 
 # The records' sequence length (a scalar tensor) while
@@ -205,6 +269,7 @@ def _generator_dropout(x, rate, sequence_axes=()):
     Returns:
       A tensor shaped like `x`.
     """
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
     key = _GENERATOR.uniform_full_int([], dtype=tf.uint32)
     rank = x.shape.rank
     shape = tf.shape(x, out_type=tf.int64)
@@ -247,6 +312,7 @@ def _mix32(x):
     output bits, which makes the outputs of consecutive counters look
     independent and uniform: what dropout needs of them.
     """
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
     for shift, multiplier in zip((16, 15), _MIX_MULTIPLIERS):
         x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, shift))
         x = x * tf.constant(multiplier, tf.uint32)
@@ -265,8 +331,10 @@ def random_generator_scope(generator):
     draws its own stream).
 
     Args:
-      generator: a `tf.random.Generator`, or None for TensorFlow's stateful
-        op (Google's).
+      generator: on TensorFlow, a `tf.random.Generator`, or None for
+        TensorFlow's stateful op (Google's); on the other backends a
+        `keras.random.SeedGenerator` (whose state the caller threads
+        through a `jax.jit`ted step), or None for Keras' global one.
     """
     global _GENERATOR
     previous, _GENERATOR = _GENERATOR, generator
@@ -343,10 +411,15 @@ class LayerNorm(keras.layers.Layer):
             dtype="float32", autocast=False)
 
     def call(self, inputs):
-        mean, variance = tf.nn.moments(inputs, axes=[-1], keepdims=True)
-        normalized = (inputs - mean) * tf.math.rsqrt(variance + self.epsilon)
+        # `tf.nn.moments`' formula: the mean of squared deviations from the
+        # mean (not E[x^2] - E[x]^2, as `keras.ops.moments` computes it).
+        mean = ops.mean(inputs, axis=-1, keepdims=True)
+        variance = ops.mean(
+            ops.square(inputs - ops.stop_gradient(mean)), axis=-1,
+            keepdims=True)
+        normalized = (inputs - mean) * ops.rsqrt(variance + self.epsilon)
         outputs = normalized * self.gamma + self.beta
-        return tf.cast(outputs, self.compute_dtype)
+        return ops.cast(outputs, self.compute_dtype)
 
     def get_config(self):
         return {**super().get_config(), "epsilon": self.epsilon}
@@ -389,19 +462,53 @@ def attention_bias_from_mask(input_mask, causal=False):
         [batch_size, 1, seq_length, seq_length] with `causal`, indexed
         [batch, head (broadcast), query, key].
     """
-    mask = tf.cast(input_mask, tf.float32)
+    mask = ops.cast(input_mask, "float32")
     # [batch, 1, 1, to_seq]: one row, repeated over heads and queries.
     # (expand_dims, not [:, None, None, :]: TensorFlow Lite's built-in ops
     # have no strided slice that adds axes.)
-    mask = tf.expand_dims(tf.expand_dims(mask, 1), 1)
+    mask = ops.expand_dims(ops.expand_dims(mask, 1), 1)
     if causal:
-        seq_length = tf.shape(input_mask)[1]
+        seq_length = ops.shape(input_mask)[1]
         # Lower triangle of ones, [from_seq, to_seq]: 1 where key <= query.
-        causal_mask = tf.linalg.band_part(
-            tf.ones([seq_length, seq_length], tf.float32), -1, 0)
+        causal_mask = ops.tril(ops.ones([seq_length, seq_length], "float32"))
         # [batch, 1, 1, to] * [1, 1, from, to] -> [batch, 1, from, to].
-        mask = mask * causal_mask[tf.newaxis, tf.newaxis, :, :]
+        mask = mask * causal_mask[None, None, :, :]
     return (1.0 - mask) * MASK_ADDER
+
+
+# -- fused attention ----------------------------------------------------------
+# `keras.ops.dot_product_attention` in place of the einsum-softmax-einsum.
+
+# True while `fused_attention_scope` is active (read when a call is traced).
+_FUSED_ATTENTION = False
+
+
+@contextlib.contextmanager
+def fused_attention_scope(enabled=True):
+    """Makes self-attention one `keras.ops.dot_product_attention` call.
+
+    That op runs a fused (flash) kernel where the backend has one for the
+    device and dtype (JAX's cuDNN kernel on a GPU in 16-bit; Keras decides),
+    else the same arithmetic unfused. It has no attention-probability
+    dropout, so it applies only where that dropout does not (inference, or
+    `attention_probs_dropout_prob` 0); elsewhere attention stays Google's.
+    Off by default: the unfused form adds the -10000 bias in float32, as
+    Google's code does, so its numbers are Google's to round-off.
+
+    Args:
+      enabled: whether calls traced inside use the fused op.
+    """
+    global _FUSED_ATTENTION
+    previous, _FUSED_ATTENTION = _FUSED_ATTENTION, bool(enabled)
+    try:
+        yield
+    finally:
+        _FUSED_ATTENTION = previous
+
+
+def fused_attention_enabled():
+    """Whether `fused_attention_scope` is active."""
+    return _FUSED_ATTENTION
 
 
 # -- checkpoint scope ---------------------------------------------------------

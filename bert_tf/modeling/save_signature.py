@@ -13,11 +13,15 @@ gives each that signature and Keras's `get_config`/`from_config`, so that
 """
 
 import keras
-import tensorflow as tf
+
+# Only `tf.saved_model.save` reads these signatures (TensorFlow backend);
+# TensorFlow is imported where they are made, so that the other backends
+# never import it.
 
 
-def int_feature_specs(names, dtype=tf.int32):
+def int_feature_specs(names, dtype="int32"):
     """{name: TensorSpec([None, None], dtype, name)} for each name."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
     return {name: tf.TensorSpec([None, None], dtype, name=name)
             for name in names}
 
@@ -34,6 +38,7 @@ def feature_dict_signature(model, specs, output_names=None):
     Returns:
       A `tf.function` with a fixed input signature.
     """
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
 
     @tf.function(input_signature=[specs])
     def serving_default(features):

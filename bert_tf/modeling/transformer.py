@@ -19,10 +19,12 @@ stacks the blocks (`bert/encoder`).
 import math
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from bert_tf.modeling.layers import LayerNorm
+from bert_tf.modeling.layers import MASK_ADDER
 from bert_tf.modeling.layers import dropout
+from bert_tf.modeling.layers import fused_attention_enabled
 from bert_tf.modeling.layers import get_activation
 from bert_tf.modeling.layers import shape_list
 from bert_tf.modeling.layers import weight_initializer
@@ -86,7 +88,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         def split_heads(projected):
             # [batch, seq, hidden] -> [batch, seq, heads, head_size]; a
             # reshape of contiguous memory, no data movement.
-            return tf.reshape(
+            return ops.reshape(
                 projected,
                 [batch_size, seq_length, self.num_heads, self.head_size])
 
@@ -99,18 +101,33 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         key = split_heads(self.key(hidden_states))
         value = split_heads(self.value(hidden_states))
 
-        # [batch, heads, from_seq, to_seq]
-        scores = tf.einsum("bfnd,btnd->bnft", query, key)
-        # The mask is added, and softmax taken, in float32.
-        scores = tf.cast(scores, tf.float32) + attention_bias
-        probs = tf.nn.softmax(scores, axis=-1)
-        probs = tf.cast(probs, self.compute_dtype)
-        # Dropping whole keys to attend to, as in the original Transformer.
-        probs = dropout(probs, self.config.attention_probs_dropout_prob,
-                        training, sequence_axes=(2, 3))
-
-        context = tf.einsum("bnft,btnd->bfnd", probs, value)  # [b, f, n, d]
-        return tf.reshape(
+        attention_dropout = self.config.attention_probs_dropout_prob
+        if fused_attention_enabled() and (
+                not attention_dropout or training is None
+                or training is False):
+            # One fused kernel (flash attention where the backend and device
+            # have one); no probabilities to drop, so only where dropout
+            # does not apply. The mask: keys whose bias is 0, one row per
+            # query (the shape fused kernels take), shared by the heads.
+            mask = ops.broadcast_to(
+                ops.greater(attention_bias, MASK_ADDER / 2),
+                [batch_size, 1, seq_length, seq_length])
+            context = ops.dot_product_attention(
+                query, key, value, mask=mask, scale=1.0)  # [b, f, n, d]
+        else:
+            # [batch, heads, from_seq, to_seq]
+            scores = ops.einsum("bfnd,btnd->bnft", query, key)
+            # The mask is added, and softmax taken, in float32.
+            scores = ops.cast(scores, "float32") + attention_bias
+            probs = ops.softmax(scores, axis=-1)
+            probs = ops.cast(probs, self.compute_dtype)
+            # Dropping whole keys to attend to, as in the original
+            # Transformer.
+            probs = dropout(probs, attention_dropout, training,
+                            sequence_axes=(2, 3))
+            context = ops.einsum("bnft,btnd->bfnd", probs,
+                                 value)             # [b, f, n, d]
+        return ops.reshape(
             context, [batch_size, seq_length, self.config.hidden_size])
 
 

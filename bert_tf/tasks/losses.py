@@ -1,6 +1,6 @@
 """The cross-entropy every BERT head is trained with, as Google writes it."""
 
-import tensorflow as tf
+from keras import ops
 
 
 def cross_entropy(logits, label_ids):
@@ -8,6 +8,7 @@ def cross_entropy(logits, label_ids):
 
     Google's heads (masked LM, next sentence, classifier, SQuAD start/end)
     all compute this in float32, whatever precision the model ran in.
+    Written in `keras.ops`: the same on every Keras backend.
 
     Args:
       logits: [..., num_classes], any float dtype.
@@ -16,8 +17,8 @@ def cross_entropy(logits, label_ids):
     Returns:
       float32 [...]: one loss per row.
     """
-    logits = tf.cast(logits, tf.float32)
-    log_probs = tf.nn.log_softmax(logits, axis=-1)
-    one_hot = tf.one_hot(tf.cast(label_ids, tf.int32),
-                         depth=tf.shape(logits)[-1], dtype=tf.float32)
-    return -tf.reduce_sum(one_hot * log_probs, axis=-1)
+    logits = ops.cast(logits, "float32")
+    log_probs = ops.log_softmax(logits, axis=-1)
+    one_hot = ops.one_hot(ops.cast(label_ids, "int32"),
+                          ops.shape(logits)[-1], dtype="float32")
+    return -ops.sum(one_hot * log_probs, axis=-1)

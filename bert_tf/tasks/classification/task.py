@@ -28,6 +28,7 @@ from typing import Optional
 import os
 
 import keras
+from keras import ops
 import numpy as np
 import tensorflow as tf
 
@@ -76,8 +77,8 @@ class ClassificationModel(save_signature.TaskModel):
         self.classifier = ClassifierHead(bert_config, num_labels)
         # Create every variable now: the optimizer and checkpoint restore
         # need them before the first step.
-        dummy_ids = tf.zeros([1, 2], tf.int32)
-        pooled = self.bert(dummy_ids, input_mask=tf.ones_like(dummy_ids),
+        dummy_ids = np.zeros([1, 2], np.int32)
+        pooled = self.bert(dummy_ids, input_mask=np.ones_like(dummy_ids),
                            segment_ids=dummy_ids)["pooled_output"]
         self.classifier(pooled)
         self.built = True
@@ -121,8 +122,8 @@ def regression_example_losses(logits, scores):
     Returns:
       float32 [batch].
     """
-    predictions = tf.reshape(tf.cast(logits, tf.float32), [-1])
-    return tf.square(predictions - tf.cast(scores, tf.float32))
+    predictions = ops.reshape(ops.cast(logits, "float32"), [-1])
+    return ops.square(predictions - ops.cast(scores, "float32"))
 
 
 def write_test_results(path, rows):
