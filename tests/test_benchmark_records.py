@@ -30,7 +30,12 @@ import records  # noqa: E402
 # Scripts in benchmarks/ that are not benchmarks: shared code, helpers a
 # benchmark runs in a subprocess, and the page generator.
 NOT_BENCHMARKS = {"harness.py", "records.py", "performance_page.py",
-                  "hugging_face_peer.py", "run_google_original.py"}
+                  "hugging_face_peer.py", "run_google_original.py",
+                  # Runs on a lent GPU without TensorFlow, where records.py's
+                  # load gate means nothing; it writes its own JSON
+                  # (--record_file), kept under results/gpu/ and checked
+                  # against docs/gpu-check.md below.
+                  "gpu_suite_jax.py"}
 
 
 def _arguments(results_dir, max_load=100.0):
@@ -150,3 +155,23 @@ def test_the_page_marks_what_is_not_a_headline(tmp_path):
             f"{len(performance_page.HEADLINE_ROWS)} headline rows have no "
             "headline record yet") in page
     assert "| 6.00× model garden |" in page
+
+
+def test_the_gpu_check_page_quotes_the_jax_suites_records():
+    """docs/gpu-check.md's H200 table: every row as its record says, and
+    every timed row of those records in the table."""
+    page = (REPO_ROOT / "docs" / "gpu-check.md").read_text()
+    table = page.split("<!-- gpu-jax-table: begin -->")[1].split(
+        "<!-- gpu-jax-table: end -->")[0]
+    quoted = {tuple(cell.strip() for cell in line.strip("|").split("|"))
+              for line in table.strip().splitlines()[2:]}
+    expected = set()
+    for path in sorted((REPO_ROOT / "benchmarks" / "results" / "gpu").glob(
+            "gpu_suite_jax-*.json")):
+        for row in json.loads(path.read_text())["rows"]:
+            if "mfu" in row:
+                expected.add((path.name, row["name"], row["dtype"],
+                              row["attention"], str(row["batch"]),
+                              str(row["sequences_per_s"]),
+                              f"{row['mfu'] * 100:.1f}%"))
+    assert expected and quoted == expected
