@@ -42,7 +42,6 @@ Nothing here is a second implementation of what the programs do:
 """
 
 import contextlib
-import json
 import numbers
 import os
 

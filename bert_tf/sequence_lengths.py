@@ -31,7 +31,7 @@ puts the outputs back in input order.
 """
 
 import dataclasses
-from typing import Optional, Sequence, Tuple
+from typing import Tuple
 
 import tensorflow as tf
 

@@ -64,7 +64,7 @@ def _mode(path):
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-@pytest.mark.parametrize("umask", [0o077, 0o022])
+@pytest.mark.parametrize("umask", [0o077, 0o022, 0o002])
 def test_outputs_get_the_mode_the_umask_gives_as_checkpoints_do(tmp_path,
                                                                 umask):
     """What the atomic writers write is as private (or as shared) as what
@@ -73,6 +73,7 @@ def test_outputs_get_the_mode_the_umask_gives_as_checkpoints_do(tmp_path,
     import numpy as np
 
     from bert_tf.checkpoints import tf1_checkpoint
+    from bert_tf.training import run_lock
     directory = tmp_path / "run"
     directory.mkdir()
     os.chmod(directory, 0o755)
@@ -90,7 +91,11 @@ def test_outputs_get_the_mode_the_umask_gives_as_checkpoints_do(tmp_path,
                 pass
         tf1_checkpoint.save_checkpoint({"x": np.zeros(2, np.float32)},
                                        str(directory / "model.ckpt-1"))
+        run_lock.lock_output_dir(str(directory))
+        lock_mode = _mode(directory / run_lock.LOCK_FILE)
+        run_lock.release_output_dir(str(directory))
     assert _mode(directory / "by_open.txt") == 0o666 & ~umask
+    assert lock_mode == 0o666 & ~umask
     for name in ("predictions.txt", "model.safetensors",
                  "model.ckpt-1.index", "model.ckpt-1.data-00000-of-00001",
                  "checkpoint"):

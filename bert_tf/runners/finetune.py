@@ -398,6 +398,28 @@ def start(config):
     return FineTuningRun(strategy, on_tpu, tokenizer, init_checkpoint)
 
 
+def arrays_data_config(run, config, arrays):
+    """The data of a task whose sets are arrays in memory (multi-label,
+    multiple choice).
+
+    Args:
+      run: the `FineTuningRun` (TPUs need full evaluation batches, padded
+        with weight-0 examples).
+      config: the run's `FineTuningConfig`.
+      arrays: {"train"/"eval"/"predict": the phase's feature arrays}, for
+        the phases that run.
+
+    Returns:
+      A `tasks.base.ArraysDataConfig`.
+    """
+    from bert_tf.tasks import base
+    return base.ArraysDataConfig(
+        train_arrays=arrays.get("train"), eval_arrays=arrays.get("eval"),
+        predict_arrays=arrays.get("predict"),
+        max_seq_length=config.max_seq_length, seed=config.seed,
+        pad_to_full_batches=run.on_tpu)
+
+
 def make_trainer(run, task, config, steps, eval_batch_size):
     """The `Trainer` of a fine-tuning task, with an optimizer when training.
 

@@ -141,8 +141,9 @@ def _lock_text():
 def _create_exclusively(path, text):
     """Creates `path` holding `text`; False if it exists."""
     try:
+        # open()'s mode: the user's umask decides, as for every output.
         descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY,
-                             0o644)
+                             0o666)
     except FileExistsError:
         return False
     with os.fdopen(descriptor, "w", encoding="utf-8") as writer:

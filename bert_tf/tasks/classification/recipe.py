@@ -243,7 +243,6 @@ def _run_multi_label(config, bert_config):
       [n, num_labels]).
     """
     from bert_tf.tasks.classification import multi_label_data as data_lib
-    from bert_tf.tasks import base
     from bert_tf.tasks.classification import multi_label_task as task_lib
 
     processor = data_lib.MultiLabelProcessor(
@@ -278,13 +277,7 @@ def _run_multi_label(config, bert_config):
                  len(label_list), ", ".join(label_list))
 
     task = task_lib.MultiLabelTask(
-        bert_config, label_list, base.ArraysDataConfig(
-            train_arrays=arrays.get("train"), eval_arrays=arrays.get("eval"),
-            predict_arrays=arrays.get("predict"),
-            max_seq_length=config.max_seq_length,
-            seed=config.seed,
-            # TPUs need full evaluation batches (weight-0 padding).
-            pad_to_full_batches=run_setup.on_tpu),
+        bert_config, label_list, finetune.arrays_data_config(run_setup, config, arrays),
         threshold=config.threshold,
         init_checkpoint=run_setup.init_checkpoint,
         causal_attention=config.causal_attention)

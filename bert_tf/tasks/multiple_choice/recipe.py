@@ -65,7 +65,6 @@ def run(config, train_examples=None, eval_examples=None,
       ValueError: a bad field or input, named.
     """
     from bert_tf.tasks.multiple_choice import examples as multiple_choice
-    from bert_tf.tasks import base
     from bert_tf.tasks.multiple_choice import task as task_lib
     from bert_tf.training import trainer as trainer_lib
 
@@ -125,13 +124,7 @@ def run(config, train_examples=None, eval_examples=None,
         logging.info("  Num steps = %d", steps.num_train_steps)
 
     task = task_lib.MultipleChoiceTask(
-        bert_config, base.ArraysDataConfig(
-            train_arrays=arrays.get("train"), eval_arrays=arrays.get("eval"),
-            predict_arrays=arrays.get("predict"),
-            max_seq_length=config.max_seq_length,
-            seed=config.seed,
-            # TPUs need full evaluation batches (weight-0 padding).
-            pad_to_full_batches=run_setup.on_tpu),
+        bert_config, finetune.arrays_data_config(run_setup, config, arrays),
         init_checkpoint=run_setup.init_checkpoint,
         causal_attention=config.causal_attention)
     trainer = finetune.make_trainer(run_setup, task, config, steps,
