@@ -1078,6 +1078,8 @@ def _program_logging(verbose):
         # Python's last-resort handler prints warnings only.
         logging.use_absl_handler()
         logging.set_verbosity(max(previous, logging.INFO))
+    else:
+        logging.set_verbosity(min(previous, logging.WARNING))
     try:
         yield
     finally:

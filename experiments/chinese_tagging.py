@@ -361,7 +361,7 @@ def build_runs(paths, settings):
         name=PRETRAIN, task=PRETRAIN, variant="mlm_nsp",
         layers=model.num_layers, seed=None, parameters=parameters,
         command=workflow.pretrain_command(model, paths.records, paths.config,
-                                      paths.pretrain_dir),
+                                          paths.vocab, paths.pretrain_dir),
         output_dir=paths.pretrain_dir)]
     for seed in settings.seeds:
         for init, _ in INITS:

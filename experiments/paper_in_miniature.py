@@ -731,12 +731,11 @@ def pretraining_command(paths, settings, pretraining, layers):
     inputs = {RECORDS: paths.records, SOP_RECORDS: paths.sop_records,
               TEXT: paths.corpus}[pretraining.data]
     command = workflow.pretrain_command(
-        model, inputs, paths.config(layers),
+        model, inputs, paths.config(layers), paths.vocab,
         paths.pretrain_dir(pretraining.name, layers))
     command.append(f"--pretraining_objective={pretraining.objective}")
     if pretraining.data == TEXT:
-        command += [f"--vocab_file={workflow.display_path(paths.vocab)}",
-                    "--do_lower_case=True"]
+        command.append("--do_lower_case=True")
     return command + list(pretraining.flags)
 
 

@@ -520,13 +520,15 @@ def describe_data_loss(paths=None):
 
     Args:
       paths: files to scan; default: those registered by the input
-        pipelines of this process (`register_input_files`).
+        pipelines of this process (`register_input_files`), newest first.
 
     Returns:
       "TFRecord file F is damaged at byte offset N: reason", or None when
       every file reads whole (or none is known).
     """
-    for path in list(_FILES_READ) if paths is None else paths:
+    # Newest first: in a process that ran several pipelines (a notebook,
+    # a test session) the failing one is most likely the last one made.
+    for path in reversed(list(_FILES_READ)) if paths is None else paths:
         try:
             damage = find_damaged_record(path)
         except OSError:
