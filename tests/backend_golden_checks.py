@@ -22,6 +22,7 @@ import pytest
 from bert_tf import api
 from bert_tf import checkpoints
 from bert_tf.features import extract_features
+from tests import modeling_harness
 from tests.modeling_harness import (np_bert_forward, np_gelu, np_layer_norm,
                                     np_softmax)
 
@@ -88,23 +89,8 @@ def test_extract_features_writes_googles_json(tmp_path, golden_dir,
 
 
 def test_embed_matches_googles_extract_features(tiny, golden_dir, weights):
-    lines = (golden_dir / "extract_features" / "input.txt").read_text(
-        encoding="utf-8").splitlines()
-    expected = _golden_features(golden_dir)
-    chosen = [i for i, line in enumerate(lines) if "|||" not in line][:8]
-    vectors = tiny.embed([lines[i] for i in chosen])
-    for row, index in enumerate(chosen):
-        last_layer = np.array(
-            [[layer["values"] for layer in feature["layers"]
-              if layer["index"] == -1][0]
-             for feature in expected[index]["features"]])
-        # Google's values are rounded to 6 decimals: 1e-5 and the rounding.
-        np.testing.assert_allclose(vectors["mean_pooled"][row],
-                                   last_layer.mean(axis=0), atol=2e-5)
-        pooled = np.tanh(last_layer[0] @ weights["bert/pooler/dense/kernel"]
-                         + weights["bert/pooler/dense/bias"])
-        np.testing.assert_allclose(vectors["pooled_output"][row], pooled,
-                                   atol=2e-5)
+    modeling_harness.assert_embed_matches_googles_features(
+        tiny, golden_dir, weights, count=8)
 
 
 def test_fill_mask_matches_googles_masked_lm_head(tiny, weights,

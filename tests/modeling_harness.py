@@ -230,3 +230,42 @@ def np_bert_forward(w, config, input_ids, input_mask, segment_ids):
     pooled = np.tanh(dense(x[:, 0], "bert/pooler/dense"))
     return {"embedding_output": embedding_output, "encoder_outputs": layers,
             "sequence_output": x, "pooled_output": pooled}
+
+
+def assert_embed_matches_googles_features(model, golden_dir, weights,
+                                          count):
+    """`model.embed` against Google's extract_features golden output.
+
+    mean_pooled: Google's last layer averaged over every token it wrote
+    ([CLS] and [SEP] included); pooled_output: tanh(dense([CLS])) in numpy
+    from the checkpoint's `weights`, on Google's [CLS] vector. Google's
+    values are rounded to 6 decimals: 1e-5 and the rounding.
+
+    Args:
+      model: a `bert_tf.load`ed model of the golden tiny checkpoint.
+      golden_dir: tests/golden.
+      weights: {name: array} of that checkpoint.
+      count: how many one-text lines of the golden input to embed (lines
+        "a ||| b" are pairs to extract_features).
+    """
+    import gzip
+    import json
+    lines = (golden_dir / "extract_features" / "input.txt").read_text(
+        encoding="utf-8").splitlines()
+    with gzip.open(golden_dir / "extract_features" /
+                   "expected_output.jsonl.gz", "rt") as reader:
+        expected = [json.loads(line) for line in reader]
+    chosen = [i for i, line in enumerate(lines) if "|||" not in line][:count]
+    assert len(chosen) >= 8
+    vectors = model.embed([lines[i] for i in chosen])
+    for row, index in enumerate(chosen):
+        last_layer = np.array(
+            [[layer["values"] for layer in feature["layers"]
+              if layer["index"] == -1][0]
+             for feature in expected[index]["features"]])
+        np.testing.assert_allclose(vectors["mean_pooled"][row],
+                                   last_layer.mean(axis=0), atol=2e-5)
+        pooled = np.tanh(last_layer[0] @ weights["bert/pooler/dense/kernel"]
+                         + weights["bert/pooler/dense/bias"])
+        np.testing.assert_allclose(vectors["pooled_output"][row], pooled,
+                                   atol=2e-5)

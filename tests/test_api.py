@@ -19,7 +19,6 @@ The runs that fine-tune (each 20-40 s of tracing on a shared 2-core
 machine) are marked slow; the rest runs by default.
 """
 
-import gzip
 import io
 import json
 import re
@@ -30,11 +29,13 @@ import sys
 import numpy as np
 import pytest
 
+
 from runner_harness import REPO_ROOT, read_eval_results, run_in_process
 
 import bert_tf
 from bert_tf import api
 from bert_tf import checkpoints
+from tests import modeling_harness
 from tests.modeling_harness import (np_bert_forward, np_gelu, np_layer_norm,
                                     np_softmax)
 
@@ -81,30 +82,8 @@ def test_checkpoint_directory_casing_comes_from_its_vocabulary(
 
 
 def test_embed_matches_googles_extract_features(tiny, golden_dir):
-    """mean_pooled: Google's last layer averaged over every token it wrote
-    ([CLS] and [SEP] included); pooled_output: tanh(dense([CLS])) in numpy
-    from the checkpoint, on Google's [CLS] vector."""
-    lines = (golden_dir / "extract_features" / "input.txt").read_text(
-        encoding="utf-8").splitlines()
-    with gzip.open(golden_dir / "extract_features" /
-                   "expected_output.jsonl.gz", "rt") as reader:
-        expected = [json.loads(line) for line in reader]
-    # One-text lines (extract_features reads "a ||| b" as a pair).
-    chosen = [i for i, line in enumerate(lines) if "|||" not in line][:12]
-    assert len(chosen) >= 8
-    vectors = tiny.embed([lines[i] for i in chosen])
-    weights = _checkpoint_tensors(tiny.checkpoint)
-    for row, index in enumerate(chosen):
-        last_layer = np.array(
-            [[layer["values"] for layer in feature["layers"]
-              if layer["index"] == -1][0]
-             for feature in expected[index]["features"]])
-        np.testing.assert_allclose(vectors["mean_pooled"][row],
-                                   last_layer.mean(axis=0), atol=2e-5)
-        pooled = np.tanh(last_layer[0] @ weights["bert/pooler/dense/kernel"]
-                         + weights["bert/pooler/dense/bias"])
-        np.testing.assert_allclose(vectors["pooled_output"][row], pooled,
-                                   atol=2e-5)
+    modeling_harness.assert_embed_matches_googles_features(
+        tiny, golden_dir, _checkpoint_tensors(tiny.checkpoint), count=12)
 
 
 def _numpy_masked_lm(weights, config, ids, positions):
