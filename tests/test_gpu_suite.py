@@ -157,3 +157,19 @@ def test_jax_suite_smoke_run_never_imports_tensorflow(tmp_path):
         assert row["sequences_per_s"] > 0 and math.isfinite(
             row["final_loss"])
     assert "485.6 seq/s at 128, 96.5 at 512" in result.stdout
+
+
+def test_jax_suite_batch_multiplier_scales_every_rows_batch():
+    """--batch_multiplier: the plan's batches (64 at 128, 16 at 512) times
+    the multiplier, nothing else changed."""
+    pytest.importorskip("jax")
+    spec = importlib.util.spec_from_file_location(
+        "gpu_suite_jax", BENCHMARKS / "gpu_suite_jax.py")
+    gpu_suite_jax = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_suite_jax)
+    plain = gpu_suite_jax.suite_plan(smoke=False)
+    scaled = gpu_suite_jax.suite_plan(smoke=False, batch_multiplier=4)
+    assert [row["batch"] for row in plain[:3]] == [64, 64, 16]
+    assert [row["batch"] for row in scaled[:3]] == [256, 256, 64]
+    assert ([{**row, "batch": None} for row in plain]
+            == [{**row, "batch": None} for row in scaled])
