@@ -35,9 +35,11 @@ being updated, so it works the same in a `tf.function`, in an XLA-compiled
 train step (where it is inlined) and for each device of a MirroredStrategy.
 """
 
+import functools
 import re
 
 import keras
+from keras import ops
 import tensorflow as tf
 
 # Google's `exclude_from_weight_decay` in `create_optimizer`.
@@ -98,10 +100,10 @@ def google_adam_moments(first_moment, second_moment, gradient, beta_1,
     """
     # `1 - beta` is computed in Python (double) and then rounded to
     # float32, as Google's `tf.multiply(1.0 - self.beta_1, grad)`.
-    next_m = (tf.multiply(beta_1, first_moment)
-              + tf.multiply(1.0 - beta_1, gradient))
-    next_v = (tf.multiply(beta_2, second_moment)
-              + tf.multiply(1.0 - beta_2, tf.square(gradient)))
+    next_m = (ops.multiply(beta_1, first_moment)
+              + ops.multiply(1.0 - beta_1, gradient))
+    next_v = (ops.multiply(beta_2, second_moment)
+              + ops.multiply(1.0 - beta_2, ops.square(gradient)))
     return next_m, next_v
 
 
@@ -133,11 +135,11 @@ def adam_weight_decay_values(param, first_moment, second_moment, gradient,
       `(param, m, v)`: the new float32 values.
     """
     # Google's `t * scale` of tf.clip_by_global_norm, then its update.
-    gradient = tf.cast(gradient, tf.float32) * gradient_scale
-    param = tf.cast(param, tf.float32)
+    gradient = ops.cast(gradient, "float32") * gradient_scale
+    param = ops.cast(param, "float32")
     next_m, next_v = google_adam_moments(first_moment, second_moment,
                                          gradient, beta_1, beta_2)
-    update = next_m / (tf.sqrt(next_v) + epsilon)
+    update = next_m / (ops.sqrt(next_v) + epsilon)
     if weight_decay_rate:
         update += weight_decay_rate * param
     next_param = param - learning_rate * update
@@ -201,6 +203,9 @@ def global_norm_clip_scale(gradients, clip_norm):
     bit for bit (NaN for a non-finite norm included), without writing a
     clipped copy of every gradient first.
 
+    On the other Keras backends the same arithmetic in `keras.ops` (the
+    norm summed in another order: equal to float32 rounding).
+
     Args:
       gradients: tensors or `IndexedSlices` (`None` entries are ignored);
         an `IndexedSlices` counts its values, as in `tf.linalg.global_norm`.
@@ -209,11 +214,20 @@ def global_norm_clip_scale(gradients, clip_norm):
     Returns:
       A scalar float32 tensor.
     """
-    global_norm = tf.linalg.global_norm(
-        [gradient for gradient in gradients if gradient is not None])
-    (scale,), _ = tf.clip_by_global_norm(
-        [tf.constant(1.0, tf.float32)], clip_norm, use_norm=global_norm)
-    return scale
+    gradients = [gradient for gradient in gradients if gradient is not None]
+    if keras.backend.backend() == "tensorflow":
+        global_norm = tf.linalg.global_norm(gradients)
+        (scale,), _ = tf.clip_by_global_norm(
+            [tf.constant(1.0, tf.float32)], clip_norm, use_norm=global_norm)
+        return scale
+    # The other backends: tf.clip_by_global_norm's arithmetic in keras.ops,
+    # `clip * min(1 / norm, 1 / clip)`, NaN for a non-finite norm.
+    global_norm = ops.sqrt(ops.sum(ops.stack(
+        [ops.sum(ops.square(ops.cast(gradient, "float32")))
+         for gradient in gradients])))
+    clip = ops.convert_to_tensor(clip_norm, dtype="float32")
+    scale = clip * ops.minimum(1.0 / global_norm, 1.0 / clip)
+    return scale + (global_norm - global_norm)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -341,15 +355,19 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         Google's slots are float32 whatever the training precision, so they
         are created float32 here rather than in the variable's dtype.
         """
+        # Keras forbids "/" in variable names; the Google name of the slot
+        # is given by `optimizer_slot_variables`, not by this name.
+        add_moment = functools.partial(
+            self.add_variable, shape=variable.shape, initializer="zeros",
+            dtype="float32",
+            name=f"{variable_name.replace('/', '_')}_{slot_name}")
+        if keras.backend.backend() != "tensorflow":
+            return add_moment()
         colocate_with = (variable.value if isinstance(variable, keras.Variable)
                          else variable)
         with self._distribution_strategy.extended.colocate_vars_with(
                 colocate_with):
-            # Keras forbids "/" in variable names; the Google name of the slot
-            # is given by `optimizer_slot_variables`, not by this name.
-            return self.add_variable(
-                shape=variable.shape, initializer="zeros", dtype="float32",
-                name=f"{variable_name.replace('/', '_')}_{slot_name}")
+            return add_moment()
 
     def _do_use_weight_decay(self, variable_name):
         """Google's rule: decay unless the rate is 0 or the name matches."""
@@ -387,7 +405,16 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         summed gradients; each variable's update applies it inside its fused
         program. Outside a replica context (cross-replica `apply`), the
         gradients are taken as already summed.
+
+        On the other Keras backends (one device, no replicas), the same
+        clipping and update in `keras.ops`, assigned through `self.assign`,
+        so `stateless_apply` and a `jax.jit`ted step work as with Keras'
+        own optimizers.
         """
+        if keras.backend.backend() != "tensorflow":
+            self._keras_ops_update_step(grads, trainable_variables,
+                                        learning_rate)
+            return
         tf_variables = [
             variable.value if isinstance(variable, keras.Variable)
             else variable for variable in trainable_variables]
@@ -399,6 +426,27 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         tf.__internal__.distribute.interim.maybe_merge_call(
             self._distributed_tf_update_step, self._distribution_strategy,
             list(zip(grads, tf_variables)), learning_rate, gradient_scale)
+
+    def _keras_ops_update_step(self, grads, trainable_variables,
+                               learning_rate):
+        """Clips and updates every variable with `keras.ops` (not TF)."""
+        gradient_scale = (global_norm_clip_scale(grads, self.clip_norm)
+                          if self.clip_norm else 1.0)
+        learning_rate = ops.cast(learning_rate, "float32")
+        for grad, variable in zip(grads, trainable_variables):
+            index = self._get_variable_index(variable)
+            first_moment = self._first_moments[index]
+            second_moment = self._second_moments[index]
+            next_param, next_m, next_v = adam_weight_decay_values(
+                variable, first_moment, second_moment, grad, learning_rate,
+                gradient_scale, beta_1=self.beta_1, beta_2=self.beta_2,
+                epsilon=self.epsilon,
+                weight_decay_rate=(self.weight_decay_rate
+                                   if self._uses_weight_decay[index]
+                                   else 0.0))
+            self.assign(first_moment, next_m)
+            self.assign(second_moment, next_v)
+            self.assign(variable, ops.cast(next_param, variable.dtype))
 
     def _distributed_tf_update_step(self, distribution, grads_and_vars,
                                     learning_rate, gradient_scale=None):

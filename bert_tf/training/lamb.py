@@ -159,8 +159,14 @@ class Lamb(AdamWeightDecay):
           **kwargs: see `AdamWeightDecay`.
 
         Raises:
-          ValueError: see `AdamWeightDecay`.
+          ValueError: see `AdamWeightDecay`; or a Keras backend other than
+            TensorFlow (LAMB's update is TensorFlow code).
         """
+        if keras.backend.backend() != "tensorflow":
+            raise ValueError(
+                "LAMB (--optimizer=lamb) runs on the TensorFlow backend only;"
+                f" KERAS_BACKEND is {keras.backend.backend()!r}: use "
+                "--optimizer=adamw (Google's AdamWeightDecay) there")
         super().__init__(
             learning_rate=learning_rate, weight_decay_rate=weight_decay_rate,
             beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,

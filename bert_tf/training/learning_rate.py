@@ -18,7 +18,7 @@ warmup rate is `init_lr * (t / W)`, not `(init_lr * t) / W`, and
 """
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 
 def _check_schedule_arguments(init_lr, num_train_steps, num_warmup_steps):
@@ -46,7 +46,7 @@ def google_learning_rate(step, init_lr, num_train_steps, num_warmup_steps):
 
     Args:
       step: the global step (number of updates already applied), an integer
-        scalar tensor, variable or Python int.
+        scalar tensor, variable or Python int, of the backend in use.
       init_lr: the peak learning rate (`--learning_rate`).
       num_train_steps: steps over which the rate decays linearly to 0.
       num_warmup_steps: steps of linear warmup from 0; 0 means no warmup.
@@ -61,25 +61,38 @@ def google_learning_rate(step, init_lr, num_train_steps, num_warmup_steps):
         `num_warmup_steps` or a negative `init_lr`.
     """
     _check_schedule_arguments(init_lr, num_train_steps, num_warmup_steps)
-    step = tf.cast(tf.convert_to_tensor(step), tf.int64)
-    step_float = tf.cast(step, tf.float32)
-    init_lr = tf.constant(init_lr, dtype=tf.float32)
+    # keras.ops, so the schedule runs on every backend; on TensorFlow each
+    # op is the TensorFlow op Google's graph has, in the same order.
+    step = ops.cast(step, "int64" if _has_int64() else "int32")
+    step_float = ops.cast(step, "float32")
+    init_lr = ops.convert_to_tensor(init_lr, dtype="float32")
 
     # polynomial_decay(power=1, end=0, cycle=False): the step is capped at
     # num_train_steps, so the rate stays 0 beyond the end of training.
-    train_steps_float = tf.constant(num_train_steps, dtype=tf.float32)
-    fraction_done = (tf.minimum(step_float, train_steps_float)
-                     / train_steps_float)
-    decayed_lr = init_lr * (1.0 - fraction_done)
+    train_steps_float = ops.convert_to_tensor(num_train_steps,
+                                              dtype="float32")
+    fraction_done = ops.divide(ops.minimum(step_float, train_steps_float),
+                               train_steps_float)
+    decayed_lr = ops.multiply(init_lr, ops.subtract(1.0, fraction_done))
     if not num_warmup_steps:
         return decayed_lr
 
-    warmup_steps_float = tf.constant(num_warmup_steps, dtype=tf.float32)
-    warmup_lr = init_lr * (step_float / warmup_steps_float)
+    warmup_steps_float = ops.convert_to_tensor(num_warmup_steps,
+                                               dtype="float32")
+    warmup_lr = ops.multiply(init_lr,
+                             ops.divide(step_float, warmup_steps_float))
     # Google blends with `(1 - is_warmup) * decayed + is_warmup * warmup`,
     # which for a 0/1 `is_warmup` and finite rates is exactly this select.
-    is_warmup = step < tf.constant(num_warmup_steps, dtype=tf.int64)
-    return tf.where(is_warmup, warmup_lr, decayed_lr)
+    is_warmup = ops.less(step, num_warmup_steps)
+    return ops.where(is_warmup, warmup_lr, decayed_lr)
+
+
+def _has_int64():
+    """Whether the backend computes in int64 (JAX does only with x64 on)."""
+    if keras.backend.backend() != "jax":
+        return True
+    import jax  # pylint: disable=import-outside-toplevel
+    return bool(jax.config.jax_enable_x64)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")

@@ -250,15 +250,63 @@ def predict(strategy, predict_fn, examples, global_batch_size,
                        group_by_length=group_by_length))
     step = prediction_step(strategy, predict_fn)
 
+    def run_step(indices, features):
+        return {key: value.numpy()
+                for key, value in step(indices, features).items()}
+
+    return _in_order(dataset, run_step, num_examples, description,
+                     type(strategy).__name__)
+
+
+def predict_one_device(step, examples, global_batch_size, num_examples=None,
+                       description="set"):
+    """`predict` without `tf.distribute`: one device (the JAX backend).
+
+    Every batch is padded to `global_batch_size` rows, so a compiled step
+    sees one shape; the padding rows' outputs are dropped.
+
+    Args:
+      step: called on a batch (a dict of numpy arrays); returns a dict of
+        arrays with the batch as their first dimension.
+      examples, global_batch_size, num_examples, description: see
+        `predict`.
+
+    Yields:
+      Dicts of numpy arrays, one row per example, in the examples' order.
+    """
+    if global_batch_size < 1:
+        raise ValueError(f"batch size {global_batch_size} must be positive")
+    dataset = batch_examples(examples, global_batch_size,
+                             pad_to_full_batches=True)
+
+    def run_step(indices, features):
+        outputs = {key: np.asarray(value)
+                   for key, value in step(features).items()}
+        outputs[EXAMPLE_INDEX] = indices
+        return outputs
+
+    return _in_order(dataset.as_numpy_iterator(), run_step, num_examples,
+                     description, "one device")
+
+
+def _in_order(batches, run_step, num_examples, description, where):
+    """Runs every batch and yields the outputs' rows in input order.
+
+    Args:
+      batches: yields `(indices, features)` (`batch_examples`).
+      run_step: `(indices, features)` -> numpy outputs, `EXAMPLE_INDEX`
+        among them.
+      num_examples, description: see `predict`.
+      where: the strategy's name, for messages.
+    """
     in_order = _InOrder()
     progress = progress_lib.Progress(f"prediction over the {description}",
                                      total=num_examples, unit="example",
                                      first_interval_note="tracing included")
     progress.start("tracing the prediction step (the first batch "
                    "includes it)")
-    for indices, features in dataset:
-        outputs = {key: value.numpy()
-                   for key, value in step(indices, features).items()}
+    for indices, features in batches:
+        outputs = run_step(indices, features)
         rows = in_order.add(outputs.pop(EXAMPLE_INDEX), outputs)
         if rows is None:
             continue
@@ -268,9 +316,8 @@ def predict(strategy, predict_fn, examples, global_batch_size,
     if in_order.num_pending:
         raise RuntimeError(
             f"prediction over the {description} lost example "
-            f"{in_order.next_index} under {type(strategy).__name__}")
+            f"{in_order.next_index} under {where}")
     if num_examples is not None and in_order.next_index != num_examples:
         raise RuntimeError(
             f"prediction over {num_examples} {description} returned "
-            f"{in_order.next_index} distinct ones under "
-            f"{type(strategy).__name__}")
+            f"{in_order.next_index} distinct ones under {where}")

@@ -35,6 +35,7 @@ import time
 from typing import Optional, Tuple
 
 from absl import logging
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -56,6 +57,9 @@ EVAL_RESULTS_FILE = "eval_results.txt"
 # The dropout generator's position, saved with each checkpoint of a seeded
 # run (Google's code ignores it: no variable of theirs has this name).
 DROPOUT_RANDOM_STATE = "training/dropout_random_state"
+# The same for a run on the JAX backend: a `keras.random.SeedGenerator`'s
+# state, another shape than TensorFlow's generator's, so another name.
+KERAS_DROPOUT_SEED_STATE = "training/keras_dropout_seed_state"
 
 
 class NonFiniteLossError(RuntimeError):
@@ -209,6 +213,11 @@ def training_metric_name(name):
 class Trainer:
     """Trains and evaluates a `Task` under a `tf.distribute` strategy.
 
+    On the JAX backend (`KERAS_BACKEND=jax`) the same trainer runs its
+    steps as `jax.jit`-compiled functions on one device
+    (`bert_tf.training.jax_steps`), with the same checkpoints, logs,
+    evaluation results and prediction files.
+
     Example (what `run_pretraining.py` does)::
 
         strategy = distribution.get_distribution_strategy("mirrored")
@@ -246,7 +255,17 @@ class Trainer:
         config.validate()
         self.task = task
         self.config = config
-        self.strategy = strategy or tf.distribute.get_strategy()
+        default_strategy = tf.distribute.get_strategy()
+        self.strategy = strategy or default_strategy
+        # The JAX steps (None on TensorFlow), created with the optimizer.
+        self._jax = None
+        self.on_jax = keras.backend.backend() == "jax"
+        if self.on_jax:
+            from bert_tf.training import jax_steps
+            problem = jax_steps.unsupported_settings(
+                config, self.strategy is default_strategy)
+            if problem:
+                raise ValueError(problem)
         self.num_replicas = self.strategy.num_replicas_in_sync
         self.is_chief = distribution.is_chief(self.strategy)
         # At which length each batch runs; TPUs compile every step, so
@@ -274,13 +293,22 @@ class Trainer:
             # Dropout masks from a generator whose position is checkpointed
             # (see `TrainerConfig.seed`); None: TensorFlow's stateful op.
             self._dropout_generator = None
-            if optimizer_factory is not None and config.seed is not None:
+            if optimizer_factory is not None and self.on_jax:
+                # Every jitted step needs a generator to draw from.
+                self._dropout_generator = keras.random.SeedGenerator(
+                    config.seed)
+            elif optimizer_factory is not None and config.seed is not None:
                 self._dropout_generator = tf.random.Generator.from_seed(
                     config.seed)
             if optimizer_factory is not None:
                 self.optimizer = precision.wrap_optimizer(
                     optimizer_factory(), config.dtype)
                 self.optimizer.build(self.trainable_variables)
+        if self.on_jax:
+            from bert_tf.training import jax_steps
+            self._jax = jax_steps.JaxSteps(
+                task, self.model, self.trainable_variables, self.optimizer,
+                self._dropout_generator, config.num_accumulation_steps)
 
         if self.optimizer is not None:
             # One training run per output_dir; the temporary files of one
@@ -308,7 +336,7 @@ class Trainer:
     def global_step(self):
         """Optimizer updates so far (restored on resume)."""
         if self.optimizer is not None:
-            return int(self.optimizer.iterations.numpy())
+            return int(np.asarray(self.optimizer.iterations))
         return self._checkpoint_step
 
     def _optimizer_state(self):
@@ -324,11 +352,20 @@ class Trainer:
         tensors.update(self._optimizer_state())
         tensors.update(precision.loss_scale_variables(self.optimizer))
         tensors.update(self._random_state())
+        if self.on_jax and "global_step" in tensors:
+            # JAX counts in int32 (without x64); Google's step is int64.
+            tensors["global_step"] = np.asarray(tensors["global_step"],
+                                                np.int64)
         return tensors
 
     def _random_state(self):
         if self._dropout_generator is None:
             return {}
+        if self.on_jax:
+            # Unseeded, the state is a random start: not worth keeping.
+            if self.config.seed is None:
+                return {}
+            return {KERAS_DROPOUT_SEED_STATE: self._dropout_generator.state}
         return {DROPOUT_RANDOM_STATE: self._dropout_generator.state}
 
     def _restore_newest_readable(self):
@@ -401,8 +438,9 @@ class Trainer:
         optional.update(self._random_state())
         if "global_step" not in required:
             # Evaluation only: the step is read for the results, if there.
-            optional["global_step"] = tf.Variable(
-                0, dtype=tf.int64, trainable=False)
+            optional["global_step"] = keras.Variable(
+                0, dtype="int64" if not self.on_jax else "int32",
+                trainable=False, name="global_step")
         try:
             report = checkpoints.load_checkpoint(
                 {**required, **optional}, prefix, strict=True,
@@ -418,9 +456,9 @@ class Trainer:
         if "global_step" in report.loaded:
             step = (required["global_step"] if "global_step" in required
                     else optional["global_step"])
-            self._checkpoint_step = int(step.numpy())
-        if (self._dropout_generator is not None
-                and DROPOUT_RANDOM_STATE not in report.loaded):
+            self._checkpoint_step = int(np.asarray(step))
+        random_state = self._random_state()
+        if random_state and not set(random_state) & set(report.loaded):
             logging.warning(
                 "%s holds no dropout random state (written without "
                 "--seed): the resumed run draws other dropout masks "
@@ -589,8 +627,20 @@ class Trainer:
     def _prediction_outputs(self, features, outputs, mode):
         """The task's `prediction_outputs`, floating tensors as float32."""
         kept = self.task.prediction_outputs(features, outputs, mode)
-        return {key: tf.cast(value, tf.float32) if value.dtype.is_floating
-                else value for key, value in kept.items()}
+        return {key: keras.ops.cast(value, "float32")
+                if keras.backend.is_float_dtype(value.dtype) else value
+                for key, value in kept.items()}
+
+    def _jax_eval_step(self):
+        """The eval step on JAX (one device: nothing to sum or gather)."""
+        jax_steps = self._jax
+        if jax_steps is None:  # An evaluation-only trainer.
+            from bert_tf.training import jax_steps as jax_steps_lib
+            jax_steps = self._jax = jax_steps_lib.JaxSteps(
+                self.task, self.model, self.trainable_variables)
+        return lambda features: jax_steps.eval_step(
+            features, lambda batch, outputs: self._prediction_outputs(
+                batch, outputs, modes.EVAL))
 
     def _build_eval_step(self):
         """The eval step: summed loss and metrics, and gathered outputs."""
@@ -680,6 +730,9 @@ class Trainer:
                          "batches.", steps_done, steps_done * per_step)
             return dataset.skip(steps_done * per_step)
 
+        if self.on_jax:
+            # One device: the task's pipeline, read as numpy.
+            return dataset_fn(tf.distribute.InputContext()).as_numpy_iterator()
         dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
         return iter(dataset)
 
@@ -699,6 +752,10 @@ class Trainer:
           global loss and of the task's metric sums (a dict of floats), the
           number of steps run, and the last step's loss (a float).
         """
+        if self._jax is not None:
+            return self._jax.train_steps(
+                iterator, num_steps,
+                lambda: self._stop_request.requested)
         if self._train_loop is None:
             self._train_loop = self._build_train_loop()
         # The generator is read when the loop is traced (its first call).
@@ -772,7 +829,9 @@ class Trainer:
     def _describe_setup(self):
         """Replicas, batch, precision and what XLA compiles, in words."""
         config = self.config
-        if self._compiles_whole_step():
+        if self.on_jax:
+            xla = "JAX (the whole step jit-compiled, one device)"
+        elif self._compiles_whole_step():
             xla = "XLA on (the whole training step)"
         elif config.enable_xla:
             xla = "XLA on (the forward and backward pass)"
@@ -939,9 +998,16 @@ class Trainer:
         progress.start("preparing the input and tracing the evaluation step "
                        "(the first batch includes it)")
         self.release_train_input()
-        dataset = self.strategy.distribute_datasets_from_function(
-            lambda context: self.task.build_inputs(
-                modes.EVAL, per_replica_batch_size, context))
+        if self.on_jax:
+            dataset = self.task.build_inputs(
+                modes.EVAL, per_replica_batch_size,
+                tf.distribute.InputContext()).as_numpy_iterator()
+            if self._eval_step is None:
+                self._eval_step = self._jax_eval_step()
+        else:
+            dataset = self.strategy.distribute_datasets_from_function(
+                lambda context: self.task.build_inputs(
+                    modes.EVAL, per_replica_batch_size, context))
         if self._eval_step is None:
             self._eval_step = self._build_eval_step()
         totals = {k: 0.0 for k in self._metric_keys()}
@@ -959,7 +1025,7 @@ class Trainer:
                 totals[key] += float(value)
             if kept:
                 state = self.task.aggregate_predictions(
-                    state, {k: v.numpy() for k, v in kept.items()},
+                    state, {k: np.asarray(v) for k, v in kept.items()},
                     modes.EVAL)
             num_batches += 1
             progress.update(num_batches)
@@ -1021,6 +1087,15 @@ class Trainer:
         Yields:
           Dicts of numpy arrays, one row per example, in input order.
         """
+        if self.on_jax:
+            if self._jax is None:  # A prediction-only trainer.
+                from bert_tf.training import jax_steps as jax_steps_lib
+                self._jax = jax_steps_lib.JaxSteps(
+                    self.task, self.model, self.trainable_variables)
+            return prediction.predict_one_device(
+                self._jax.predict_step(self._predict_fn(mode)), examples,
+                global_batch_size, num_examples=num_examples,
+                description=f"{mode} records")
         return prediction.predict(
             self.strategy, self._predict_fn(mode), examples,
             global_batch_size,
@@ -1041,6 +1116,8 @@ class Trainer:
                 return self._prediction_outputs(features, outputs, mode)
 
             def predict_fn(features):
+                if self.on_jax:  # Full length: one compiled program.
+                    return predict_batch(features)
                 return self._at_length(predict_batch, features)
 
             self._predict_fns[mode] = predict_fn

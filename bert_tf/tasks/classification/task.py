@@ -30,7 +30,6 @@ import os
 import keras
 from keras import ops
 import numpy as np
-import tensorflow as tf
 
 from bert_tf import file_io
 from bert_tf.modeling import BertModel, ClassifierHead
@@ -247,8 +246,8 @@ class ClassificationTask(base.Task):
 
     def loss_denominators(self, features):
         # Padding rows of evaluation sets are not examples.
-        return {"num_examples": tf.reduce_sum(tf.cast(
-            features[features_lib.IS_REAL_EXAMPLE], tf.float32))}
+        return {"num_examples": ops.sum(ops.cast(
+            features[features_lib.IS_REAL_EXAMPLE], "float32"))}
 
     @property
     def metric_names(self):
@@ -264,19 +263,19 @@ class ClassificationTask(base.Task):
         return classification_example_losses(outputs["logits"], labels)
 
     def compute_loss(self, features, outputs, denominators):
-        weights = tf.cast(features[features_lib.IS_REAL_EXAMPLE], tf.float32)
+        weights = ops.cast(features[features_lib.IS_REAL_EXAMPLE], "float32")
         per_example = self.example_losses(outputs, features)
-        loss_sum = tf.reduce_sum(weights * per_example)
+        loss_sum = ops.sum(weights * per_example)
         # The mean over the global batch's real examples (see base.Task).
-        loss = loss_sum / tf.maximum(denominators["num_examples"], 1.0)
-        metrics = {"loss_sum": loss_sum,
-                   "num_examples": tf.reduce_sum(weights)}
+        loss = loss_sum / ops.maximum(denominators["num_examples"], 1.0)
+        metrics = {"loss_sum": loss_sum, "num_examples": ops.sum(weights)}
         if not self.is_regression:
-            predictions = tf.argmax(outputs["logits"], axis=-1,
-                                    output_type=tf.int32)
-            labels = tf.cast(features[features_lib.LABEL_IDS], tf.int32)
-            metrics["correct"] = tf.reduce_sum(
-                weights * tf.cast(tf.equal(predictions, labels), tf.float32))
+            predictions = ops.cast(ops.argmax(outputs["logits"], axis=-1),
+                                   "int32")
+            labels = ops.cast(features[features_lib.LABEL_IDS], "int32")
+            metrics["correct"] = ops.sum(
+                weights * ops.cast(ops.equal(predictions, labels),
+                                   "float32"))
         return loss, metrics
 
     def aggregate_metrics(self, totals):

@@ -1,0 +1,302 @@
+"""The training, evaluation and prediction steps of `Trainer` on JAX.
+
+On TensorFlow the trainer's steps are `tf.function`s under a `tf.distribute`
+strategy that update `tf.Variable`s in place. On the JAX backend
+(`KERAS_BACKEND=jax`) a step is a pure function of the variables' values,
+compiled once with `jax.jit`:
+
+    (trainable, other model values, optimizer values, dropout seed state),
+    features  ->  the new values, the loss, the task's metric sums
+
+The Keras variables stay the truth between calls: `JaxSteps.train_steps`
+reads them, runs its steps on the values and writes them back, so the
+trainer's checkpoints (Google's names and layout, `bert_tf.checkpoints`),
+evaluation and prediction see the trained weights.
+
+What a step does is the TensorFlow step's contract (`bert_tf.tasks.base`):
+the task's loss denominators of the whole batch; gradients summed over
+`num_accumulation_steps` micro-batches; the optimizer's global-norm clipping
+and update (`AdamWeightDecay`'s `keras.ops` path). A variable the loss does
+not depend on (the pooler under SQuAD or tagging) gets no update, as
+Google's optimizer skips a `None` gradient -- a zero gradient would still
+decay its weights -- found once from the step's jaxpr.
+
+What differs from TensorFlow: one device (no `tf.distribute`); the input is
+the task's `tf.data` pipeline read as numpy; every batch runs at the
+records' full length (cutting batches to their real length would compile a
+program per length); dropout masks come from a `keras.random.SeedGenerator`
+whose state is part of the step's state (and of a seeded run's
+checkpoints).
+"""
+
+import jax
+import jax.extend.core
+import keras
+from keras import ops
+import numpy as np
+
+from bert_tf.modeling import layers as modeling_layers
+
+
+def _used_inputs(closed_jaxpr):
+    """Which inputs of a jaxpr its outputs depend on (a list of bools).
+
+    Walks the equations backwards from the outputs; an equation with a
+    sub-program (a `jit`, a `cond`) counts all its inputs as used, which
+    errs on the side of updating.
+    """
+    jaxpr = closed_jaxpr.jaxpr
+    variable_type = jax.extend.core.Var
+    needed = {id(v) for v in jaxpr.outvars if isinstance(v, variable_type)}
+    for equation in reversed(jaxpr.eqns):
+        if any(id(v) in needed for v in equation.outvars):
+            needed.update(id(v) for v in equation.invars
+                          if isinstance(v, variable_type))
+    return [id(v) in needed for v in jaxpr.invars]
+
+
+def _values(variables):
+    return [variable.value for variable in variables]
+
+
+def _assign(variables, values):
+    for variable, value in zip(variables, values):
+        variable.assign(value)
+
+
+def _split(features, num_pieces):
+    """`features` cut along the batch into `num_pieces` equal parts."""
+    size = next(iter(features.values())).shape[0] // num_pieces
+    return [{key: value[index * size:(index + 1) * size]
+             for key, value in features.items()}
+            for index in range(num_pieces)]
+
+
+def _float32(value):
+    return ops.cast(value, "float32")
+
+
+class JaxSteps:
+    """The jitted steps of one `Trainer` (model, task, optimizer)."""
+
+    def __init__(self, task, model, trainable_variables, optimizer=None,
+                 seed_generator=None, num_micro_batches=1):
+        """Builds nothing yet: each step compiles on its first call.
+
+        Args:
+          task: the trainer's `Task`.
+          model: its built model.
+          trainable_variables: the variables the optimizer updates.
+          optimizer: the built `AdamWeightDecay`, or None (no training).
+          seed_generator: the `keras.random.SeedGenerator` dropout draws
+            from (training only).
+          num_micro_batches: micro-batches per step, their gradients summed.
+        """
+        self.task = task
+        self.model = model
+        self.trainable = list(trainable_variables)
+        trainable_ids = {id(v) for v in self.trainable}
+        # Non-trainable weights and trainable ones the task freezes.
+        self.others = [v for v in model.variables
+                       if id(v) not in trainable_ids]
+        self.optimizer = optimizer
+        self.seed_generator = seed_generator
+        self.num_micro_batches = num_micro_batches
+        self.metric_names = tuple(task.metric_names)
+        self._train_step = None
+        self._used = None
+        self._eval_step = None
+        self._predict_steps = {}
+
+    # -- training ------------------------------------------------------------
+
+    def _loss_and_updates(self, trainable_values, other_values, seed_state,
+                          features, denominators):
+        """The loss of one (micro-)batch, with the metric sums and the
+        model's other values and dropout state after it."""
+        seed_variable = self.seed_generator.state
+        mapping = (list(zip(self.trainable, trainable_values))
+                   + list(zip(self.others, other_values))
+                   + [(seed_variable, seed_state)])
+        with keras.StatelessScope(state_mapping=mapping) as scope:
+            with modeling_layers.random_generator_scope(self.seed_generator):
+                outputs = self.task.forward(self.model, features,
+                                            training=True)
+            loss, metrics = self.task.compute_loss(features, outputs,
+                                                   denominators)
+            other_values = [scope.get_current_value(v) for v in self.others]
+            seed_state = scope.get_current_value(seed_variable)
+        metrics = {name: _float32(metrics[name]) for name in self.metric_names}
+        return _float32(loss), (metrics, other_values, seed_state)
+
+    def _gradients(self, trainable_values, other_values, seed_state,
+                   features, denominators):
+        """Loss, metric sums and gradients, summed over micro-batches."""
+        gradient_fn = jax.value_and_grad(self._loss_and_updates,
+                                         has_aux=True)
+        grads, loss = None, 0.0
+        metrics = {name: 0.0 for name in self.metric_names}
+        for piece in _split(features, self.num_micro_batches):
+            (piece_loss, (piece_metrics, other_values, seed_state)), \
+                piece_grads = gradient_fn(trainable_values, other_values,
+                                          seed_state, piece, denominators)
+            grads = piece_grads if grads is None else [
+                total + grad for total, grad in zip(grads, piece_grads)]
+            loss = loss + piece_loss
+            metrics = {name: metrics[name] + piece_metrics[name]
+                       for name in self.metric_names}
+        return grads, loss, metrics, other_values, seed_state
+
+    def _denominators(self, features):
+        return {key: _float32(value) for key, value
+                in self.task.loss_denominators(features).items()}
+
+    def _find_used_variables(self, state, features):
+        """Which trainable variables the loss depends on (once)."""
+        trainable_values, other_values, _, seed_state = state
+
+        def loss_only(values):
+            return self._loss_and_updates(
+                values, other_values, seed_state, features,
+                self._denominators(features))[0]
+
+        used = _used_inputs(jax.make_jaxpr(loss_only)(trainable_values))
+        unused = [v.path for v, is_used in zip(self.trainable, used)
+                  if not is_used]
+        if unused:
+            from absl import logging  # pylint: disable=import-outside-toplevel
+            logging.info("The loss does not depend on %d variables (%s); "
+                         "they get no update, as in Google's optimizer.",
+                         len(unused), ", ".join(unused[:4])
+                         + (", ..." if len(unused) > 4 else ""))
+        return used
+
+    def _build_train_step(self, used):
+        optimizer = self.optimizer
+        trainable = self.trainable
+
+        def train_step(state, features):
+            trainable_values, other_values, optimizer_values, seed_state = (
+                state)
+            denominators = self._denominators(features)
+            grads, loss, metrics, other_values, seed_state = self._gradients(
+                trainable_values, other_values, seed_state, features,
+                denominators)
+            mapping = (list(zip(trainable, trainable_values))
+                       + list(zip(optimizer.variables, optimizer_values)))
+            with keras.StatelessScope(state_mapping=mapping) as scope:
+                optimizer.apply(
+                    [g for g, is_used in zip(grads, used) if is_used],
+                    [v for v, is_used in zip(trainable, used) if is_used])
+                trainable_values = [scope.get_current_value(v)
+                                    for v in trainable]
+                optimizer_values = [scope.get_current_value(v)
+                                    for v in optimizer.variables]
+            state = (trainable_values, other_values, optimizer_values,
+                     seed_state)
+            return state, loss, metrics
+
+        return jax.jit(train_step)
+
+    def _read_state(self):
+        return (_values(self.trainable), _values(self.others),
+                _values(self.optimizer.variables),
+                self.seed_generator.state.value)
+
+    def _write_state(self, state):
+        trainable_values, other_values, optimizer_values, seed_state = state
+        _assign(self.trainable, trainable_values)
+        _assign(self.others, other_values)
+        _assign(self.optimizer.variables, optimizer_values)
+        self.seed_generator.state.assign(seed_state)
+
+    def train_steps(self, iterator, num_steps, stop_requested):
+        """Runs up to `num_steps` steps (the TensorFlow loop's contract).
+
+        Args:
+          iterator: yields the training batches, dicts of numpy arrays.
+          num_steps: steps to run.
+          stop_requested: called before each step; True ends the call.
+
+        Returns:
+          `(totals, steps_run, last_loss)` as `Trainer.train_steps`: the
+          call returns early after a step whose loss is not finite.
+        """
+        totals = {key: 0.0 for key in ("loss",) + self.metric_names}
+        steps_run, last_loss = 0, 0.0
+        state = self._read_state()
+        try:
+            while (steps_run < num_steps and np.isfinite(last_loss)
+                   and not stop_requested()):
+                features = next(iterator)
+                if self._train_step is None:
+                    self._used = self._find_used_variables(state, features)
+                    self._train_step = self._build_train_step(self._used)
+                state, loss, metrics = self._train_step(state, features)
+                last_loss = float(loss)
+                totals["loss"] += last_loss
+                for name in self.metric_names:
+                    totals[name] += float(metrics[name])
+                steps_run += 1
+        finally:
+            self._write_state(state)
+        return totals, steps_run, last_loss
+
+    # -- evaluation and prediction -------------------------------------------
+
+    def _model_mapping(self, values):
+        return list(zip(self.model.variables, values))
+
+    def eval_step(self, features, prediction_outputs):
+        """Loss and metric sums of one evaluation batch, and what the task
+        keeps of its outputs (`prediction_outputs(features, outputs)`).
+
+        Returns:
+          `(sums, kept)`: dicts of arrays.
+        """
+        if self._eval_step is None:
+            def eval_step(values, features):
+                with keras.StatelessScope(
+                        state_mapping=self._model_mapping(values)):
+                    denominators = self._denominators(features)
+                    outputs = self.task.forward(self.model, features,
+                                                training=False)
+                    loss, metrics = self.task.compute_loss(
+                        features, outputs, denominators)
+                    sums = {"loss": _float32(loss)}
+                    sums.update({name: _float32(metrics[name])
+                                 for name in self.metric_names})
+                    return sums, prediction_outputs(features, outputs)
+
+            self._eval_step = jax.jit(eval_step)
+        return self._eval_step(_values(self.model.variables), features)
+
+    def predict_step(self, predict_fn):
+        """`predict_fn(features)` (the model's outputs to keep) as a jitted
+        function of a batch, on the model's current values."""
+        step = self._predict_steps.get(predict_fn)
+        if step is None:
+            def run(values, features):
+                with keras.StatelessScope(
+                        state_mapping=self._model_mapping(values)):
+                    return predict_fn(features)
+
+            step = jax.jit(run)
+            self._predict_steps[predict_fn] = step
+        return lambda features: step(_values(self.model.variables), features)
+
+
+def unsupported_settings(config, strategy_is_default):
+    """What a `TrainerConfig` asks that the JAX steps cannot do, in words.
+
+    Returns:
+      A message naming the first such setting, or None.
+    """
+    if not strategy_is_default:
+        return ("--distribution_strategy: on KERAS_BACKEND=jax a run uses "
+                "one device; leave the flag at its default")
+    if config.dtype not in ("float32", "mixed_bfloat16"):
+        return (f"--dtype={config.dtype}: on KERAS_BACKEND=jax training "
+                "runs in float32 or mixed_bfloat16 (float16 needs the "
+                "TensorFlow backend's loss scaling)")
+    return None
