@@ -254,8 +254,10 @@ def predict(strategy, predict_fn, examples, global_batch_size,
         return {key: value.numpy()
                 for key, value in step(indices, features).items()}
 
-    return _in_order(dataset, run_step, num_examples, description,
-                     type(strategy).__name__)
+    # A generator (`yield from`): its frame keeps `predict_fn` alive, which
+    # the traced step holds only weakly (see `prediction_step`).
+    yield from _in_order(dataset, run_step, num_examples, description,
+                         type(strategy).__name__)
 
 
 def predict_one_device(step, examples, global_batch_size, num_examples=None,
@@ -285,8 +287,8 @@ def predict_one_device(step, examples, global_batch_size, num_examples=None,
         outputs[EXAMPLE_INDEX] = indices
         return outputs
 
-    return _in_order(dataset.as_numpy_iterator(), run_step, num_examples,
-                     description, "one device")
+    yield from _in_order(dataset.as_numpy_iterator(), run_step,
+                         num_examples, description, "one device")
 
 
 def _in_order(batches, run_step, num_examples, description, where):
