@@ -85,6 +85,10 @@ setup(
     extras_require={
         "test": [
             "pytest>=8,<10",
+            # `-n 2`: the suite in two processes. It is mostly one thread
+            # of Python and process start-ups, so a second process uses
+            # the second core (README's test command).
+            "pytest-xdist>=3.5,<4",
             "scipy>=1.11,<2",
             "scikit-learn>=1.3,<2",
             # Chinese whole-word masking tests: jieba's segmentation and

@@ -167,7 +167,7 @@ def test_readme_commands_use_the_constraints_and_ci_runs_them_verbatim():
     assert main_job.startswith("pip install -c constraints.txt -e . ")
     assert tests.startswith("pip install -c constraints.txt -c "
                             "constraints-tf2.20.txt -e \".[test,reference]\"")
-    assert tests.endswith("python -m pytest -q tests")
+    assert tests.endswith("python -m pytest -q -n 2 tests")
     # pip quiet about the data packages' undeclared dependencies when they
     # are installed already (.ci/run says why).
     assert '-e ".[test,reference]" --no-warn-conflicts && ' in tests
