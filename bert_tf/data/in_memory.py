@@ -12,6 +12,8 @@ tasks weight losses and metrics by `example_weights`, so the padding counts
 for nothing.
 """
 
+import keras
+from keras import ops
 import numpy as np
 import tensorflow as tf
 
@@ -43,11 +45,14 @@ def pad_to_batch_multiple(arrays, batch_size):
 
 
 def example_weights(features):
-    """float32 [batch]: `is_real_example` when the batch has it, else ones."""
+    """float32 [batch]: `is_real_example` when the batch has it, else ones.
+
+    In `keras.ops`: it runs inside the trainer's step on every backend.
+    """
     if IS_REAL_EXAMPLE in features:
-        return tf.cast(features[IS_REAL_EXAMPLE], tf.float32)
-    first = tf.nest.flatten(features)[0]
-    return tf.ones([tf.shape(first)[0]], tf.float32)
+        return ops.cast(features[IS_REAL_EXAMPLE], "float32")
+    first = keras.tree.flatten(features)[0]
+    return ops.ones([ops.shape(first)[0]], "float32")
 
 
 def in_memory_dataset(arrays, training, per_replica_batch_size,

@@ -93,6 +93,14 @@ sums), keyed by `metric_names`. The trainer adds them over replicas and steps
 totals into the reported values (ratios). The trainer itself adds `loss` (the
 mean over batches of the global-batch loss) and `global_step`.
 
+Backends
+--------
+`forward`, `loss_denominators`, `compute_loss` and `prediction_outputs` run
+inside the trainer's step: a `tf.function` on TensorFlow, a `jax.jit`
+function on Keras' JAX backend (`bert_tf.training.jax_steps`). They are
+written in `keras.ops`, so that one task runs on both; the input pipeline
+(`build_inputs`, `prediction_inputs`) stays `tf.data` on every backend.
+
 Variables and checkpoints
 -------------------------
 `build_model` runs inside `strategy.scope()` and the dtype-policy scope, and
@@ -106,6 +114,8 @@ import dataclasses
 from typing import Dict, Optional
 
 from absl import logging
+import keras
+from keras import ops
 import numpy as np
 import tensorflow as tf
 
@@ -210,8 +220,8 @@ class Task(abc.ABC):
           `compute_loss`. The default is the number of examples, under
           `"num_examples"`.
         """
-        first = tf.nest.flatten(features)[0]
-        return {"num_examples": tf.cast(tf.shape(first)[0], tf.float32)}
+        first = keras.tree.flatten(features)[0]
+        return {"num_examples": ops.cast(ops.shape(first)[0], "float32")}
 
     @abc.abstractmethod
     def compute_loss(self, features, outputs, denominators):
@@ -441,8 +451,7 @@ class InMemoryArraysTask(Task):
     def loss_denominators(self, features):
         """The number of real examples (padding rows have weight 0)."""
         from bert_tf.data import in_memory
-        return {"num_examples": tf.reduce_sum(
-            in_memory.example_weights(features))}
+        return {"num_examples": ops.sum(in_memory.example_weights(features))}
 
     def prediction_inputs(self, mode):
         # Unpadded: the prediction loop pads (and drops) rows itself.

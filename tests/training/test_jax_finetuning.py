@@ -10,10 +10,15 @@ included), the checkpoints and the predictions must agree; the TensorFlow
 backend must read and predict with the JAX run's checkpoint, and a JAX run
 resumed from its step-10 checkpoint must end where the uninterrupted one
 ends.
+
+`run_tagging.py` (softmax and CRF), `run_multiple_choice.py`,
+`run_classifier.py --multi_label` and `run_squad.py` are checked the same
+way on a few steps each: the losses, the evaluation and the predictions.
 """
 
 import importlib.util
 import json
+import random
 import shutil
 import subprocess
 import sys
@@ -23,13 +28,15 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import checkpoints
-from runner_harness import REPO_ROOT, runner_environment
+from runner_harness import REPO_ROOT, read_eval_results, runner_environment
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("jax") is None,
     reason="jax is not installed (pip install -e .[test])")
 
 NUM_STEPS = 20
+# The reference first.
+BACKENDS = ("tensorflow", "jax")
 LEARNING_RATE = 2e-3
 # Measured on this project's 2-core CPU: the largest difference of the 20
 # steps' losses was 7.6e-6, of the weights after 20 steps (at a learning
@@ -78,43 +85,81 @@ def workspace(tmp_path_factory, cased_tiny_dir):
     return root
 
 
-# run_classifier.py as a user runs it, but with the classifier head's
-# dropout (Google's fixed 0.1 on the pooled output) off: dropout masks are
-# random draws, which no two backends draw alike.
-_WITHOUT_HEAD_DROPOUT = (
-    "import runpy, sys; from bert_tf.modeling import heads; "
-    "heads.CLASSIFIER_DROPOUT = 0.0; sys.argv[0] = 'run_classifier.py'; "
-    "runpy.run_path('run_classifier.py', run_name='__main__')")
+def _without_head_dropout(script):
+    """Python code that runs `script` as a user runs it, but with the
+    heads' dropout (Google's fixed 0.1 on the classifier's pooled output,
+    the tagger's tokens) off: dropout masks are random draws, which no two
+    backends draw alike."""
+    return ("import runpy, sys; from bert_tf.modeling import heads; "
+            f"heads.CLASSIFIER_DROPOUT = 0.0; sys.argv[0] = {script!r}; "
+            f"runpy.run_path({script!r}, run_name='__main__')")
+
+
+def _start_script(script, workspace, backend, output_dir, *flags):
+    """`script` on `backend` with the dropout-free tiny BERT (cased),
+    started: a `Popen` whose stderr goes to the file `stderr_path` (a file,
+    not a pipe: two runs at once never block on a full pipe)."""
+    environment = runner_environment(KERAS_BACKEND=backend,
+                                     JAX_PLATFORMS="cpu")
+    stderr_path = output_dir.parent / f"{output_dir.name}.stderr"
+    with open(stderr_path, "w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-c", _without_head_dropout(script),
+             f"--vocab_file={workspace / 'vocab.txt'}",
+             f"--bert_config_file={workspace / 'bert_config.json'}",
+             "--do_lower_case=false", f"--output_dir={output_dir}", *flags],
+            cwd=REPO_ROOT, env=environment, stdout=subprocess.DEVNULL,
+            stderr=stderr)
+    process.stderr_path = stderr_path
+    return process
+
+
+def _finish(*processes):
+    """Waits for started runs; fails with the stderr of one that failed.
+
+    Returns:
+      Their stderr, a list.
+    """
+    try:
+        for process in processes:
+            process.wait(timeout=600)
+    finally:  # A timeout: none is left running.
+        for process in processes:
+            if process.returncode is None:
+                process.kill()
+                process.wait()
+    stderrs = [process.stderr_path.read_text() for process in processes]
+    for process, stderr in zip(processes, stderrs):
+        assert process.returncode == 0, stderr[-5000:]
+    return stderrs
+
+
+def _start(workspace, backend, output_dir, *flags):
+    """run_classifier.py's run of `NUM_STEPS` steps, started."""
+    return _start_script(
+        "run_classifier.py", workspace, backend, output_dir,
+        "--task_name=generic", f"--data_dir={workspace / 'data'}",
+        f"--init_checkpoint={workspace / 'init' / 'model.ckpt'}",
+        "--max_seq_length=16",
+        "--train_batch_size=20", f"--num_train_epochs={NUM_STEPS}",
+        f"--learning_rate={LEARNING_RATE}", "--log_steps=1",
+        "--save_checkpoints_steps=10", "--keep_checkpoint_max=0",
+        "--seed=3", *flags)
 
 
 def _run(workspace, backend, output_dir, *flags):
-    environment = runner_environment(KERAS_BACKEND=backend,
-                                     JAX_PLATFORMS="cpu")
-    process = subprocess.run(
-        [sys.executable, "-c", _WITHOUT_HEAD_DROPOUT,
-         f"--vocab_file={workspace / 'vocab.txt'}",
-         f"--bert_config_file={workspace / 'bert_config.json'}",
-         "--task_name=generic", f"--data_dir={workspace / 'data'}",
-         f"--init_checkpoint={workspace / 'init' / 'model.ckpt'}",
-         "--do_lower_case=false", "--max_seq_length=16",
-         "--train_batch_size=20", f"--num_train_epochs={NUM_STEPS}",
-         f"--learning_rate={LEARNING_RATE}", "--log_steps=1",
-         "--save_checkpoints_steps=10", "--keep_checkpoint_max=0",
-         "--seed=3", f"--output_dir={output_dir}", *flags],
-        cwd=REPO_ROOT, env=environment, capture_output=True, text=True,
-        timeout=600)
-    assert process.returncode == 0, process.stderr[-5000:]
-    return process
+    """`_start`'s run to its end; returns its stderr."""
+    return _finish(_start(workspace, backend, output_dir, *flags))[0]
 
 
 @pytest.fixture(scope="module")
 def runs(workspace):
     """The output directories of the TensorFlow and the JAX run."""
-    outputs = {}
-    for backend in ("tensorflow", "jax"):
-        outputs[backend] = workspace / f"out_{backend}"
-        _run(workspace, backend, outputs[backend], "--do_train", "--do_eval",
-             "--do_predict")
+    outputs = {backend: workspace / f"out_{backend}" for backend in BACKENDS}
+    # Both at once: the two CPU cores this runs on are otherwise half idle
+    # while each process imports and traces.
+    _finish(*[_start(workspace, backend, outputs[backend], "--do_train",
+                     "--do_eval", "--do_predict") for backend in BACKENDS])
     return outputs
 
 
@@ -215,10 +260,249 @@ def test_jax_run_resumes_from_its_checkpoint(runs, workspace):
         path.unlink()
     checkpoints.write_checkpoint_state(str(resumed), "model.ckpt-10",
                                        ["model.ckpt-10"])
-    process = _run(workspace, "jax", resumed, "--do_train")
-    assert "Resuming from" in process.stderr
+    stderr = _run(workspace, "jax", resumed, "--do_train")
+    assert "Resuming from" in stderr
     reference = _weights(runs["jax"] / f"model.ckpt-{NUM_STEPS}")
     weights = _weights(resumed / f"model.ckpt-{NUM_STEPS}")
     for name, value in reference.items():
         np.testing.assert_allclose(weights[name], value, rtol=0, atol=1e-6,
                                    err_msg=name)
+
+
+# -- the other fine-tuning runners ---------------------------------------------
+# Each runs a few steps on JAX and on TensorFlow (the reference) from the
+# same checkpoint (the dropout-free tiny BERT and a head drawn once), on the
+# same tiny set in the same seeded order, then evaluates and predicts: the
+# per-step losses, `eval_results.txt` and the predictions must agree, the
+# losses within LOSS_TOLERANCE, the probabilities within
+# PROBABILITY_TOLERANCE. Measured on this project's 2-core CPU, the largest
+# differences were:
+#   tagging (softmax): losses 1.8e-7; eval_loss 0; the same predictions;
+#   tagging (CRF): losses 9.5e-7; eval_loss 7e-7; the same predictions;
+#   multiple choice: losses 1.3e-6; eval_loss 1.2e-6; probabilities 1.0e-6;
+#   multi-label: losses 6e-8; eval_loss 1e-7; probabilities 2.7e-7;
+#   SQuAD: losses 2.4e-7; the same answers and n-best lists, n-best
+#     probabilities 1.3e-8, start logits 3.0e-5, end logits 2.0e-6;
+# counts of right predictions (accuracy, F1, exact match) the same.
+TASK_FLAGS = ["--learning_rate=2e-3", "--log_steps=1", "--seed=3",
+              "--keep_checkpoint_max=0"]
+PLACES = ["India", "China", "Canada"]
+PERSONS = ["William", "Huxley"]
+FILLER = ("thus Most home making music rather Army River algae analysis "
+          "death live third higher research right south central movement "
+          "person possible rate words written").split()
+
+
+def _task_workspace(workspace, name, heads):
+    """`workspace/name`: a directory for one runner's data, and its initial
+    checkpoint `init/model.ckpt`: the encoder, and `heads` ({name: shape})
+    drawn once from a normal distribution of Google's initializer's scale
+    (0.02), so that both backends start from the same head."""
+    root = workspace / name
+    (root / "data").mkdir(parents=True)
+    weights = _weights(str(workspace / "init" / "model.ckpt"))
+    for head in ("output_weights", "output_bias"):
+        del weights[head]  # The classifier's, of another shape.
+    generator = np.random.default_rng(11)
+    for head, shape in heads.items():
+        weights[head] = generator.normal(0.0, 0.02, shape).astype(np.float32)
+    checkpoints.save_checkpoint(weights, str(root / "init" / "model.ckpt"))
+    return root
+
+
+def _both_backends(script, root, *flags):
+    """The output directories of `script` run on TensorFlow and on JAX."""
+    outputs = {backend: root / f"out_{backend}" for backend in BACKENDS}
+    _finish(*[_start_script(
+        script, root.parent, backend, outputs[backend],
+        f"--init_checkpoint={root / 'init' / 'model.ckpt'}", *TASK_FLAGS,
+        *flags) for backend in BACKENDS])
+    return outputs
+
+
+def _losses(outputs):
+    """The per-step training losses of both runs: (reference, jax)."""
+    reference = _scalars(outputs["tensorflow"], "loss")
+    losses = _scalars(outputs["jax"], "loss")
+    assert reference and sorted(losses) == sorted(reference)
+    steps = sorted(reference)
+    reference = np.array([reference[step] for step in steps])
+    losses = np.array([losses[step] for step in steps])
+    assert losses[-1] < losses[0]  # It trained.
+    return reference, losses
+
+
+def _assert_same_eval_results(outputs, loss_tolerance):
+    """The same keys; the losses within `loss_tolerance`, every other
+    value (counts of right predictions, steps) the same."""
+    reference = read_eval_results(outputs["tensorflow"])
+    results = read_eval_results(outputs["jax"])
+    assert sorted(results) == sorted(reference)
+    for key, value in reference.items():
+        if key.endswith("loss"):
+            assert abs(results[key] - value) <= loss_tolerance, key
+        else:
+            assert results[key] == value, key
+
+
+def _tsv(path):
+    return np.loadtxt(path, delimiter="\t", ndmin=2)
+
+
+def _conll(path, sentences):
+    path.write_text("-DOCSTART- -X- -X- O\n\n" + "".join(
+        "".join(f"{word} NN O {tag}\n" for word, tag in sentence) + "\n"
+        for sentence in sentences))
+
+
+def _tagged_sentence(rng, length):
+    words = []
+    for _ in range(length):
+        draw = rng.random()
+        if draw < 0.2:
+            words.append((rng.choice(PERSONS), "B-PER"))
+        elif draw < 0.35:
+            words.append((rng.choice(PLACES), "B-LOC"))
+        else:
+            words.append((rng.choice(FILLER), "O"))
+    return words
+
+
+@pytest.mark.parametrize("use_crf", [False, True], ids=["softmax", "crf"])
+def test_jax_tagging_is_tensorflows(workspace, use_crf):
+    labels = ["B-LOC", "B-PER", "O"]
+    heads = {"output_weights": [len(labels), 32], "output_bias": [3]}
+    if use_crf:
+        heads["crf/transitions"] = [len(labels), len(labels)]
+    root = _task_workspace(workspace, f"tagging_crf_{use_crf}", heads)
+    rng = random.Random(5)
+    # Some sentences longer than a window's 14 pieces.
+    for name, count, longest in (("train", 32, 12), ("dev", 12, 24),
+                                 ("test", 12, 24)):
+        _conll(root / "data" / f"{name}.txt",
+               [_tagged_sentence(rng, rng.randint(2, longest))
+                for _ in range(count)])
+    outputs = _both_backends(
+        "run_tagging.py", root, "--do_train", "--do_eval", "--do_predict",
+        f"--data_dir={root / 'data'}", f"--use_crf={str(use_crf).lower()}",
+        "--max_seq_length=16", "--doc_stride=5", "--train_batch_size=8",
+        "--num_train_epochs=2")
+    reference, losses = _losses(outputs)
+    assert len(losses) == 8  # int(32 / 8 * 2)
+    np.testing.assert_allclose(losses, reference, rtol=0,
+                               atol=LOSS_TOLERANCE)
+    _assert_same_eval_results(outputs, LOSS_TOLERANCE)
+    assert ((outputs["jax"] / "test_predictions.txt").read_text()
+            == (outputs["tensorflow"] / "test_predictions.txt").read_text())
+
+
+def test_jax_multiple_choice_is_tensorflows(workspace):
+    root = _task_workspace(workspace, "multiple_choice",
+                           {"output_weights": [1, 32], "output_bias": [1]})
+    rng = random.Random(6)
+    for name, count in (("train", 32), ("dev", 12), ("test", 12)):
+        records = []
+        for _ in range(count):
+            answer = rng.randrange(3)
+            choices = [" ".join(rng.sample(FILLER, 3)) for _ in range(3)]
+            choices[answer] += " " + rng.choice(PLACES)
+            records.append({"question": " ".join(rng.sample(FILLER, 4)),
+                            "choices": choices, "answer": answer})
+        (root / "data" / f"{name}.jsonl").write_text("".join(
+            json.dumps(record) + "\n" for record in records))
+    outputs = _both_backends(
+        "run_multiple_choice.py", root, "--do_train", "--do_eval",
+        "--do_predict", "--input_format=jsonl", f"--data_dir={root / 'data'}",
+        "--max_seq_length=16", "--train_batch_size=8",
+        "--num_train_epochs=2")
+    reference, losses = _losses(outputs)
+    assert len(losses) == 8
+    np.testing.assert_allclose(losses, reference, rtol=0,
+                               atol=LOSS_TOLERANCE)
+    _assert_same_eval_results(outputs, LOSS_TOLERANCE)
+    probabilities = _tsv(outputs["jax"] / "test_results.tsv")
+    assert probabilities.shape == (12, 3)
+    np.testing.assert_allclose(
+        probabilities, _tsv(outputs["tensorflow"] / "test_results.tsv"),
+        rtol=0, atol=PROBABILITY_TOLERANCE)
+
+
+def test_jax_multi_label_classification_is_tensorflows(workspace):
+    root = _task_workspace(workspace, "multi_label",
+                           {"output_weights": [2, 32], "output_bias": [2]})
+    rng = random.Random(7)
+    for name, count in (("train", 32), ("dev", 12), ("test", 12)):
+        lines = ["sentence\tlabels"]
+        for _ in range(count):
+            words = rng.sample(FILLER, rng.randint(3, 6))
+            labels = []
+            for label, names in (("person", PERSONS), ("place", PLACES)):
+                if rng.random() < 0.5:
+                    words.insert(rng.randrange(len(words) + 1),
+                                 rng.choice(names))
+                    labels.append(label)
+            lines.append(f"{' '.join(words)}\t{'|'.join(labels)}")
+        (root / "data" / f"{name}.tsv").write_text("\n".join(lines) + "\n")
+    outputs = _both_backends(
+        "run_classifier.py", root, "--do_train", "--do_eval", "--do_predict",
+        "--task_name=generic", "--multi_label=true", "--label_column=labels",
+        "--label_delimiter=|", f"--data_dir={root / 'data'}",
+        "--max_seq_length=16", "--train_batch_size=8",
+        "--num_train_epochs=2")
+    reference, losses = _losses(outputs)
+    assert len(losses) == 8
+    np.testing.assert_allclose(losses, reference, rtol=0,
+                               atol=LOSS_TOLERANCE)
+    _assert_same_eval_results(outputs, LOSS_TOLERANCE)
+    probabilities = _tsv(outputs["jax"] / "test_results.tsv")
+    assert probabilities.shape == (12, 2)
+    np.testing.assert_allclose(
+        probabilities, _tsv(outputs["tensorflow"] / "test_results.tsv"),
+        rtol=0, atol=PROBABILITY_TOLERANCE)
+
+
+# A logit may differ more than the probabilities: the gradient of
+# `cls/squad/output_bias` is zero but for round-off (the bias shifts every
+# position's logit alike, which the softmax ignores), and Adam turns that
+# noise into steps of up to learning_rate * |noise| / epsilon.
+SQUAD_LOGIT_TOLERANCE = 2e-4
+
+
+def test_jax_squad_is_tensorflows(workspace):
+    from squad_testdata import generated_squad_file
+    root = _task_workspace(workspace, "squad",
+                           {"cls/squad/output_weights": [2, 32],
+                            "cls/squad/output_bias": [2]})
+    # 4 paragraphs of 3 questions, in more windows.
+    squad_file = generated_squad_file(root / "data", num_paragraphs=4,
+                                      max_words=60)
+    outputs = _both_backends(
+        "run_squad.py", root, "--do_train", "--do_predict",
+        f"--train_file={squad_file}", f"--predict_file={squad_file}",
+        "--max_seq_length=48", "--doc_stride=16", "--max_query_length=12",
+        "--train_batch_size=4", "--num_train_epochs=2")
+    reference, losses = _losses(outputs)
+    # Training skips the question whose answer is not in its context as
+    # written (Google's rule): int(11 / 4 * 2).
+    assert len(losses) == 5
+    np.testing.assert_allclose(losses, reference, rtol=0,
+                               atol=LOSS_TOLERANCE)
+    _assert_same_eval_results(outputs, LOSS_TOLERANCE)
+    answers = {}
+    for backend, output_dir in outputs.items():
+        answers[backend] = [
+            json.loads((output_dir / name).read_text())
+            for name in ("predictions.json", "nbest_predictions.json")]
+    assert answers["jax"][0] == answers["tensorflow"][0]
+    nbest, reference_nbest = answers["jax"][1], answers["tensorflow"][1]
+    assert sorted(nbest) == sorted(reference_nbest)
+    for question, candidates in reference_nbest.items():
+        assert ([c["text"] for c in nbest[question]]
+                == [c["text"] for c in candidates]), question
+        for key, tolerance in (("start_logit", SQUAD_LOGIT_TOLERANCE),
+                               ("end_logit", SQUAD_LOGIT_TOLERANCE),
+                               ("probability", PROBABILITY_TOLERANCE)):
+            np.testing.assert_allclose(
+                [c[key] for c in nbest[question]],
+                [c[key] for c in candidates], rtol=0, atol=tolerance,
+                err_msg=f"{question} {key}")

@@ -17,8 +17,8 @@ probability, tab-separated, in label-list order (as the classifier's).
 
 import os
 
+from keras import ops
 import numpy as np
-import tensorflow as tf
 
 from bert_tf import file_io
 from bert_tf.data import in_memory
@@ -27,6 +27,26 @@ from bert_tf.tasks.classification import features as features_lib
 from bert_tf.tasks.classification import multi_label_data as multi_label_lib
 
 TEST_RESULTS_FILE = "test_results.tsv"
+
+
+def sigmoid_cross_entropy_with_logits(labels, logits):
+    """Each entry's binary cross-entropy from its logit.
+
+    `max(x, 0) - x * z + log(1 + exp(-|x|))` for logits x and labels z:
+    the numerically stable formula `tf.nn.sigmoid_cross_entropy_with_logits`
+    computes, term for term, written in `keras.ops` so that the loss is the
+    same on every backend (it never takes the exp of a large positive
+    number).
+
+    Args:
+      labels: float32, 0 or 1 (or a probability).
+      logits: float32, the same shape.
+
+    Returns:
+      float32, the shape of `logits`.
+    """
+    return (ops.maximum(logits, 0.0) - logits * labels
+            + ops.log1p(ops.exp(-ops.abs(logits))))
 
 
 class MultiLabelTask(base.InMemoryArraysTask):
@@ -72,20 +92,20 @@ class MultiLabelTask(base.InMemoryArraysTask):
         return ("loss_sum", "exact", "num_examples")
 
     def compute_loss(self, features, outputs, denominators):
-        logits = tf.cast(outputs["logits"], tf.float32)
-        labels = tf.cast(features[features_lib.LABEL_IDS], tf.float32)
+        logits = ops.cast(outputs["logits"], "float32")
+        labels = ops.cast(features[features_lib.LABEL_IDS], "float32")
         # Padding rows (evaluation on TPUs) have weight 0.
         weights = in_memory.example_weights(features)
-        per_example = tf.reduce_mean(
-            tf.nn.sigmoid_cross_entropy_with_logits(labels=labels,
-                                                    logits=logits), axis=-1)
-        loss_sum = tf.reduce_sum(weights * per_example)
-        predicted = tf.cast(tf.sigmoid(logits) >= self.threshold, tf.float32)
-        exact = tf.reduce_sum(weights * tf.cast(tf.reduce_all(
-            tf.equal(predicted, labels), axis=-1), tf.float32))
-        loss = loss_sum / tf.maximum(denominators["num_examples"], 1.0)
+        per_example = ops.mean(
+            sigmoid_cross_entropy_with_logits(labels, logits), axis=-1)
+        loss_sum = ops.sum(weights * per_example)
+        predicted = ops.cast(ops.sigmoid(logits) >= self.threshold,
+                             "float32")
+        exact = ops.sum(weights * ops.cast(
+            ops.all(ops.equal(predicted, labels), axis=-1), "float32"))
+        loss = loss_sum / ops.maximum(denominators["num_examples"], 1.0)
         return loss, {"loss_sum": loss_sum, "exact": exact,
-                      "num_examples": tf.reduce_sum(weights)}
+                      "num_examples": ops.sum(weights)}
 
     def aggregate_metrics(self, totals):
         return {"eval_loss": base.safe_ratio(totals["loss_sum"],
@@ -97,8 +117,8 @@ class MultiLabelTask(base.InMemoryArraysTask):
 
     def prediction_outputs(self, features, outputs, mode):
         del mode  # Both keep the probabilities and the gold labels.
-        return {"probabilities": tf.sigmoid(tf.cast(outputs["logits"],
-                                                    tf.float32)),
+        return {"probabilities": ops.sigmoid(ops.cast(outputs["logits"],
+                                                      "float32")),
                 "label_ids": features[features_lib.LABEL_IDS],
                 in_memory.IS_REAL_EXAMPLE: in_memory.example_weights(
                     features)}

@@ -16,8 +16,8 @@ probabilities on a line (as the classifier's file).
 import os
 
 import keras
+from keras import ops
 import numpy as np
-import tensorflow as tf
 
 from bert_tf import file_io
 from bert_tf.data import in_memory
@@ -56,29 +56,34 @@ class MultipleChoiceModel(save_signature.TaskModel):
         self.bert = BertModel(bert_config,
                               causal_attention=self.causal_attention)
         self.classifier = ClassifierHead(bert_config, 1)
-        dummy = tf.zeros([1, 2, 2], tf.int32)
+        dummy = np.zeros([1, 2, 2], np.int32)
         self({features_lib.INPUT_IDS: dummy, features_lib.INPUT_MASK: dummy,
               features_lib.SEGMENT_IDS: dummy})
 
     def call(self, features, training=False):
-        input_ids = features[features_lib.INPUT_IDS]
-        shape = tf.shape(input_ids)  # [batch, num_choices, seq]
+        # [batch, num_choices, seq]; on TensorFlow the dimensions unknown
+        # when the graph is traced (the exports' [None, None, None]) are
+        # scalar tensors, which reshape takes.
+        _, num_choices, seq_length = ops.shape(
+            features[features_lib.INPUT_IDS])
 
         def flat(name):  # [batch * num_choices, seq]
-            return tf.reshape(features[name], [-1, shape[2]])
+            return ops.reshape(features[name], (-1, seq_length))
 
         pooled = self.bert(flat(features_lib.INPUT_IDS),
                            input_mask=flat(features_lib.INPUT_MASK),
                            segment_ids=flat(features_lib.SEGMENT_IDS),
                            training=training)["pooled_output"]
         scores = self.classifier(pooled, training=training)  # [b * n, 1]
-        return {"logits": tf.reshape(scores, shape[:2])}
+        return {"logits": ops.reshape(scores, (-1, num_choices))}
 
     def task_config(self):
         return {"causal_attention": self.causal_attention}
 
     def saved_input_specs(self):
         """int32 [batch, num_choices, seq] inputs."""
+        # Only `tf.saved_model.save` reads them (TensorFlow backend).
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
         return {name: tf.TensorSpec([None, None, None], tf.int32, name=name)
                 for name in save_signature.ENCODER_INPUTS}
 
@@ -114,17 +119,17 @@ class MultipleChoiceTask(base.InMemoryArraysTask):
 
     def compute_loss(self, features, outputs, denominators):
         logits = outputs["logits"]
-        labels = tf.cast(features[features_lib.LABEL_IDS], tf.int32)
+        labels = ops.cast(features[features_lib.LABEL_IDS], "int32")
         # Padding rows (evaluation on TPUs) have weight 0.
         weights = in_memory.example_weights(features)
         per_example = losses.cross_entropy(logits, labels)
-        loss_sum = tf.reduce_sum(weights * per_example)
-        correct = tf.reduce_sum(weights * tf.cast(tf.equal(
-            tf.argmax(logits, axis=-1, output_type=tf.int32), labels),
-            tf.float32))
-        loss = loss_sum / tf.maximum(denominators["num_examples"], 1.0)
+        loss_sum = ops.sum(weights * per_example)
+        predicted = ops.cast(ops.argmax(logits, axis=-1), "int32")
+        correct = ops.sum(weights * ops.cast(ops.equal(predicted, labels),
+                                             "float32"))
+        loss = loss_sum / ops.maximum(denominators["num_examples"], 1.0)
         return loss, {"loss_sum": loss_sum, "correct": correct,
-                      "num_examples": tf.reduce_sum(weights)}
+                      "num_examples": ops.sum(weights)}
 
     def aggregate_metrics(self, totals):
         return {"eval_loss": base.safe_ratio(totals["loss_sum"],
@@ -137,8 +142,8 @@ class MultipleChoiceTask(base.InMemoryArraysTask):
     def prediction_outputs(self, features, outputs, mode):
         if mode == base.EVAL:
             return {}  # Accuracy and loss come from the summed metrics.
-        return {"probabilities": tf.nn.softmax(
-            tf.cast(outputs["logits"], tf.float32), axis=-1)}
+        return {"probabilities": ops.softmax(
+            ops.cast(outputs["logits"], "float32"), axis=-1)}
 
     def aggregate_predictions(self, state, outputs, mode):
         del mode

@@ -25,8 +25,8 @@ from typing import Optional
 import os
 
 import keras
+from keras import ops
 import numpy as np
-import tensorflow as tf
 
 from bert_tf import checkpoints
 from bert_tf.modeling import SpanHead
@@ -82,9 +82,9 @@ class SquadModel(sequence_model.SequenceOutputModel):
                                   input_size=self.head_input_size)
         # Create every variable now: the optimizer and checkpoint restore
         # need them before the first step.
-        dummy_ids = tf.zeros([1, 2], tf.int32)
+        dummy_ids = np.zeros([1, 2], np.int32)
         self({features_lib.INPUT_IDS: dummy_ids,
-              features_lib.INPUT_MASK: tf.ones_like(dummy_ids),
+              features_lib.INPUT_MASK: np.ones_like(dummy_ids),
               features_lib.SEGMENT_IDS: dummy_ids})
         self.built = True
 
@@ -299,23 +299,22 @@ class SquadTask(base.Task):
 
     def compute_loss(self, features, outputs, denominators):
         per_example = span_example_losses(outputs, features)
-        loss_sum = tf.reduce_sum(per_example)
+        loss_sum = ops.sum(per_example)
         # The mean over the global batch (see base.Task).
-        loss = loss_sum / tf.maximum(denominators["num_examples"], 1.0)
+        loss = loss_sum / ops.maximum(denominators["num_examples"], 1.0)
 
         def correct(logits_name, positions_name):
-            predicted = tf.argmax(outputs[logits_name], axis=-1,
-                                  output_type=tf.int32)
-            target = tf.cast(features[positions_name], tf.int32)
-            return tf.reduce_sum(tf.cast(tf.equal(predicted, target),
-                                         tf.float32))
+            predicted = ops.cast(ops.argmax(outputs[logits_name], axis=-1),
+                                 "int32")
+            target = ops.cast(features[positions_name], "int32")
+            return ops.sum(ops.cast(ops.equal(predicted, target), "float32"))
 
         metrics = {
             "loss_sum": loss_sum,
             "start_correct": correct(START_LOGITS,
                                      features_lib.START_POSITIONS),
             "end_correct": correct(END_LOGITS, features_lib.END_POSITIONS),
-            "num_examples": tf.cast(tf.shape(per_example)[0], tf.float32),
+            "num_examples": ops.cast(ops.shape(per_example)[0], "float32"),
         }
         return loss, metrics
 

@@ -35,12 +35,14 @@ import os
 from typing import Dict, Optional
 
 import keras
+from keras import ops
 import numpy as np
-import tensorflow as tf
 
 from bert_tf import file_io
 from bert_tf.modeling import save_signature
 from bert_tf.modeling import TokenClassifierHead
+from bert_tf.modeling.layers import gather_positions
+from bert_tf.modeling.layers import tensorflow_or_none
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
 from bert_tf.tasks import sequence_model
@@ -74,6 +76,17 @@ def sentence_entities(words, labels, chunk_scheme):
              "text": " ".join(words[first:last + 1])}
             for entity_type, first, last in tagging_metrics.get_entities(
                 chunk_tags(labels, chunk_scheme))]
+
+
+def _argmax(logits):
+    """int32 [batch, seq]: the highest logit's label of each word slot."""
+    tf = tensorflow_or_none()
+    if tf is not None:
+        # `keras.ops.argmax` adds ops (for negative zeros) that TensorFlow
+        # Lite has no built-in for; the tagging export's `serving_ids`
+        # converts with `tf.argmax`.
+        return tf.argmax(logits, axis=-1, output_type=tf.int32)
+    return ops.cast(ops.argmax(logits, axis=-1), "int32")
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -120,20 +133,20 @@ class TaggingModel(sequence_model.SequenceOutputModel):
             bert_config, num_labels, input_size=self.head_input_size)
         self.crf = LinearChainCRF(num_labels) if use_crf else None
         # Create every variable now (the optimizer and restore need them).
-        dummy = tf.zeros([1, 2], tf.int32)
+        dummy = np.zeros([1, 2], np.int32)
         self({name: dummy for name in features_lib.SEQUENCE_FEATURES})
 
     def call(self, features, training=False):
         token_logits = self.classifier(
             self.sequence_output(features, training), training=training)
-        # The logits of each word's first piece, in word order.
-        logits = tf.gather(token_logits,
-                           tf.cast(features[features_lib.WORD_POSITIONS],
-                                   tf.int32), batch_dims=1)
+        # The logits of each word's first piece, in word order:
+        # [batch, seq, num_labels] read at word_positions [batch, seq].
+        logits = gather_positions(
+            token_logits,
+            ops.cast(features[features_lib.WORD_POSITIONS], "int32"))
         outputs = {"logits": logits}
         if self.crf is None:
-            outputs["predicted_ids"] = tf.argmax(logits, axis=-1,
-                                                 output_type=tf.int32)
+            outputs["predicted_ids"] = _argmax(logits)
             return outputs
         word_mask = features[features_lib.WORD_MASK]
         if features_lib.LABEL_IDS in features:
@@ -265,34 +278,35 @@ class TaggingTask(base.InMemoryArraysTask):
 
     def loss_denominators(self, features):
         if self.use_crf:
-            return {"num_sequences": tf.reduce_sum(tf.cast(
-                features[features_lib.WORD_MASK][:, 0], tf.float32))}
-        return {"num_words": tf.reduce_sum(tf.cast(
-            features[features_lib.LABEL_WEIGHTS], tf.float32))}
+            return {"num_sequences": ops.sum(ops.cast(
+                features[features_lib.WORD_MASK][:, 0], "float32"))}
+        return {"num_words": ops.sum(ops.cast(
+            features[features_lib.LABEL_WEIGHTS], "float32"))}
 
     @property
     def metric_names(self):
         return ("loss_sum", "loss_count", "correct", "num_words")
 
     def compute_loss(self, features, outputs, denominators):
-        weights = tf.cast(features[features_lib.LABEL_WEIGHTS], tf.float32)
-        labels = tf.cast(features[features_lib.LABEL_IDS], tf.int32)
+        weights = ops.cast(features[features_lib.LABEL_WEIGHTS], "float32")
+        labels = ops.cast(features[features_lib.LABEL_IDS], "int32")
         if self.use_crf:
-            has_words = tf.cast(features[features_lib.WORD_MASK][:, 0],
-                                tf.float32)
-            loss_sum = -tf.reduce_sum(has_words * outputs["log_likelihood"])
-            loss_count = tf.reduce_sum(has_words)
+            has_words = ops.cast(features[features_lib.WORD_MASK][:, 0],
+                                 "float32")
+            loss_sum = -ops.sum(has_words * outputs["log_likelihood"])
+            loss_count = ops.sum(has_words)
             denominator = denominators["num_sequences"]
         else:
             word_losses = losses.cross_entropy(outputs["logits"], labels)
-            loss_sum = tf.reduce_sum(weights * word_losses)
-            loss_count = tf.reduce_sum(weights)
+            loss_sum = ops.sum(weights * word_losses)
+            loss_count = ops.sum(weights)
             denominator = denominators["num_words"]
-        correct = tf.reduce_sum(weights * tf.cast(
-            tf.equal(outputs["predicted_ids"], labels), tf.float32))
-        loss = loss_sum / tf.maximum(denominator, 1.0)
+        correct = ops.sum(weights * ops.cast(
+            ops.equal(ops.cast(outputs["predicted_ids"], "int32"), labels),
+            "float32"))
+        loss = loss_sum / ops.maximum(denominator, 1.0)
         return loss, {"loss_sum": loss_sum, "loss_count": loss_count,
-                      "correct": correct, "num_words": tf.reduce_sum(weights)}
+                      "correct": correct, "num_words": ops.sum(weights)}
 
     def aggregate_metrics(self, totals):
         """`eval_loss` (per word, or per window with a CRF), token accuracy."""
