@@ -71,6 +71,17 @@ def _run(script, *args, timeout=600):
     return process.returncode, process.stdout + process.stderr
 
 
+def _info_logged(caplog):
+    """Captures INFO records, also of the `absl` logger, whose own level an
+    earlier test in the same process (another set of tests under
+    `pytest -n`) may have left above INFO."""
+    import contextlib
+    stack = contextlib.ExitStack()
+    stack.enter_context(caplog.at_level("INFO"))
+    stack.enter_context(caplog.at_level("INFO", logger="absl"))
+    return stack
+
+
 def _run_here(program, args, caplog=None):
     """`python <program>.py args` run in this process (`run_in_process`);
     returns what it logged (with `caplog`) as one text. Its lock on the
@@ -86,7 +97,7 @@ def _run_here(program, args, caplog=None):
     if caplog is not None:
         caplog.clear()
     try:
-        with (caplog.at_level("INFO") if caplog is not None
+        with (_info_logged(caplog) if caplog is not None
               else contextlib.nullcontext()):
             run_in_process(importlib.import_module(program), *args)
     finally:
@@ -809,7 +820,7 @@ def test_unused_encoder_weights_are_a_warning(cased_tiny_dir, caplog):
         variables = {name: tf.Variable(tf.zeros(shapes[name]), name=name)
                      for name in names}
         caplog.clear()
-        with caplog.at_level("INFO"):
+        with _info_logged(caplog):
             checkpoints.load_checkpoint(variables, prefix)
         return [record for record in caplog.records
                 if "not used by the model" in record.getMessage()]
