@@ -121,6 +121,14 @@ setup(
         "gpu": [
             "tensorflow[and-cuda]>=2.20,<2.22",
         ],
+        # Keras' PyTorch backend: inference (load, embed, fill_mask, a
+        # classifier's predict, extract_features.py); its golden checks in
+        # tests/test_keras_backends.py run where it is installed. Not in
+        # `test`: PyPI's Linux wheel is a CUDA build of several GB (PyTorch's
+        # CPU wheel, from its own index, serves as well).
+        "torch": [
+            "torch>=2.5,<3",
+        ],
         # create_pretraining_data.py --chinese_word_segmenter=jieba.
         "chinese": [
             "jieba==0.42.1",

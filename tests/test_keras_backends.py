@@ -1,10 +1,14 @@
-"""The golden checks on Keras' JAX backend, in a process of its own.
+"""The golden checks on Keras' JAX and PyTorch backends, each in a process
+of its own.
 
 Keras reads `KERAS_BACKEND` once, when it is first imported, and every
 other test runs on TensorFlow; so this test runs
 `tests/backend_golden_checks.py` in a child pytest with
-`KERAS_BACKEND=jax` (JAX's CPU wheel is in the `test` extra) and passes
-when every check there passes.
+`KERAS_BACKEND=jax` (JAX's CPU wheel is in the `test` extra) or
+`KERAS_BACKEND=torch` and passes when every check there passes. PyTorch is
+not in the `test` extra (PyPI's Linux wheel is a CUDA build of several GB):
+its case runs where torch is installed (`pip install -e .[torch]`, or
+PyTorch's CPU wheel) and is skipped, saying so, elsewhere.
 """
 
 import importlib.util
@@ -17,11 +21,15 @@ import pytest
 from runner_harness import REPO_ROOT
 
 
-@pytest.mark.skipif(importlib.util.find_spec("jax") is None,
-                    reason="jax is not installed (pip install -e .[test])")
-def test_golden_checks_pass_on_jax():
-    environment = {**os.environ, "KERAS_BACKEND": "jax",
-                   "JAX_PLATFORMS": "cpu"}
+@pytest.mark.parametrize("backend, install", [
+    ("jax", "pip install -e .[test]"),
+    ("torch", "pip install -e .[torch]"),
+])
+def test_golden_checks_pass_on_backend(backend, install):
+    if importlib.util.find_spec(backend) is None:
+        pytest.skip(f"{backend} is not installed ({install})")
+    environment = {**os.environ, "KERAS_BACKEND": backend,
+                   "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": ""}
     process = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "-s", "tests/backend_golden_checks.py"],
@@ -30,4 +38,4 @@ def test_golden_checks_pass_on_jax():
     output = process.stdout + process.stderr
     assert process.returncode == 0, output[-6000:]
     assert "4 passed" in process.stdout, output[-6000:]
-    assert "extract_features on jax" in process.stdout
+    assert f"extract_features on {backend}" in process.stdout
