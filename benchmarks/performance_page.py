@@ -66,7 +66,8 @@ HEADLINE_ROWS = (
                 "training steps, rotten_tomatoes text, 12 layers, hidden 768",
                 "Fine-tuning steps, BERT-Base shape, Rotten Tomatoes "
                 "records, against Model Garden's `BertClassifier`",
-                "python benchmarks/finetune.py --text=rotten_tomatoes --steps=3",
+                "python benchmarks/finetune.py --text=rotten_tomatoes "
+                "--steps=3",
                 2.0),
     HeadlineRow("finetune_epoch", "epoch",
                 "One fine-tuning epoch of MiniLM (`run_classifier.py`) "
