@@ -1073,6 +1073,11 @@ def _program_logging(verbose):
     block runs, when `verbose`; the previous verbosity back after it."""
     from absl import logging
     previous = logging.get_verbosity()
+    # The absl logger's own level, put back as it was after the verbosity:
+    # `set_verbosity` of the previous verbosity alone would set an
+    # inherited (unset) level to the one it inherited, and later changes of
+    # the root logger's level would no longer reach absl's lines.
+    previous_level = logging.get_absl_logger().level
     if verbose:
         # Outside `app.run` absl's handler is not on the root logger, and
         # Python's last-resort handler prints warnings only.
@@ -1084,6 +1089,7 @@ def _program_logging(verbose):
         yield
     finally:
         logging.set_verbosity(previous)
+        logging.get_absl_logger().setLevel(previous_level)
 
 
 # finetune's own tasks, each run by its recipe (classification's takes

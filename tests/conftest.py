@@ -14,7 +14,10 @@ GOLDEN_DIR = REPO_ROOT / "tests" / "golden"
 
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False,
-                     help="also run tests marked slow or real_data")
+                     help="also run tests marked slow, real_data or extended")
+    parser.addoption("--extended", action="store_true", default=False,
+                     help="also run tests marked extended (.ci/run runs "
+                          "them after the default suite)")
 
 
 # `-m smoke`: the short run .ci/run makes on the lowest and the highest
@@ -69,7 +72,73 @@ GOLDEN_TESTS = (
 )
 
 
+# -- how `-n 2` shares the tests out ---------------------------------------
+# xdist's default (`--dist load`) deals tests out one by one, so the two
+# workers each build a module's (or a session's) fixtures, and a big module
+# may start last and run alone. Here a test file is one unit that one worker
+# runs whole, the files sharing the export fixtures (below) are one unit,
+# and the units go out heaviest first (their tests' summed durations in
+# `pytest --durations`, largest first; the rest follow in collection order),
+# so that small files fill the gaps at the end. Test paths under tests/.
+SCHEDULING_UNITS = {
+    "export/test_export_saved_model.py": "export",
+    "export/test_export_onnx.py": "export",
+}
+HEAVIEST_FIRST = (
+    "export",
+    "test_fault_injection.py",
+    "test_run_squad.py",
+    "test_run_classifier.py",
+    "pretraining/test_dynamic_masking.py",
+    "test_run_pretraining.py",
+    "test_run_tagging.py",
+    "test_keras_backends.py",
+    "test_run_classifier_multi_label.py",
+    "training/test_jax_finetuning.py",
+    "test_sequence_lengths.py",
+    "training/test_trainer.py",
+    "test_run_multiple_choice.py",
+    "modeling/test_keras_native.py",
+    "test_user_experience.py",
+    "test_reproducibility.py",
+)
+
+
+def _test_path(path):
+    """A test file's path under tests/ (posix), or its name outside."""
+    tests_dir = pathlib.Path(__file__).resolve().parent
+    path = pathlib.Path(path).resolve()
+    return (path.relative_to(tests_dir).as_posix()
+            if path.is_relative_to(tests_dir) else path.name)
+
+
+def _scheduling_unit(test_path):
+    return SCHEDULING_UNITS.get(test_path, test_path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`-n N` without `--dist`: a unit per file, heaviest first (above)."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileUnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return _scheduling_unit(_test_path(
+                config.rootpath / nodeid.split("::", 1)[0]))
+
+    # The workers' collection order (heaviest first, from
+    # pytest_collection_modifyitems) is the order the units go out in;
+    # LoadScopeScheduling would otherwise sort them by their number of tests.
+    config.option.loadscopereorder = False
+    return FileUnitScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
+    units = {unit: rank for rank, unit in enumerate(HEAVIEST_FIRST)}
+    items.sort(key=lambda item: units.get(
+        _scheduling_unit(_test_path(item.path)), len(units)))
     tests_dir = pathlib.Path(__file__).resolve().parent
     for item in items:
         path = item.path.resolve()
@@ -83,9 +152,18 @@ def pytest_collection_modifyitems(config, items):
     if config.getoption("--runslow"):
         return
     skip = pytest.mark.skip(reason="slow; run with --runslow")
+    run_extended = config.getoption("--extended")
     for item in items:
         if "slow" in item.keywords or "real_data" in item.keywords:
             item.add_marker(skip)
+        elif "extended" in item.keywords and not run_extended:
+            # The reason, at the mark, says what the default run checks of
+            # the same thing; here only that it is one (a short summary).
+            if not item.get_closest_marker("extended").kwargs.get("reason"):
+                raise pytest.UsageError(
+                    f"{item.nodeid}: an extended mark needs a reason")
+            item.add_marker(pytest.mark.skip(
+                reason="extended; run with --extended"))
 
 
 @pytest.fixture(scope="session")
@@ -125,19 +203,26 @@ def tiny_config():
     return tiny_bert_config(**BERT_DROPOUT)
 
 
+# The `absl` logger's own level when the session starts (unset: it follows
+# the root logger's).
+_ABSL_LEVEL = __import__("logging").getLogger("absl").level
+
+
 @pytest.fixture(autouse=True)
 def _restore_absl_logger_level():
-    """Puts the `absl` logger's level back after each test.
+    """Each test starts and ends with the `absl` logger's level of the
+    session's start.
 
     Library code that saves or loads models may call absl's `set_verbosity`,
-    which sets that logger's own level; a later test's `caplog.at_level`
+    which sets that logger's own level, also inside a module's fixture (run
+    before the test's autouse fixtures); a later test's `caplog.at_level`
     (which sets the root logger's) would then miss absl INFO lines.
     """
     import logging
     absl_logger = logging.getLogger("absl")
-    level = absl_logger.level
+    absl_logger.setLevel(_ABSL_LEVEL)
     yield
-    absl_logger.setLevel(level)
+    absl_logger.setLevel(_ABSL_LEVEL)
 
 
 # -- the export tests' checkpoints and runner runs ----------------------------

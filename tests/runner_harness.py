@@ -150,9 +150,20 @@ def console_script(name):
 
 def run_in_process(runner, *flags_, workspace=None):
     """Parses the flags (`parse_runner_flags`) and returns `runner.run`'s
-    result, in this process; errors are raised, not turned into exits."""
-    return runner.run(parse_runner_flags(runner, *flags_,
-                                         workspace=workspace))
+    result, in this process; errors are raised, not turned into exits.
+
+    A run with `--seed` turns on TensorFlow's op determinism
+    (`make_deterministic`), under which an unseeded random op raises an
+    error; it is turned off again after the run, so that the rest of the
+    test process runs as it did before."""
+    from tensorflow.python.framework import config as tf_config
+    was_deterministic = tf_config.is_op_determinism_enabled()
+    try:
+        return runner.run(parse_runner_flags(runner, *flags_,
+                                             workspace=workspace))
+    finally:
+        if not was_deterministic:
+            tf_config.disable_op_determinism()
 
 
 def error_line_in_process(runner, *flags_, workspace=None):

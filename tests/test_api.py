@@ -487,6 +487,29 @@ def test_finetune_reports_progress_as_the_runner_does(tmp_path,
     assert "a warning" in shown.getvalue()
 
 
+def test_quiet_run_leaves_the_absl_loggers_level_unset():
+    """Outside a program (absl's handler not on the root logger) a quiet
+    run puts the absl logger's own level back, unset: pinned to the level
+    it inherited, its INFO lines would no longer reach a root logger (or a
+    test's caplog) set to INFO later."""
+    import logging as python_logging
+    from absl import logging
+    root, handler = python_logging.getLogger(), logging.get_absl_handler()
+    had_handler = handler in root.handlers
+    root.removeHandler(handler)
+    absl_logger = logging.get_absl_logger()
+    level = absl_logger.level
+    absl_logger.setLevel(python_logging.NOTSET)
+    try:
+        with api._program_logging(verbose=False):
+            assert not absl_logger.isEnabledFor(python_logging.INFO)
+        assert absl_logger.level == python_logging.NOTSET
+    finally:
+        absl_logger.setLevel(level)
+        if had_handler:
+            root.addHandler(handler)
+
+
 def test_finetune_refuses_another_models_files_in_output_dir(
         tmp_path, cased_tiny_dir):
     output_dir = tmp_path / "out"

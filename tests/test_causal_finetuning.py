@@ -28,6 +28,11 @@ from tests.modeling_harness import randomize
 from tests.modeling_harness import tiny_bert_config
 from tests.modeling_harness import weights_by_path
 
+pytestmark = pytest.mark.extended(reason=(
+    "the left-to-right ablation's task models against numpy references; the "
+    "default run checks that the runners' --causal_attention and BiLSTM "
+    "flags reach those models (test_causal_runners)"))
+
 TOLERANCE = 2e-5
 
 

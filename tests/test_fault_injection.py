@@ -403,6 +403,10 @@ def _truncate(path, keep_fraction=0.5):
     return data
 
 
+@pytest.mark.extended(reason=(
+    "extract_features.py naming a truncated checkpoint in a process of its "
+    "own; the default run resumes past a truncated checkpoint "
+    "(test_resume_falls_back_past_a_truncated_checkpoint)"))
 def test_truncated_checkpoint_is_named_with_the_tensor(golden_dir, tmp_path):
     model = tmp_path / "model"
     shutil.copytree(golden_dir / "models" / "cased_tiny", model)
@@ -475,6 +479,10 @@ def _record_start(path, byte_offset):
     raise ValueError("offset beyond the file")
 
 
+@pytest.mark.extended(reason=(
+    "a damaged record met by run_pretraining.py in a process of its own; "
+    "the default run names damaged classifier and SQuAD records and checks "
+    "the offset against TensorFlow's reader"))
 def test_corrupt_tfrecord_is_named_with_its_offset(data_dir, tmp_path):
     inputs = tmp_path / "inputs"
     inputs.mkdir()
@@ -1220,6 +1228,9 @@ PORTABLE_EXPORT_FILES = ["bert_tf_export.json", "packing.json",
 
 
 @needs_namespaces
+@pytest.mark.extended(reason=(
+    "a full temporary directory under a TFLite or ONNX export; the default "
+    "run fills the disk under records, features and checkpoints"))
 @pytest.mark.parametrize("flags, model_file", [
     (["--format=tflite"], "model.tflite"),
     (["--format=onnx", "--quantize=int8"], "model.onnx")])
@@ -1249,6 +1260,9 @@ def test_a_full_tmpdir_does_not_stop_a_tflite_or_onnx_export(
     assert sorted(os.listdir(tmp_path)) == ["export", "snapshot", "tmpdir"]
 
 
+@pytest.mark.extended(reason=(
+    "a SIGKILLed TFLite export; the default run checks that an export killed "
+    "at any point is cleaned up and put back"))
 def test_a_killed_tflite_exports_intermediate_files_are_removed_by_the_next(
         golden_dir, tmp_path, caplog):
     """Killed while converting: the converter's SavedModel copy is inside

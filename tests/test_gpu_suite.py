@@ -125,6 +125,9 @@ def test_smoke_run_prints_every_table():
 
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None,
                     reason="jax is not installed (pip install -e .[test])")
+@pytest.mark.extended(reason=(
+    "the TensorFlow-free GPU suite's CPU rehearsal; the default run checks "
+    "its plan"))
 def test_jax_suite_smoke_run_never_imports_tensorflow(tmp_path):
     """Pretraining steps on JAX's CPU, with a `tensorflow` on the path that
     leaves a mark and fails if anything imports it: the suite must run

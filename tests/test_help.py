@@ -174,7 +174,10 @@ def test_python_m_bert_tf_lists_every_program():
 
 @pytest.mark.parametrize("module", [
     "bert_tf.convert", "bert_tf.learn_vocab", "bert_tf.prepare_corpus",
-    "bert_tf.corpora.rotten_tomatoes", "bert_tf.corpora.task_corpora"])
+    "bert_tf.corpora.rotten_tomatoes",
+    pytest.param("bert_tf.corpora.task_corpora", marks=pytest.mark.extended(
+        reason="the one --help that imports TensorFlow (seconds); the "
+               "default run checks every other program's in a process"))])
 def test_python_m_program_help_exits_0(module):
     process = subprocess.run(
         [sys.executable, "-m", module, "--help"], cwd=REPO_ROOT,

@@ -23,7 +23,9 @@ from runner_harness import REPO_ROOT
 
 @pytest.mark.parametrize("backend, install", [
     ("jax", "pip install -e .[test]"),
-    ("torch", "pip install -e .[torch]"),
+    pytest.param("torch", "pip install -e .[torch]", marks=pytest.mark.extended(
+        reason="PyTorch's backend; the default run makes the same checks on "
+               "JAX's")),
 ])
 def test_golden_checks_pass_on_backend(backend, install):
     if importlib.util.find_spec(backend) is None:

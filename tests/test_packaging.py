@@ -12,7 +12,8 @@ import re
 
 import pytest
 
-from tests.conftest import GOLDEN_TESTS, SMOKE_TESTS
+from tests.conftest import (GOLDEN_TESTS, HEAVIEST_FIRST, SCHEDULING_UNITS,
+                            SMOKE_TESTS)
 
 requirements = pytest.importorskip("packaging.requirements")
 markers = pytest.importorskip("packaging.markers")
@@ -182,6 +183,22 @@ def test_smoke_and_golden_tests_name_existing_tests():
         names = {node.name for node in tree.body
                  if isinstance(node, ast.FunctionDef)}
         assert not test_name or test_name in names, entry
+
+
+def test_ci_runs_the_extended_tests_after_the_default_suite():
+    ci = (REPO_ROOT / ".ci" / "run").read_text()
+    assert "python -m pytest -q -n 2 tests --extended -m extended" in ci
+    assert '--extended -m "smoke or golden"' in ci
+
+
+def test_scheduling_units_name_existing_test_files():
+    """conftest.py's units for `-n 2` (a file, or a group of files) are
+    files that exist: a renamed file would fall to the end of the order."""
+    units = set(SCHEDULING_UNITS.values())
+    for unit in HEAVIEST_FIRST:
+        assert unit in units or (REPO_ROOT / "tests" / unit).is_file(), unit
+    for path in SCHEDULING_UNITS:
+        assert (REPO_ROOT / "tests" / path).is_file(), path
 
 
 def test_ci_runs_tensorflow_2_21_with_its_constraints():

@@ -105,6 +105,10 @@ def _numbers(output_dir):
     return files, variables
 
 
+@pytest.mark.extended(reason=(
+    "two seeded processes; the default run checks what --seed turns on "
+    "(test_seed_turns_on_op_determinism) and that a killed seeded run "
+    "resumes to the same numbers (test_fault_injection)"))
 def test_same_seed_same_numbers_in_two_processes(workspace):
     runs = [(workspace / "first", _classifier_flags(workspace, 11)),
             (workspace / "second", _classifier_flags(workspace, 11))]

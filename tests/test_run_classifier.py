@@ -22,6 +22,7 @@ import pytest
 from runner_harness import error_line_in_process
 from runner_harness import installed_minilm_dir
 from runner_harness import read_eval_results
+from runner_harness import run_in_process
 from runner_harness import run_runner
 from runner_harness import runner_environment
 import run_classifier as run_classifier_program
@@ -191,13 +192,16 @@ def test_checkpoint_has_googles_names(sst_run):
 def test_predict_after_reload_gives_same_probabilities(workspace, sst_run):
     # The training run's batches ran at their real lengths (the default);
     # this one at the full length, as Google's code does: the same files.
+    # In this process (`run`): the same files as a run of its own, which
+    # the training run above is.
     output_dir = workspace / "sst_reloaded"
-    run_classifier(workspace, "--task_name=sst-2", "--do_predict=true",
-                   "--do_eval=true", f"--data_dir={workspace / 'sst'}",
+    run_in_process(run_classifier_program, "--task_name=sst-2",
+                   "--do_predict=true", "--do_eval=true",
+                   f"--data_dir={workspace / 'sst'}",
                    f"--output_dir={output_dir}",
                    f"--init_checkpoint={sst_run / 'model.ckpt-202'}",
                    "--max_seq_length=24", "--predict_batch_size=7",
-                   "--pad_to_multiple_of=24")
+                   "--pad_to_multiple_of=24", workspace=workspace)
     np.testing.assert_allclose(read_test_results(output_dir),
                                read_test_results(sst_run), atol=1e-5)
     fixed, cut = read_eval_results(output_dir), read_eval_results(sst_run)
@@ -210,9 +214,13 @@ def test_predict_after_reload_gives_same_probabilities(workspace, sst_run):
 
 def test_sentence_pair_task_learns(workspace):
     output_dir = workspace / "mrpc_output"
-    run_classifier(workspace, "--task_name=MRPC", "--do_train=true",
-                   "--do_eval=true", f"--data_dir={workspace / 'mrpc'}",
-                   f"--output_dir={output_dir}", *TRAIN_FLAGS)
+    # In this process (`run`): the same files as a run of its own, which
+    # the single-sentence run is.
+    run_in_process(run_classifier_program, "--task_name=MRPC",
+                   "--do_train=true", "--do_eval=true",
+                   f"--data_dir={workspace / 'mrpc'}",
+                   f"--output_dir={output_dir}", *TRAIN_FLAGS,
+                   workspace=workspace)
     results = read_eval_results(output_dir)
     assert set(results) == {"eval_accuracy", "eval_f1", "eval_loss",
                             "global_step", "loss"}
@@ -245,7 +253,8 @@ def test_regression_eval_and_predict_without_training(workspace, sst_run):
             str(sst_run / "model.ckpt-202")).items()
          if name.startswith("bert/") and not name.endswith(
              ("/adam_m", "/adam_v"))}, str(encoder))
-    run_classifier(workspace, *flags, f"--init_checkpoint={encoder}")
+    run_in_process(run_classifier_program, *flags,
+                   f"--init_checkpoint={encoder}", workspace=workspace)
     results = read_eval_results(output_dir)
     assert set(results) == {"eval_loss", "eval_pearson", "eval_spearman",
                             "global_step", "loss"}

@@ -13,7 +13,7 @@ import pytest
 from sklearn import metrics as sk_metrics
 
 from runner_harness import (error_line_in_process, read_eval_results,
-                            run_in_process, run_runner)
+                            run_in_process)
 import run_classifier
 
 FILLER = [f"w{i}" for i in range(30)]
@@ -81,9 +81,12 @@ def _probabilities(output_dir):
 ], ids=["delimited", "columns"])
 def test_learns_and_predicts(workspace, label_flags, columns):
     output_dir = workspace / f"out_{columns[0]}"
-    run_runner("run_classifier.py", workspace, "--do_train", "--do_eval",
-               "--do_predict", f"--data_dir={workspace / 'data'}",
-               f"--output_dir={output_dir}", *FLAGS, *label_flags)
+    # In this process (`run`): the same files as `python run_classifier.py`
+    # (test_run_classifier.py runs it in a process of its own).
+    run_in_process(run_classifier, "--do_train", "--do_eval", "--do_predict",
+                   f"--data_dir={workspace / 'data'}",
+                   f"--output_dir={output_dir}", *FLAGS, *label_flags,
+                   workspace=workspace)
     results = read_eval_results(output_dir)
     assert results["global_step"] == 300  # int(240 / 16 * 20)
     assert {"eval_micro_f1", "eval_macro_f1", "eval_exact_match",
@@ -98,12 +101,16 @@ def test_learns_and_predicts(workspace, label_flags, columns):
         return
     _check_export(workspace, output_dir, probabilities)
     _check_python_api(workspace, output_dir, probabilities)
+    # In this process (`run`): the same files as a run of its own, which
+    # the training run above is.
     reloaded = workspace / "reloaded"
-    run_runner("run_classifier.py", workspace, "--do_predict",
-               f"--data_dir={workspace / 'data'}", f"--output_dir={reloaded}",
-               f"--init_checkpoint={output_dir / 'model.ckpt-300'}", *FLAGS,
-               *label_flags, "--predict_batch_size=7",
-               "--pad_to_multiple_of=16")  # Google's fixed-length batches
+    run_in_process(run_classifier, "--do_predict",
+                   f"--data_dir={workspace / 'data'}",
+                   f"--output_dir={reloaded}",
+                   f"--init_checkpoint={output_dir / 'model.ckpt-300'}",
+                   *FLAGS, *label_flags, "--predict_batch_size=7",
+                   "--pad_to_multiple_of=16",  # Google's fixed-length batches
+                   workspace=workspace)
     np.testing.assert_allclose(_probabilities(reloaded), probabilities,
                                atol=1e-5)
 

@@ -338,6 +338,9 @@ def test_killed_run_resumes_and_finishes_at_the_same_step(data_dir, tmp_path):
 
 # -- the new flags together: raw text, LAMB, accumulation, seed --------------
 
+@pytest.mark.extended(reason=(
+    "raw text, LAMB and accumulation in one run; the default run checks each "
+    "(test_dynamic_masking, test_optimization, test_trainer)"))
 def test_dynamic_masking_with_lamb_and_accumulation(cased_tiny_dir, golden_dir,
                                                     tmp_path):
     output_dir = tmp_path / "out"
@@ -401,6 +404,10 @@ def test_ablation_objective_trains_and_writes_eval_results(
     assert not np.any(saved["cls/seq_relationship/output_weights/adam_m"])
 
 
+@pytest.mark.extended(reason=(
+    "the left-to-right objective on raw text; the default run checks each "
+    "(test_ablation_objective_trains_and_writes_eval_results[ltr], "
+    "test_dynamic_masking)"))
 def test_left_to_right_with_dynamic_masking(cased_tiny_dir, golden_dir,
                                             tmp_path):
     output_dir = tmp_path / "out"

@@ -26,6 +26,7 @@ import pytest
 
 from runner_harness import parse_runner_flags
 from runner_harness import read_eval_results
+from runner_harness import run_in_process
 from runner_harness import run_runner
 import run_squad
 
@@ -187,12 +188,15 @@ def test_checkpoint_has_googles_names(v1_run):
 
 
 def test_predictions_from_fine_tuned_checkpoint_reproduce(workspace, v1_run):
+    # In this process (`run`): the same files as a run of its own, which
+    # the training run is.
     output_dir = workspace / "v1_reloaded"
-    run_program(workspace, "--do_predict=true",
-              f"--predict_file={workspace / 'dev-v1.1.json'}",
-              f"--output_dir={output_dir}",
-              f"--init_checkpoint={v1_run / 'model.ckpt-160'}",
-              "--predict_batch_size=5", *LENGTH_FLAGS)
+    run_in_process(run_squad, "--do_predict=true",
+                   f"--predict_file={workspace / 'dev-v1.1.json'}",
+                   f"--output_dir={output_dir}",
+                   f"--init_checkpoint={v1_run / 'model.ckpt-160'}",
+                   "--predict_batch_size=5", *LENGTH_FLAGS,
+                   workspace=workspace)
     assert (read_json(output_dir / "predictions.json")
             == read_json(v1_run / "predictions.json"))
     ours = read_json(output_dir / "nbest_predictions.json")
@@ -211,12 +215,12 @@ def test_windows_run_at_their_length_give_the_same_answers(workspace,
     # --pad_to_multiple_of: each batch of windows (grouped by length) runs
     # at its longest window; the fixture ran Google's full-length batches.
     output_dir = workspace / "v1_length_aware"
-    run_program(workspace, "--do_predict=true",
-                f"--predict_file={workspace / 'dev-v1.1.json'}",
-                f"--output_dir={output_dir}",
-                f"--init_checkpoint={v1_run / 'model.ckpt-160'}",
-                "--predict_batch_size=5", "--pad_to_multiple_of=8",
-                *LENGTH_FLAGS)
+    run_in_process(run_squad, "--do_predict=true",
+                   f"--predict_file={workspace / 'dev-v1.1.json'}",
+                   f"--output_dir={output_dir}",
+                   f"--init_checkpoint={v1_run / 'model.ckpt-160'}",
+                   "--predict_batch_size=5", "--pad_to_multiple_of=8",
+                   *LENGTH_FLAGS, workspace=workspace)
     assert (read_json(output_dir / "predictions.json")
             == read_json(v1_run / "predictions.json"))
     ours = read_json(output_dir / "nbest_predictions.json")
@@ -236,29 +240,34 @@ def test_windows_run_at_their_length_give_the_same_answers(workspace,
                 (entry["start_logit"], entry["end_logit"]), atol=1e-4)
 
 
-def test_predict_file_without_answers_is_not_scored(workspace, v1_run):
+def test_predict_file_without_answers_is_not_scored(workspace, v1_run,
+                                                    caplog):
     output_dir = workspace / "v1_test_set"
-    process = run_program(workspace, "--do_predict=true",
-                        f"--predict_file={workspace / 'test-v1.1.json'}",
-                        f"--output_dir={output_dir}",
-                        f"--init_checkpoint={v1_run / 'model.ckpt-160'}",
-                        *LENGTH_FLAGS)
+    with caplog.at_level(logging.INFO):
+        run_in_process(run_squad, "--do_predict=true",
+                       f"--predict_file={workspace / 'test-v1.1.json'}",
+                       f"--output_dir={output_dir}",
+                       f"--init_checkpoint={v1_run / 'model.ckpt-160'}",
+                       *LENGTH_FLAGS, workspace=workspace)
     predictions = read_json(output_dir / "predictions.json")
     assert len(predictions) == 30
     assert all(answer.lower().removesuffix("ish") in COLOURS
                for answer in predictions.values())
     assert not (output_dir / "eval_results.txt").exists()
-    assert "has no answers: predictions are not scored" in process.stderr
+    assert "has no answers: predictions are not scored" in caplog.text
 
 
 def test_version_2_learns_when_there_is_no_answer(workspace):
     from official.nlp.tools import squad_evaluate_v2_0
     output_dir = workspace / "v2_output"
-    run_program(workspace, "--do_train=true", "--do_predict=true",
-              "--version_2_with_negative=true",
-              f"--train_file={workspace / 'train-v2.0.json'}",
-              f"--predict_file={workspace / 'dev-v2.0.json'}",
-              f"--output_dir={output_dir}", *TRAIN_FLAGS)
+    # In this process (`run`): the same files as a run of its own, which
+    # the v1.1 training run is.
+    run_in_process(run_squad, "--do_train=true", "--do_predict=true",
+                   "--version_2_with_negative=true",
+                   f"--train_file={workspace / 'train-v2.0.json'}",
+                   f"--predict_file={workspace / 'dev-v2.0.json'}",
+                   f"--output_dir={output_dir}", *TRAIN_FLAGS,
+                   workspace=workspace)
     results = read_eval_results(output_dir)
     assert set(results) == {
         "exact", "f1", "total", "HasAns_exact", "HasAns_f1", "HasAns_total",

@@ -14,7 +14,7 @@ import random
 import pytest
 
 from runner_harness import (error_line_in_process, read_eval_results,
-                            run_runner)
+                            run_in_process, run_runner)
 import run_tagging as run_tagging_program
 
 FILLER = [f"w{i}" for i in range(30)]
@@ -156,15 +156,17 @@ def test_init_checkpoint_of_a_fine_tuned_model_predicts_the_same(
     use_crf, output_dir = trained
     reloaded = workspace / f"reloaded_{use_crf}"
     # Predicting alone finds the training run's label list beside the
-    # checkpoint.
-    run_tagging(workspace, "--do_predict", f"--data_dir={workspace / 'data'}",
-                f"--output_dir={reloaded}",
-                f"--init_checkpoint={output_dir / 'model.ckpt-75'}",
-                f"--use_crf={str(use_crf).lower()}", "--max_seq_length=16",
-                "--doc_stride=5", "--predict_batch_size=7",
-                # Google's fixed-length batches; the training run's were
-                # cut to their lengths.
-                "--pad_to_multiple_of=16")
+    # checkpoint. In this process (`run`): the same files as a run of its
+    # own, which the training run is.
+    run_in_process(run_tagging_program, "--do_predict",
+                   f"--data_dir={workspace / 'data'}",
+                   f"--output_dir={reloaded}",
+                   f"--init_checkpoint={output_dir / 'model.ckpt-75'}",
+                   f"--use_crf={str(use_crf).lower()}", "--max_seq_length=16",
+                   "--doc_stride=5", "--predict_batch_size=7",
+                   # Google's fixed-length batches; the training run's were
+                   # cut to their lengths.
+                   "--pad_to_multiple_of=16", workspace=workspace)
     assert ((reloaded / "test_predictions.txt").read_text()
             == (output_dir / "test_predictions.txt").read_text())
 
@@ -175,11 +177,12 @@ def test_unseen_label_is_named_with_file_and_line(workspace, tmp_path):
     (data / "train.txt").write_text((workspace / "data" / "train.txt")
                                     .read_text())
     (data / "dev.txt").write_text("bob NN O B-PER\nrome NN O B-GPE\n")
-    process = run_tagging(workspace, "--do_train", "--do_eval",
-                          f"--data_dir={data}", f"--output_dir={tmp_path}/o",
-                          "--max_seq_length=16", expect_success=False)
-    assert process.returncode == 1
-    assert process.stderr.strip().splitlines()[-1] == (
+    # `main` in this process: the line a process of its own ends with.
+    error = error_line_in_process(
+        run_tagging_program, "--do_train", "--do_eval", f"--data_dir={data}",
+        f"--output_dir={tmp_path}/o", "--max_seq_length=16",
+        workspace=workspace)
+    assert error == (
         f"run_tagging.py: error: {data / 'dev.txt'}:2: label 'B-GPE' does "
         "not occur in the training data (labels: B-LOC B-PER I-PER O)")
 
@@ -206,12 +209,14 @@ def test_label_list_file_scores_a_label_training_never_saw(workspace,
     labels = tmp_path / "labels.txt"
     labels.write_text("O\nB-PER\nI-PER\nB-LOC\nB-GPE\n")
     output_dir = tmp_path / "out"
-    run_tagging(workspace, "--do_train", "--do_predict",
-                f"--train_file={data / 'train.txt'}",
-                f"--predict_file={data / 'dev.txt'}",
-                f"--output_dir={output_dir}", f"--label_list_file={labels}",
-                "--max_seq_length=16", "--num_train_epochs=0.1",
-                "--train_batch_size=16")
+    # In this process (`run`): the same files as a run of its own.
+    run_in_process(run_tagging_program, "--do_train", "--do_predict",
+                   f"--train_file={data / 'train.txt'}",
+                   f"--predict_file={data / 'dev.txt'}",
+                   f"--output_dir={output_dir}",
+                   f"--label_list_file={labels}", "--max_seq_length=16",
+                   "--num_train_epochs=0.1", "--train_batch_size=16",
+                   workspace=workspace)
     # The given order is kept: the label ids are its line numbers.
     assert (output_dir / "label_list.txt").read_text() == labels.read_text()
     import tensorflow as tf

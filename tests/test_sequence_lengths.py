@@ -220,8 +220,10 @@ def test_training_cut_to_length_is_the_full_length_computation(
             variable.numpy(), rtol=1e-4, atol=1e-6, err_msg=name)
 
 
-@pytest.mark.parametrize("options", [{}, dict(length_buckets=(16, 32))],
-                         ids=["cut", "buckets"])
+@pytest.mark.parametrize("options", [{}, pytest.param(
+    dict(length_buckets=(16, 32)), marks=pytest.mark.extended(reason=(
+        "length buckets; the default run checks batches cut to their "
+        "length")))], ids=["cut", "buckets"])
 def test_seeded_dropout_drops_what_the_full_length_batch_drops(
         tmp_path, initial_checkpoint, options):
     # Dropout on every site the encoder has; the seeded masks of a cut batch

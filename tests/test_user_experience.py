@@ -89,17 +89,28 @@ def run_pretraining(data_dir, output_dir, **overrides):
                       env=user_environment(), expect_success=False)
 
 
+@pytest.fixture(scope="module")
+def progress_run(data_dir, tmp_path_factory):
+    """A run with slow steps, a far --log_steps and a short
+    --log_every_seconds, then an evaluation: the finished process (one
+    runner start for the two tests below)."""
+    process = run_pretraining(
+        data_dir, tmp_path_factory.mktemp("progress") / "out",
+        num_train_steps="12", log_steps="12", iterations_per_loop="12",
+        save_checkpoints_steps="12", log_every_seconds="0.001")
+    assert process.returncode == 0, process.stderr[-5000:]
+    return process
+
+
 # -- a quiet start -------------------------------------------------------------
 
-def test_training_and_evaluation_show_no_tensorflow_line(data_dir, tmp_path):
-    process = run_pretraining(data_dir, tmp_path / "out")
-    assert process.returncode == 0, process.stderr[-5000:]
-    output = process.stdout + process.stderr
+def test_training_and_evaluation_show_no_tensorflow_line(progress_run):
+    output = progress_run.stdout + progress_run.stderr
     noise = [line for line in output.splitlines()
              if TENSORFLOW_LINE.search(line)]
     assert noise == []
     # Our own lines are there: training, a checkpoint, evaluation.
-    assert "step 6/6" in output
+    assert "step 12/12" in output
     assert "Eval results" in output
 
 
@@ -119,15 +130,10 @@ PROGRESS_LINE = re.compile(r"train pretraining: (\d+)/(\d+) steps")
 
 
 def test_progress_is_reported_before_the_first_log_steps_boundary(
-        data_dir, tmp_path):
-    """Slow steps, a far --log_steps and a short --log_every_seconds: the
-    run reports progress in between, the first line before any step."""
-    process = run_pretraining(data_dir, tmp_path / "out", num_train_steps="12",
-                              log_steps="12", iterations_per_loop="12",
-                              save_checkpoints_steps="12", do_eval="False",
-                              log_every_seconds="0.001")
-    assert process.returncode == 0, process.stderr[-5000:]
-    lines = process.stderr.splitlines()
+        progress_run):
+    """The run reports progress between --log_steps boundaries, the first
+    line before any step."""
+    lines = progress_run.stderr.splitlines()
     boundary = next(i for i, line in enumerate(lines)
                     if "step 12/12: loss = " in line)
     before = [int(m.group(1)) for line in lines[:boundary]

@@ -205,13 +205,18 @@ class _TextExport(tf.Module):
     def signatures(self):
         """{signature name: concrete function} for `tf.saved_model.save`."""
         serve_text, text_specs = self.text_signature()
+        # `autograph=False`: the signatures are straight-line tensor code,
+        # traced faster without AutoGraph's conversion of the model and the
+        # tokenizer (as the trainer's steps).
         return {
             SERVING_DEFAULT: tf.function(
                 _taking_single_examples(serve_text, text_specs),
-                input_signature=text_specs).get_concrete_function(),
+                input_signature=text_specs,
+                autograph=False).get_concrete_function(),
             SERVING_IDS: tf.function(
                 self.serve_ids, input_signature=_ids_specs(
-                    self.ID_INPUTS, self.ID_RANK)).get_concrete_function(),
+                    self.ID_INPUTS, self.ID_RANK),
+                autograph=False).get_concrete_function(),
         }
 
 

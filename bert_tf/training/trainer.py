@@ -564,6 +564,12 @@ class Trainer:
                 lambda index, *_: index < num_micro_batches, body, initial)
             return grads, loss, metrics
 
+        # Not converted by AutoGraph (nor is anything it calls): the step is
+        # straight-line tensor code (its loops are `tf.while_loop`s, its
+        # branches `tf.cond`s or Python values), and converting the model's,
+        # the task's and the optimizer's functions took about 3 s of every
+        # run's first step.
+        @tf.autograph.experimental.do_not_convert
         def replica_step(features):
             replica_context = tf.distribute.get_replica_context()
             denominators = {k: tf.cast(v, tf.float32) for k, v
@@ -647,6 +653,8 @@ class Trainer:
         strategy, task, model = self.strategy, self.task, self.model
         metric_names = tuple(task.metric_names)
 
+        # Not converted by AutoGraph, as the training step.
+        @tf.autograph.experimental.do_not_convert
         def replica_step(features):
             replica_context = tf.distribute.get_replica_context()
             denominators = {k: tf.cast(v, tf.float32) for k, v

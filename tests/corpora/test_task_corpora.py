@@ -79,6 +79,10 @@ def test_peoples_daily_pretraining_corpus_is_the_train_split_text(tmp_path):
     assert len(held_out) > 350 and not held_out & corpus_lines
 
 
+@pytest.mark.extended(reason=(
+    "the whole People's Daily corpus read by the tagging reader (seconds of "
+    "Python); the default run writes its splits "
+    "(test_peoples_daily_pretraining_corpus_is_the_train_split_text)"))
 def test_peoples_daily_tag_set_has_tags_the_train_split_lacks(tmp_path):
     installed_corpus("peoples_daily")
     paths = task_corpora.write_corpus("peoples_daily", tmp_path)

@@ -258,8 +258,8 @@ def _serve(workspace, exports, backend):
     return json.loads(served.read_text(encoding="utf-8"))
 
 
-# The golden MRPC, SQuAD and tagging cases (the default test run), and the
-# other tasks and int8 (slow).
+# The golden MRPC, SQuAD and tagging cases (extended: `pytest --extended`,
+# ONNX_SERVED), and the other tasks and int8 (slow).
 ONNX_NAMES = ("mrpc", "cola", "squad", "tagging", "tagging_crf")
 MORE_ONNX_NAMES = ("multiple_choice", "embeddings", "mrpc_int8")
 
@@ -284,6 +284,12 @@ def more_onnx_served(workspace, more_onnx_exports):
     return _serve(workspace, more_onnx_exports, "onnx")
 
 
+ONNX_SERVED = pytest.mark.extended(reason=(
+    "ONNX exports converted and served by ONNX Runtime; the default run "
+    "serves every task's SavedModel export in a fresh process and checks "
+    "the ONNX flags' rules"))
+
+
 def _assert_classifiers(classifier_runs, served, atol=1e-4):
     for task in ("mrpc", "cola"):
         outputs = served[task]
@@ -298,11 +304,13 @@ def _assert_classifiers(classifier_runs, served, atol=1e-4):
                                atol=atol)
 
 
+@ONNX_SERVED
 def test_onnx_classifier_probabilities_are_run_classifiers(
         classifier_runs, onnx_served):
     _assert_classifiers(classifier_runs, onnx_served)
 
 
+@ONNX_SERVED
 def test_onnx_inputs_are_padded_to_the_batchs_longest_text(
         workspace, onnx_served):
     """The fresh process's ids (tokenizer.json, packing.json) are the
@@ -353,6 +361,7 @@ def _assert_squad(workspace, squad_run, outputs, atol=1e-4):
     assert len(features) > len(QUESTIONS)  # several windows
 
 
+@ONNX_SERVED
 def test_onnx_squad_answers_are_run_squads(workspace, squad_run,
                                            onnx_served):
     _assert_squad(workspace, squad_run, onnx_served["squad"])
@@ -366,6 +375,7 @@ def _assert_tagging(workspace, tagging_runs, served):
             TAGGING_LABELS) == tagging_runs[name], name
 
 
+@ONNX_SERVED
 def test_onnx_tagging_labels_are_run_taggings(workspace, tagging_runs,
                                               onnx_served):
     _assert_tagging(workspace, tagging_runs, onnx_served)
@@ -394,6 +404,7 @@ def _packing(export_dir):
         encoding="utf-8"))
 
 
+@ONNX_SERVED
 def test_onnx_packing_json_describes_the_task(workspace, onnx_exports):
     mrpc = _packing(onnx_exports["mrpc"])
     assert {key: mrpc[key] for key in (

@@ -383,6 +383,10 @@ def test_pad_to_multiple_of_reaches_every_export(workspace, monkeypatch):
         assert description["pad_to_multiple_of"] == 4, task
 
 
+@pytest.mark.extended(reason=(
+    "exports packing every request to the full length; the default run "
+    "serves length-cut requests and checks that --pad_to_multiple_of "
+    "reaches every export"))
 def test_full_length_packing_serves_the_same_outputs(
         workspace, monkeypatch, classifier_runs, tagging_runs):
     """--pad_to_multiple_of=<max_seq_length> packs every request to the
@@ -434,6 +438,9 @@ def _must_compile(concrete_function):
                   if function.attr["_XlaMustCompile"].b)
 
 
+@pytest.mark.extended(reason=(
+    "--enable_xla on every kind of export; the default run serves XLA-compiled "
+    "classifier and CRF tagger exports in a fresh process"))
 def test_enable_xla_reaches_every_export(workspace, monkeypatch):
     """Every kind of export, both signatures: with --enable_xla each calls
     one function XLA must compile (without it none:
@@ -775,6 +782,11 @@ def test_tagging_serving_ids_converts_to_tflite(workspace, exports,
         tagging_runs[name])
 
 
+@pytest.mark.extended(reason=(
+    "TensorFlow's saved_model_cli (the session-based loader of TensorFlow "
+    "Serving) in two processes; the default run checks that each variable "
+    "is saved once under its name and serves every export in a fresh "
+    "process"))
 def test_saved_model_cli_show_and_run(exports):
     export_dir = str(exports["mrpc"])
     shown = subprocess.run(

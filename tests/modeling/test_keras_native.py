@@ -121,7 +121,16 @@ def _numpy(outputs):
     return {name: np.asarray(value) for name, value in outputs.items()}
 
 
-@pytest.mark.parametrize("kind", sorted(MODELS))
+# The classifier, SQuAD and the CRF tagger in the default run; the other
+# models extended (`pytest --extended`).
+KINDS = [kind if kind in ("classification", "squad", "tagging_crf")
+         else pytest.param(kind, marks=pytest.mark.extended(reason=(
+             "the other task models; the default run checks the "
+             "classifier, SQuAD and the CRF tagger")))
+         for kind in sorted(MODELS)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_keras_file_round_trip(kind, golden, tmp_path):
     config, checkpoint, encoder_features, last_layer = golden
     features = _features(kind, encoder_features)
@@ -146,7 +155,7 @@ def test_keras_file_round_trip(kind, golden, tmp_path):
             last_layer, atol=1e-5)
 
 
-@pytest.mark.parametrize("kind", sorted(MODELS))
+@pytest.mark.parametrize("kind", KINDS)
 def test_saved_model_has_int32_signature(kind, golden, tmp_path):
     config, checkpoint, features, _ = golden
     features = _features(kind, features)

@@ -84,6 +84,10 @@ def test_batch_must_split_over_replicas():
 
 # -- mirrored over 2 logical CPUs == one device -----------------------------
 
+@pytest.mark.extended(reason=(
+    "the trainer on 2 mirrored replicas; the default run checks the "
+    "optimizer (test_optimization) and prediction (test_classification_task, "
+    "test_squad_task) on 2 replicas"))
 def test_mirrored_equals_one_device(tmp_path):
     result = run_test_file_as_script(__file__, "mirrored", tmp_path)
     assert result["num_replicas"] == 2

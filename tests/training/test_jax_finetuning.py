@@ -14,10 +14,19 @@ ends.
 `run_tagging.py` (softmax and CRF), `run_multiple_choice.py`,
 `run_classifier.py --multi_label` and `run_squad.py` are checked the same
 way on a few steps each: the losses, the evaluation and the predictions.
+
+The runs of the other runners are made by two processes, one per backend
+(Keras picks its backend once per process), started together: each calls
+the runners' `run` in turn, in process (`runner_harness.run_in_process`),
+this file's `__main__` (`python test_jax_finetuning.py BACKEND PLAN`): one
+`import` of TensorFlow (and JAX) for all of them.
 """
 
+import importlib
 import importlib.util
 import json
+import os
+import pathlib
 import random
 import shutil
 import subprocess
@@ -28,7 +37,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import checkpoints
-from runner_harness import REPO_ROOT, read_eval_results, runner_environment
+from runner_harness import REPO_ROOT, read_eval_results, run_in_process
+from runner_harness import runner_environment
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("jax") is None,
@@ -95,23 +105,33 @@ def _without_head_dropout(script):
             f"runpy.run_path({script!r}, run_name='__main__')")
 
 
-def _start_script(script, workspace, backend, output_dir, *flags):
-    """`script` on `backend` with the dropout-free tiny BERT (cased),
-    started: a `Popen` whose stderr goes to the file `stderr_path` (a file,
-    not a pipe: two runs at once never block on a full pipe)."""
+def _common_flags(workspace, output_dir):
+    """Every run's: the dropout-free tiny BERT (cased), the output."""
+    return [f"--vocab_file={workspace / 'vocab.txt'}",
+            f"--bert_config_file={workspace / 'bert_config.json'}",
+            "--do_lower_case=false", f"--output_dir={output_dir}"]
+
+
+def _popen(command, backend, stderr_path, **changes):
+    """`command` started on `backend`: a `Popen` whose stderr goes to the
+    file `stderr_path` (a file, not a pipe: two runs at once never block on
+    a full pipe)."""
     environment = runner_environment(KERAS_BACKEND=backend,
-                                     JAX_PLATFORMS="cpu")
-    stderr_path = output_dir.parent / f"{output_dir.name}.stderr"
+                                     JAX_PLATFORMS="cpu", **changes)
     with open(stderr_path, "w") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-c", _without_head_dropout(script),
-             f"--vocab_file={workspace / 'vocab.txt'}",
-             f"--bert_config_file={workspace / 'bert_config.json'}",
-             "--do_lower_case=false", f"--output_dir={output_dir}", *flags],
-            cwd=REPO_ROOT, env=environment, stdout=subprocess.DEVNULL,
-            stderr=stderr)
+            command, cwd=REPO_ROOT, env=environment,
+            stdout=subprocess.DEVNULL, stderr=stderr)
     process.stderr_path = stderr_path
     return process
+
+
+def _start_script(script, workspace, backend, output_dir, *flags):
+    """`script` on `backend`, as a user runs it, started (`_popen`)."""
+    return _popen(
+        [sys.executable, "-c", _without_head_dropout(script),
+         *_common_flags(workspace, output_dir), *flags],
+        backend, output_dir.parent / f"{output_dir.name}.stderr")
 
 
 def _finish(*processes):
@@ -134,17 +154,21 @@ def _finish(*processes):
     return stderrs
 
 
+def _classifier_flags(workspace):
+    """run_classifier.py's run of `NUM_STEPS` steps (without its phases)."""
+    return ["--task_name=generic", f"--data_dir={workspace / 'data'}",
+            f"--init_checkpoint={workspace / 'init' / 'model.ckpt'}",
+            "--max_seq_length=16",
+            "--train_batch_size=20", f"--num_train_epochs={NUM_STEPS}",
+            f"--learning_rate={LEARNING_RATE}", "--log_steps=1",
+            "--save_checkpoints_steps=10", "--keep_checkpoint_max=0",
+            "--seed=3"]
+
+
 def _start(workspace, backend, output_dir, *flags):
     """run_classifier.py's run of `NUM_STEPS` steps, started."""
-    return _start_script(
-        "run_classifier.py", workspace, backend, output_dir,
-        "--task_name=generic", f"--data_dir={workspace / 'data'}",
-        f"--init_checkpoint={workspace / 'init' / 'model.ckpt'}",
-        "--max_seq_length=16",
-        "--train_batch_size=20", f"--num_train_epochs={NUM_STEPS}",
-        f"--learning_rate={LEARNING_RATE}", "--log_steps=1",
-        "--save_checkpoints_steps=10", "--keep_checkpoint_max=0",
-        "--seed=3", *flags)
+    return _start_script("run_classifier.py", workspace, backend,
+                         output_dir, *_classifier_flags(workspace), *flags)
 
 
 def _run(workspace, backend, output_dir, *flags):
@@ -242,15 +266,22 @@ def test_jax_evaluation_and_predictions_are_tensorflows(runs):
 
 
 def test_tensorflow_predicts_with_the_jax_checkpoint(runs, workspace):
+    import run_classifier
     copy = workspace / "jax_read_by_tensorflow"
     shutil.copytree(runs["jax"], copy)
     (copy / "test_results.tsv").unlink()
-    _run(workspace, "tensorflow", copy, "--do_predict")
+    # In this process (TensorFlow's backend): prediction has no dropout.
+    run_in_process(run_classifier, *_common_flags(workspace, copy),
+                   *_classifier_flags(workspace), "--do_predict")
     np.testing.assert_allclose(_probabilities(copy),
                                _probabilities(runs["jax"]), rtol=0,
                                atol=PROBABILITY_TOLERANCE)
 
 
+@pytest.mark.extended(reason=(
+    "resuming on JAX; the default run resumes a SIGKILLed run on TensorFlow "
+    "(test_fault_injection) and reads the JAX run's checkpoint on "
+    "TensorFlow"))
 def test_jax_run_resumes_from_its_checkpoint(runs, workspace):
     """The step-10 checkpoint alone (what a run killed after it leaves)
     resumes to the uninterrupted run's weights."""
@@ -270,6 +301,11 @@ def test_jax_run_resumes_from_its_checkpoint(runs, workspace):
 
 
 # -- the other fine-tuning runners ---------------------------------------------
+# Extended (`pytest --extended`; .ci/run runs them): the default run checks
+# run_classifier.py on JAX (above) and these runners on TensorFlow.
+OTHER_RUNNERS_ON_JAX = pytest.mark.extended(reason=(
+    "the other runners on JAX; the default run checks run_classifier.py on "
+    "JAX and these runners on TensorFlow"))
 # Each runs a few steps on JAX and on TensorFlow (the reference) from the
 # same checkpoint (the dropout-free tiny BERT and a head drawn once), on the
 # same tiny set in the same seeded order, then evaluates and predicts: the
@@ -310,13 +346,161 @@ def _task_workspace(workspace, name, heads):
     return root
 
 
-def _both_backends(script, root, *flags):
-    """The output directories of `script` run on TensorFlow and on JAX."""
-    outputs = {backend: root / f"out_{backend}" for backend in BACKENDS}
-    _finish(*[_start_script(
-        script, root.parent, backend, outputs[backend],
-        f"--init_checkpoint={root / 'init' / 'model.ckpt'}", *TASK_FLAGS,
-        *flags) for backend in BACKENDS])
+def _conll(path, sentences):
+    path.write_text("-DOCSTART- -X- -X- O\n\n" + "".join(
+        "".join(f"{word} NN O {tag}\n" for word, tag in sentence) + "\n"
+        for sentence in sentences))
+
+
+def _tagged_sentence(rng, length):
+    words = []
+    for _ in range(length):
+        draw = rng.random()
+        if draw < 0.2:
+            words.append((rng.choice(PERSONS), "B-PER"))
+        elif draw < 0.35:
+            words.append((rng.choice(PLACES), "B-LOC"))
+        else:
+            words.append((rng.choice(FILLER), "O"))
+    return words
+
+
+def _tagging_task(workspace, use_crf):
+    """(program, data root, flags) of a tagging run, its data written."""
+    labels = ["B-LOC", "B-PER", "O"]
+    heads = {"output_weights": [len(labels), 32], "output_bias": [3]}
+    if use_crf:
+        heads["crf/transitions"] = [len(labels), len(labels)]
+    root = _task_workspace(workspace, f"tagging_crf_{use_crf}", heads)
+    rng = random.Random(5)
+    # Some sentences longer than a window's 14 pieces.
+    for name, count, longest in (("train", 32, 12), ("dev", 12, 24),
+                                 ("test", 12, 24)):
+        _conll(root / "data" / f"{name}.txt",
+               [_tagged_sentence(rng, rng.randint(2, longest))
+                for _ in range(count)])
+    return "run_tagging", root, [
+        "--do_train", "--do_eval", "--do_predict",
+        f"--data_dir={root / 'data'}", f"--use_crf={str(use_crf).lower()}",
+        "--max_seq_length=16", "--doc_stride=5", "--train_batch_size=8",
+        "--num_train_epochs=2"]
+
+
+def _multiple_choice_task(workspace):
+    root = _task_workspace(workspace, "multiple_choice",
+                           {"output_weights": [1, 32], "output_bias": [1]})
+    rng = random.Random(6)
+    for name, count in (("train", 32), ("dev", 12), ("test", 12)):
+        records = []
+        for _ in range(count):
+            answer = rng.randrange(3)
+            choices = [" ".join(rng.sample(FILLER, 3)) for _ in range(3)]
+            choices[answer] += " " + rng.choice(PLACES)
+            records.append({"question": " ".join(rng.sample(FILLER, 4)),
+                            "choices": choices, "answer": answer})
+        (root / "data" / f"{name}.jsonl").write_text("".join(
+            json.dumps(record) + "\n" for record in records))
+    return "run_multiple_choice", root, [
+        "--do_train", "--do_eval", "--do_predict", "--input_format=jsonl",
+        f"--data_dir={root / 'data'}", "--max_seq_length=16",
+        "--train_batch_size=8", "--num_train_epochs=2"]
+
+
+def _multi_label_task(workspace):
+    root = _task_workspace(workspace, "multi_label",
+                           {"output_weights": [2, 32], "output_bias": [2]})
+    rng = random.Random(7)
+    for name, count in (("train", 32), ("dev", 12), ("test", 12)):
+        lines = ["sentence\tlabels"]
+        for _ in range(count):
+            words = rng.sample(FILLER, rng.randint(3, 6))
+            labels = []
+            for label, names in (("person", PERSONS), ("place", PLACES)):
+                if rng.random() < 0.5:
+                    words.insert(rng.randrange(len(words) + 1),
+                                 rng.choice(names))
+                    labels.append(label)
+            lines.append(f"{' '.join(words)}\t{'|'.join(labels)}")
+        (root / "data" / f"{name}.tsv").write_text("\n".join(lines) + "\n")
+    return "run_classifier", root, [
+        "--do_train", "--do_eval", "--do_predict", "--task_name=generic",
+        "--multi_label=true", "--label_column=labels", "--label_delimiter=|",
+        f"--data_dir={root / 'data'}", "--max_seq_length=16",
+        "--train_batch_size=8", "--num_train_epochs=2"]
+
+
+def _squad_task(workspace):
+    from squad_testdata import generated_squad_file
+    root = _task_workspace(workspace, "squad",
+                           {"cls/squad/output_weights": [2, 32],
+                            "cls/squad/output_bias": [2]})
+    # 4 paragraphs of 3 questions, in more windows.
+    squad_file = generated_squad_file(root / "data", num_paragraphs=4,
+                                      max_words=60)
+    return "run_squad", root, [
+        "--do_train", "--do_predict", f"--train_file={squad_file}",
+        f"--predict_file={squad_file}", "--max_seq_length=48",
+        "--doc_stride=16", "--max_query_length=12", "--train_batch_size=4",
+        "--num_train_epochs=2"]
+
+
+@pytest.fixture(scope="module")
+def task_runs(workspace):
+    """{task: {backend: output directory}} of the five runs, made by one
+    process per backend (`_run_plan`), both started together."""
+    tasks = {"tagging_softmax": _tagging_task(workspace, use_crf=False),
+             "tagging_crf": _tagging_task(workspace, use_crf=True),
+             "multiple_choice": _multiple_choice_task(workspace),
+             "multi_label": _multi_label_task(workspace),
+             "squad": _squad_task(workspace)}
+    outputs = {task: {backend: root / f"out_{backend}"
+                      for backend in BACKENDS}
+               for task, (_, root, _) in tasks.items()}
+    processes = []
+    for backend in BACKENDS:
+        plan = [(program, [
+            *_common_flags(workspace, outputs[task][backend]),
+            f"--init_checkpoint={root / 'init' / 'model.ckpt'}",
+            *TASK_FLAGS, *flags]) for task, (program, root, flags)
+            in tasks.items()]
+        plan_file = workspace / f"plan_{backend}.json"
+        plan_file.write_text(json.dumps(plan))
+        test_dirs = [str(pathlib.Path(__file__).resolve().parent),
+                     str(REPO_ROOT / "tests")]
+        processes.append(_popen(
+            [sys.executable, __file__, str(plan_file)], backend,
+            workspace / f"plan_{backend}.stderr",
+            PYTHONPATH=os.pathsep.join(
+                [str(REPO_ROOT), *test_dirs,
+                 os.environ.get("PYTHONPATH", "")])))
+    _finish(*processes)
+    return outputs
+
+
+def _run_plan(plan_file):
+    """Runs each `(runner module, flags)` of the JSON file in turn, in this
+    process, the heads' dropout off (as `_without_head_dropout`); a run
+    that fails leaves its traceback in `<output_dir>.error` and the next
+    one goes on."""
+    import traceback
+    from bert_tf.modeling import heads
+    heads.CLASSIFIER_DROPOUT = 0.0
+    for program, flags in json.loads(pathlib.Path(plan_file).read_text()):
+        output_dir = next(flag.split("=", 1)[1] for flag in flags
+                          if flag.startswith("--output_dir="))
+        try:
+            run_in_process(importlib.import_module(program), *flags)
+        except Exception:  # noqa: BLE001 - reported by the task's test
+            pathlib.Path(f"{output_dir}.error").write_text(
+                traceback.format_exc())
+
+
+def _task_outputs(task_runs, task):
+    """The task's output directories; fails with a run's traceback."""
+    outputs = task_runs[task]
+    for backend, output_dir in outputs.items():
+        error = output_dir.parent / f"{output_dir.name}.error"
+        assert not error.exists(), f"{backend}: {error.read_text()[-5000:]}"
     return outputs
 
 
@@ -349,44 +533,11 @@ def _tsv(path):
     return np.loadtxt(path, delimiter="\t", ndmin=2)
 
 
-def _conll(path, sentences):
-    path.write_text("-DOCSTART- -X- -X- O\n\n" + "".join(
-        "".join(f"{word} NN O {tag}\n" for word, tag in sentence) + "\n"
-        for sentence in sentences))
-
-
-def _tagged_sentence(rng, length):
-    words = []
-    for _ in range(length):
-        draw = rng.random()
-        if draw < 0.2:
-            words.append((rng.choice(PERSONS), "B-PER"))
-        elif draw < 0.35:
-            words.append((rng.choice(PLACES), "B-LOC"))
-        else:
-            words.append((rng.choice(FILLER), "O"))
-    return words
-
-
+@OTHER_RUNNERS_ON_JAX
 @pytest.mark.parametrize("use_crf", [False, True], ids=["softmax", "crf"])
-def test_jax_tagging_is_tensorflows(workspace, use_crf):
-    labels = ["B-LOC", "B-PER", "O"]
-    heads = {"output_weights": [len(labels), 32], "output_bias": [3]}
-    if use_crf:
-        heads["crf/transitions"] = [len(labels), len(labels)]
-    root = _task_workspace(workspace, f"tagging_crf_{use_crf}", heads)
-    rng = random.Random(5)
-    # Some sentences longer than a window's 14 pieces.
-    for name, count, longest in (("train", 32, 12), ("dev", 12, 24),
-                                 ("test", 12, 24)):
-        _conll(root / "data" / f"{name}.txt",
-               [_tagged_sentence(rng, rng.randint(2, longest))
-                for _ in range(count)])
-    outputs = _both_backends(
-        "run_tagging.py", root, "--do_train", "--do_eval", "--do_predict",
-        f"--data_dir={root / 'data'}", f"--use_crf={str(use_crf).lower()}",
-        "--max_seq_length=16", "--doc_stride=5", "--train_batch_size=8",
-        "--num_train_epochs=2")
+def test_jax_tagging_is_tensorflows(task_runs, use_crf):
+    outputs = _task_outputs(task_runs,
+                            "tagging_crf" if use_crf else "tagging_softmax")
     reference, losses = _losses(outputs)
     assert len(losses) == 8  # int(32 / 8 * 2)
     np.testing.assert_allclose(losses, reference, rtol=0,
@@ -396,25 +547,9 @@ def test_jax_tagging_is_tensorflows(workspace, use_crf):
             == (outputs["tensorflow"] / "test_predictions.txt").read_text())
 
 
-def test_jax_multiple_choice_is_tensorflows(workspace):
-    root = _task_workspace(workspace, "multiple_choice",
-                           {"output_weights": [1, 32], "output_bias": [1]})
-    rng = random.Random(6)
-    for name, count in (("train", 32), ("dev", 12), ("test", 12)):
-        records = []
-        for _ in range(count):
-            answer = rng.randrange(3)
-            choices = [" ".join(rng.sample(FILLER, 3)) for _ in range(3)]
-            choices[answer] += " " + rng.choice(PLACES)
-            records.append({"question": " ".join(rng.sample(FILLER, 4)),
-                            "choices": choices, "answer": answer})
-        (root / "data" / f"{name}.jsonl").write_text("".join(
-            json.dumps(record) + "\n" for record in records))
-    outputs = _both_backends(
-        "run_multiple_choice.py", root, "--do_train", "--do_eval",
-        "--do_predict", "--input_format=jsonl", f"--data_dir={root / 'data'}",
-        "--max_seq_length=16", "--train_batch_size=8",
-        "--num_train_epochs=2")
+@OTHER_RUNNERS_ON_JAX
+def test_jax_multiple_choice_is_tensorflows(task_runs):
+    outputs = _task_outputs(task_runs, "multiple_choice")
     reference, losses = _losses(outputs)
     assert len(losses) == 8
     np.testing.assert_allclose(losses, reference, rtol=0,
@@ -427,28 +562,9 @@ def test_jax_multiple_choice_is_tensorflows(workspace):
         rtol=0, atol=PROBABILITY_TOLERANCE)
 
 
-def test_jax_multi_label_classification_is_tensorflows(workspace):
-    root = _task_workspace(workspace, "multi_label",
-                           {"output_weights": [2, 32], "output_bias": [2]})
-    rng = random.Random(7)
-    for name, count in (("train", 32), ("dev", 12), ("test", 12)):
-        lines = ["sentence\tlabels"]
-        for _ in range(count):
-            words = rng.sample(FILLER, rng.randint(3, 6))
-            labels = []
-            for label, names in (("person", PERSONS), ("place", PLACES)):
-                if rng.random() < 0.5:
-                    words.insert(rng.randrange(len(words) + 1),
-                                 rng.choice(names))
-                    labels.append(label)
-            lines.append(f"{' '.join(words)}\t{'|'.join(labels)}")
-        (root / "data" / f"{name}.tsv").write_text("\n".join(lines) + "\n")
-    outputs = _both_backends(
-        "run_classifier.py", root, "--do_train", "--do_eval", "--do_predict",
-        "--task_name=generic", "--multi_label=true", "--label_column=labels",
-        "--label_delimiter=|", f"--data_dir={root / 'data'}",
-        "--max_seq_length=16", "--train_batch_size=8",
-        "--num_train_epochs=2")
+@OTHER_RUNNERS_ON_JAX
+def test_jax_multi_label_classification_is_tensorflows(task_runs):
+    outputs = _task_outputs(task_runs, "multi_label")
     reference, losses = _losses(outputs)
     assert len(losses) == 8
     np.testing.assert_allclose(losses, reference, rtol=0,
@@ -468,19 +584,9 @@ def test_jax_multi_label_classification_is_tensorflows(workspace):
 SQUAD_LOGIT_TOLERANCE = 2e-4
 
 
-def test_jax_squad_is_tensorflows(workspace):
-    from squad_testdata import generated_squad_file
-    root = _task_workspace(workspace, "squad",
-                           {"cls/squad/output_weights": [2, 32],
-                            "cls/squad/output_bias": [2]})
-    # 4 paragraphs of 3 questions, in more windows.
-    squad_file = generated_squad_file(root / "data", num_paragraphs=4,
-                                      max_words=60)
-    outputs = _both_backends(
-        "run_squad.py", root, "--do_train", "--do_predict",
-        f"--train_file={squad_file}", f"--predict_file={squad_file}",
-        "--max_seq_length=48", "--doc_stride=16", "--max_query_length=12",
-        "--train_batch_size=4", "--num_train_epochs=2")
+@OTHER_RUNNERS_ON_JAX
+def test_jax_squad_is_tensorflows(task_runs):
+    outputs = _task_outputs(task_runs, "squad")
     reference, losses = _losses(outputs)
     # Training skips the question whose answer is not in its context as
     # written (Google's rule): int(11 / 4 * 2).
@@ -506,3 +612,7 @@ def test_jax_squad_is_tensorflows(workspace):
                 [c[key] for c in nbest[question]],
                 [c[key] for c in candidates], rtol=0, atol=tolerance,
                 err_msg=f"{question} {key}")
+
+
+if __name__ == "__main__":
+    _run_plan(sys.argv[1])

@@ -15,6 +15,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS_DIR = os.path.dirname(HERE)
@@ -35,6 +36,9 @@ def _free_ports(count):
             probe.close()
 
 
+@pytest.mark.extended(reason=(
+    "two worker processes; the default run checks 2 mirrored replicas in one "
+    "process"))
 def test_two_workers_train_in_lockstep(tmp_path):
     ports = _free_ports(2)
     workers = [f"127.0.0.1:{port}" for port in ports]

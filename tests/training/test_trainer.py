@@ -187,6 +187,9 @@ def test_evaluation_only_trainer_restores_the_latest_checkpoint(trained_run):
 
 # -- resume ------------------------------------------------------------------
 
+@pytest.mark.extended(reason=(
+    "resuming in process; the default run resumes a SIGKILLed run_pretraining.py "
+    "(test_fault_injection)"))
 def test_resumed_run_equals_uninterrupted_run(tmp_path, initial_checkpoint):
     """Stop at step 3 of 6, restart: same weights, slots and step as 6 at once.
 

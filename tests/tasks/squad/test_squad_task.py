@@ -189,6 +189,9 @@ def test_predict_logits_detects_missing_features(tiny_config, tmp_path):
 # Two logical CPUs must be configured before TensorFlow starts: the check
 # runs this file as a script in a fresh process.
 
+@pytest.mark.extended(reason=(
+    "SQuAD's prediction on 2 replicas; the default run checks the order of "
+    "predictions on 2 replicas (test_classification_task)"))
 def test_mirrored_prediction_puts_every_feature_in_its_row(tmp_path):
     result = run_test_file_as_script(__file__, "mirrored", tmp_path)
     assert result["num_replicas"] == 2
