@@ -139,11 +139,8 @@ def pytest_collection_modifyitems(config, items):
     units = {unit: rank for rank, unit in enumerate(HEAVIEST_FIRST)}
     items.sort(key=lambda item: units.get(
         _scheduling_unit(_test_path(item.path)), len(units)))
-    tests_dir = pathlib.Path(__file__).resolve().parent
     for item in items:
-        path = item.path.resolve()
-        path = (path.relative_to(tests_dir).as_posix()
-                if path.is_relative_to(tests_dir) else path.name)
+        path = _test_path(item.path)
         name = f"{path}::{item.originalname}"
         if name in SMOKE_TESTS:
             item.add_marker(pytest.mark.smoke)

@@ -187,6 +187,16 @@ def read_eval_results(output_dir):
     return results
 
 
+def script_environment(test_file):
+    """`os.environ` with the repository, the test file's folder and tests/
+    (the harnesses it imports) first on PYTHONPATH: for running a test
+    file as a script (its `__main__`)."""
+    test_dirs = [str(pathlib.Path(test_file).resolve().parent),
+                 str(REPO_ROOT / "tests")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(REPO_ROOT), *test_dirs, os.environ.get("PYTHONPATH", "")])}
+
+
 def run_test_file_as_script(test_file, mode, tmp_path):
     """Runs `python <test_file> <mode> <result.json> <tmp_path>`; returns the
     JSON the script wrote.
@@ -197,15 +207,11 @@ def run_test_file_as_script(test_file, mode, tmp_path):
     a non-zero exit status.
     """
     out = tmp_path / "result.json"
-    # The test file's folder and tests/ (the harnesses it imports).
-    test_dirs = [str(pathlib.Path(test_file).resolve().parent),
-                 str(REPO_ROOT / "tests")]
     process = subprocess.run(
         [sys.executable, os.path.abspath(test_file), mode, str(out),
          str(tmp_path)],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(REPO_ROOT), *test_dirs, os.environ.get("PYTHONPATH", "")])})
+        env=script_environment(test_file))
     assert process.returncode == 0, process.stderr[-5000:]
     return json.loads(out.read_text())
 

@@ -25,7 +25,6 @@ this file's `__main__` (`python test_jax_finetuning.py BACKEND PLAN`): one
 import importlib
 import importlib.util
 import json
-import os
 import pathlib
 import random
 import shutil
@@ -38,7 +37,7 @@ import tensorflow as tf
 
 from bert_tf import checkpoints
 from runner_harness import REPO_ROOT, read_eval_results, run_in_process
-from runner_harness import runner_environment
+from runner_harness import runner_environment, script_environment
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("jax") is None,
@@ -465,14 +464,10 @@ def task_runs(workspace):
             in tasks.items()]
         plan_file = workspace / f"plan_{backend}.json"
         plan_file.write_text(json.dumps(plan))
-        test_dirs = [str(pathlib.Path(__file__).resolve().parent),
-                     str(REPO_ROOT / "tests")]
         processes.append(_popen(
             [sys.executable, __file__, str(plan_file)], backend,
             workspace / f"plan_{backend}.stderr",
-            PYTHONPATH=os.pathsep.join(
-                [str(REPO_ROOT), *test_dirs,
-                 os.environ.get("PYTHONPATH", "")])))
+            PYTHONPATH=script_environment(__file__)["PYTHONPATH"]))
     _finish(*processes)
     return outputs
 
@@ -516,6 +511,26 @@ def _losses(outputs):
     return reference, losses
 
 
+def _assert_same_training_and_evaluation(outputs, num_steps):
+    """`num_steps` per-step losses within LOSS_TOLERANCE of TensorFlow's,
+    and the same `eval_results.txt` (`_assert_same_eval_results`)."""
+    reference, losses = _losses(outputs)
+    assert len(losses) == num_steps
+    np.testing.assert_allclose(losses, reference, rtol=0,
+                               atol=LOSS_TOLERANCE)
+    _assert_same_eval_results(outputs, LOSS_TOLERANCE)
+
+
+def _assert_same_probabilities(outputs, shape):
+    """Both runs' `test_results.tsv`, of `shape`, within
+    PROBABILITY_TOLERANCE."""
+    probabilities = _tsv(outputs["jax"] / "test_results.tsv")
+    assert probabilities.shape == shape
+    np.testing.assert_allclose(
+        probabilities, _tsv(outputs["tensorflow"] / "test_results.tsv"),
+        rtol=0, atol=PROBABILITY_TOLERANCE)
+
+
 def _assert_same_eval_results(outputs, loss_tolerance):
     """The same keys; the losses within `loss_tolerance`, every other
     value (counts of right predictions, steps) the same."""
@@ -538,11 +553,7 @@ def _tsv(path):
 def test_jax_tagging_is_tensorflows(task_runs, use_crf):
     outputs = _task_outputs(task_runs,
                             "tagging_crf" if use_crf else "tagging_softmax")
-    reference, losses = _losses(outputs)
-    assert len(losses) == 8  # int(32 / 8 * 2)
-    np.testing.assert_allclose(losses, reference, rtol=0,
-                               atol=LOSS_TOLERANCE)
-    _assert_same_eval_results(outputs, LOSS_TOLERANCE)
+    _assert_same_training_and_evaluation(outputs, 8)  # int(32 / 8 * 2)
     assert ((outputs["jax"] / "test_predictions.txt").read_text()
             == (outputs["tensorflow"] / "test_predictions.txt").read_text())
 
@@ -550,31 +561,15 @@ def test_jax_tagging_is_tensorflows(task_runs, use_crf):
 @OTHER_RUNNERS_ON_JAX
 def test_jax_multiple_choice_is_tensorflows(task_runs):
     outputs = _task_outputs(task_runs, "multiple_choice")
-    reference, losses = _losses(outputs)
-    assert len(losses) == 8
-    np.testing.assert_allclose(losses, reference, rtol=0,
-                               atol=LOSS_TOLERANCE)
-    _assert_same_eval_results(outputs, LOSS_TOLERANCE)
-    probabilities = _tsv(outputs["jax"] / "test_results.tsv")
-    assert probabilities.shape == (12, 3)
-    np.testing.assert_allclose(
-        probabilities, _tsv(outputs["tensorflow"] / "test_results.tsv"),
-        rtol=0, atol=PROBABILITY_TOLERANCE)
+    _assert_same_training_and_evaluation(outputs, 8)
+    _assert_same_probabilities(outputs, (12, 3))
 
 
 @OTHER_RUNNERS_ON_JAX
 def test_jax_multi_label_classification_is_tensorflows(task_runs):
     outputs = _task_outputs(task_runs, "multi_label")
-    reference, losses = _losses(outputs)
-    assert len(losses) == 8
-    np.testing.assert_allclose(losses, reference, rtol=0,
-                               atol=LOSS_TOLERANCE)
-    _assert_same_eval_results(outputs, LOSS_TOLERANCE)
-    probabilities = _tsv(outputs["jax"] / "test_results.tsv")
-    assert probabilities.shape == (12, 2)
-    np.testing.assert_allclose(
-        probabilities, _tsv(outputs["tensorflow"] / "test_results.tsv"),
-        rtol=0, atol=PROBABILITY_TOLERANCE)
+    _assert_same_training_and_evaluation(outputs, 8)
+    _assert_same_probabilities(outputs, (12, 2))
 
 
 # A logit may differ more than the probabilities: the gradient of
@@ -587,13 +582,9 @@ SQUAD_LOGIT_TOLERANCE = 2e-4
 @OTHER_RUNNERS_ON_JAX
 def test_jax_squad_is_tensorflows(task_runs):
     outputs = _task_outputs(task_runs, "squad")
-    reference, losses = _losses(outputs)
     # Training skips the question whose answer is not in its context as
     # written (Google's rule): int(11 / 4 * 2).
-    assert len(losses) == 5
-    np.testing.assert_allclose(losses, reference, rtol=0,
-                               atol=LOSS_TOLERANCE)
-    _assert_same_eval_results(outputs, LOSS_TOLERANCE)
+    _assert_same_training_and_evaluation(outputs, 5)
     answers = {}
     for backend, output_dir in outputs.items():
         answers[backend] = [
