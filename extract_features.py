@@ -25,6 +25,8 @@ startup.quiet_start()
 from absl import flags
 
 from bert_tf import cli
+from bert_tf import finetuning
+from bert_tf.finetuning import checks
 from bert_tf.runners import flags as runner_flags
 
 FLAGS = flags.FLAGS
@@ -70,7 +72,10 @@ flags.DEFINE_bool("use_one_hot_embeddings", False,
                   "lookup is a gather on every device, which gives the same "
                   "numbers.")
 
-runner_flags.define_length_flags(FLAGS)
+# At which length batches run, as the training programs say it.
+runner_flags.define_config_flags(
+    finetuning.RunConfig, FLAGS,
+    names=("pad_to_multiple_of", "length_buckets"))
 
 for _name in ("input_file", "output_file", "bert_config_file",
               "init_checkpoint", "vocab_file"):
@@ -82,7 +87,7 @@ def length_settings():
     `extract_features` (a bad value: FeatureExtractionError naming it)."""
     from bert_tf.features import FeatureExtractionError
     try:
-        multiple, buckets = runner_flags.length_settings_from_flags(FLAGS)
+        multiple, buckets = checks.length_settings(FLAGS)
     except ValueError as error:
         raise FeatureExtractionError(str(error)) from None
     return {"pad_to_multiple_of": multiple, "length_buckets": buckets}

@@ -35,61 +35,26 @@ startup.quiet_start()
 from absl import flags
 
 from bert_tf import cli
-from bert_tf.runners import finetune
 from bert_tf.runners import flags as runner_flags
-from bert_tf.runners import multi_label as multi_label_runner
 
 FLAGS = flags.FLAGS
 PROGRAM = "run_classifier.py"
 
 
+def config_class():
+    """The recipe's config, whose fields are this program's flags."""
+    from bert_tf.tasks.classification import recipe as classification_recipe
+    return classification_recipe.ClassificationConfig
+
+
 def define_flags(flag_values=FLAGS):
-    """Defines Google's run_classifier.py flags, plus the new shared ones.
+    """Defines run_classifier.py's flags: the fields of
+    `ClassificationConfig` (Google's flags, plus the new shared ones).
 
     Called on the global FLAGS when this file runs as a program (see
     bert_tf/runners/flags.py).
     """
-    finetune.define_flags(flag_values, max_seq_length=128,
-                          train_batch_size=32, eval_batch_size=8,
-                          learning_rate=5e-5)
-    flags.DEFINE_string(
-        "data_dir", None,
-        "The input data dir. Should contain the .tsv files (or other data "
-        "files) for the task.", flag_values=flag_values)
-    flags.DEFINE_string(
-        "task_name", None,
-        "The name of the task to train: cola, mnli, mnli-mm, mrpc, xnli, "
-        "sst-2, qqp, qnli, rte, wnli, sts-b, or generic (your own files; see "
-        "--text_a_column).", flag_values=flag_values)
-    flags.DEFINE_string(
-        "xnli_language", "zh",
-        "--task_name=xnli: the language to train and evaluate on (the "
-        "original hard-codes zh). Reads "
-        "multinli/multinli.train.<language>.tsv and the <language> rows of "
-        "xnli.dev.tsv.", flag_values=flag_values)
-    flags.DEFINE_string(
-        "text_a_column", "sentence",
-        "--task_name=generic: header name of the column holding the text "
-        "(the first text of a pair).", flag_values=flag_values)
-    flags.DEFINE_string(
-        "text_b_column", None,
-        "--task_name=generic: header name of the column holding the second "
-        "text of a pair; unset for single-text classification.",
-        flag_values=flag_values)
-    flags.DEFINE_string(
-        "label_column", "label",
-        "--task_name=generic: header name of the label column. The label "
-        "list is every value in train.<format>, sorted.",
-        flag_values=flag_values)
-    flags.DEFINE_enum(
-        "data_format", "tsv", ("tsv", "csv"),
-        "--task_name=generic: train/dev/test.tsv (tab separated, no quoting) "
-        "or train/dev/test.csv (comma separated, double-quote quoting), each "
-        "with a header row.", flag_values=flag_values)
-    multi_label_runner.define_flags(flag_values)
-
-    flags.mark_flag_as_required("data_dir", flag_values=flag_values)
-    flags.mark_flag_as_required("task_name", flag_values=flag_values)
+    runner_flags.define_config_flags(config_class(), flag_values)
 
 
 def run(flag_values):
@@ -105,7 +70,7 @@ def run(flag_values):
     # the model code.
     from bert_tf.tasks.classification import recipe as classification_recipe
     return classification_recipe.run(runner_flags.config_from_flags(
-        classification_recipe.ClassificationConfig, flag_values))
+        config_class(), flag_values))
 
 
 def main(argv, flag_values=FLAGS):

@@ -32,32 +32,23 @@ startup.quiet_start()
 from absl import flags
 
 from bert_tf import cli
-from bert_tf.runners import finetune
 from bert_tf.runners import flags as runner_flags
 
 FLAGS = flags.FLAGS
 PROGRAM = "run_multiple_choice.py"
 
 
+def config_class():
+    """The recipe's config, whose fields are this program's flags."""
+    from bert_tf.tasks.multiple_choice import recipe as multiple_choice_recipe
+    return multiple_choice_recipe.MultipleChoiceConfig
+
+
 def define_flags(flag_values=FLAGS):
-    """run_classifier.py's flags where they apply, plus the input's."""
-    finetune.define_flags(
-        flag_values, max_seq_length=128, train_batch_size=16,
-        eval_batch_size=8, learning_rate=2e-5,
-        do_predict_help="Whether to score the predict file's choices "
-                        "(writes test_results.tsv).")
-    finetune.define_data_file_flags(
-        flag_values,
-        "Directory with the train/dev/test files: SWAG's train.csv, val.csv, "
-        "test.csv, or train.jsonl, dev.jsonl, test.jsonl.",
-        {"train": "train.csv or train.jsonl", "eval": "val.csv or dev.jsonl",
-         "predict": "test.csv or test.jsonl"})
-    flags.DEFINE_enum(
-        "input_format", "swag", ("swag", "jsonl"),
-        "swag: SWAG's CSV (sent1, sent2, ending0.., label). jsonl: one JSON "
-        "object per line with question (and optionally context or "
-        "passage), choices (a list) or options ('A. ...' lines), answer.",
-        flag_values=flag_values)
+    """Defines run_multiple_choice.py's flags: the fields of
+    `MultipleChoiceConfig` (run_classifier.py's flags where they apply,
+    plus the input's)."""
+    runner_flags.define_config_flags(config_class(), flag_values)
 
 
 def run(flag_values):
@@ -70,7 +61,7 @@ def run(flag_values):
     """
     from bert_tf.tasks.multiple_choice import recipe as multiple_choice_recipe
     return multiple_choice_recipe.run(runner_flags.config_from_flags(
-        multiple_choice_recipe.MultipleChoiceConfig, flag_values))
+        config_class(), flag_values))
 
 
 def main(argv, flag_values=FLAGS):

@@ -38,85 +38,21 @@ FLAGS = flags.FLAGS
 PROGRAM = "run_pretraining.py"
 
 
+def config_class():
+    """The recipe's config, whose fields are this program's flags."""
+    from bert_tf.pretraining import recipe as pretraining_recipe
+    return pretraining_recipe.PretrainingConfig
+
+
 def define_flags(flag_values=FLAGS):
-    """Defines Google's run_pretraining.py flags, plus the new ones.
+    """Defines run_pretraining.py's flags: the fields of `PretrainingConfig`
+    (Google's flags, plus the new ones).
 
     Called on the global FLAGS when this file runs as a program; tests call it
     on a fresh `flags.FlagValues()` so several runners can be tested in one
     process.
     """
-    runner_flags.define_model_flags(flag_values)
-    runner_flags.define_training_flags(
-        flag_values, max_seq_length=128, train_batch_size=32,
-        eval_batch_size=8, learning_rate=5e-5)
-    runner_flags.define_tpu_flags(flag_values)
-    runner_flags.define_runtime_flags(flag_values)
-    runner_flags.define_tokenizer_flags(flag_values)
-    flags.DEFINE_string(
-        "input_file", None,
-        "Input TF example files (can be a glob or comma separated); with "
-        "--dynamic_masking, raw text files in create_pretraining_data.py's "
-        "input format.", flag_values=flag_values)
-    flags.DEFINE_integer(
-        "max_predictions_per_seq", 20,
-        "Maximum number of masked LM predictions per sequence. Must match "
-        "data generation.", flag_values=flag_values)
-    flags.DEFINE_integer("num_train_steps", 100000,
-                         "Number of training steps.", flag_values=flag_values)
-    flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.",
-                         flag_values=flag_values)
-    flags.DEFINE_integer("max_eval_steps", 100,
-                         "Maximum number of eval steps.",
-                         flag_values=flag_values)
-    flags.DEFINE_bool(
-        "dynamic_masking", False,
-        "Read raw text (--input_file) and create masked instances on the "
-        "fly, with new masks each epoch, instead of reading "
-        "create_pretraining_data.py records. Needs --vocab_file and "
-        "--do_lower_case.", flag_values=flag_values)
-    flags.DEFINE_float(
-        "masked_lm_prob", 0.15,
-        "With --dynamic_masking: the fraction of tokens to mask.",
-        flag_values=flag_values)
-    flags.DEFINE_float(
-        "short_seq_prob", 0.1,
-        "With --dynamic_masking: the probability of a shorter sequence.",
-        flag_values=flag_values)
-    flags.DEFINE_bool(
-        "do_whole_word_mask", False,
-        "With --dynamic_masking: whole-word masking as "
-        "create_pretraining_data.py --do_whole_word_mask (a word's ## "
-        "pieces are masked together).", flag_values=flag_values)
-    flags.DEFINE_enum(
-        "pretraining_objective", "mlm_nsp",
-        ("mlm_nsp", "mlm", "ltr", "mlm_sop"),
-        "The BERT paper's pretraining objectives (section 5.1 ablation). "
-        "mlm_nsp: masked LM + next sentence prediction (Google's original). "
-        "mlm: masked LM only (\"No NSP\"); the next-sentence head is kept "
-        "in checkpoints, untrained, and eval reports masked_lm_accuracy/"
-        "masked_lm_loss only. ltr: left-to-right LM (\"LTR & No NSP\"): "
-        "causal attention, each position predicts the next original token; "
-        "eval reports lm_accuracy/lm_loss. mlm_sop: masked LM + ALBERT's "
-        "sentence-order prediction (the next-sentence head and loss on "
-        "pairs swapped half of the time; eval reports "
-        "sentence_order_accuracy/loss): with --dynamic_masking the pairs "
-        "are made so; records must come from create_pretraining_data.py "
-        "--pretraining_objective=mlm_sop (on Google's records it would "
-        "learn next sentence prediction under another name). All read "
-        "records or --dynamic_masking text and write the same checkpoint "
-        "names.",
-        flag_values=flag_values)
-    flags.DEFINE_enum(
-        "packing", "sentence_pairs", ("sentence_pairs", "full_sentences"),
-        "With --dynamic_masking: how sequences are made. sentence_pairs: "
-        "Google's [CLS] A [SEP] B [SEP]. full_sentences: RoBERTa's "
-        "FULL-SENTENCES, whole sentences in corpus order packed up to "
-        "--max_seq_length, across document boundaries with a [SEP] between "
-        "two documents, one segment (for mlm or ltr; RoBERTa's recipe is "
-        "--pretraining_objective=mlm --dynamic_masking "
-        "--packing=full_sentences).", flag_values=flag_values)
-    for name in ("input_file", "bert_config_file", "output_dir"):
-        flags.mark_flag_as_required(name, flag_values=flag_values)
+    runner_flags.define_config_flags(config_class(), flag_values)
 
 
 def run(flag_values):
@@ -130,7 +66,7 @@ def run(flag_values):
     # the model code.
     from bert_tf.pretraining import recipe as pretraining_recipe
     return pretraining_recipe.run(runner_flags.config_from_flags(
-        pretraining_recipe.PretrainingConfig, flag_values))
+        config_class(), flag_values))
 
 
 def main(argv, flag_values=FLAGS):

@@ -42,64 +42,22 @@ startup.quiet_start()
 from absl import flags
 
 from bert_tf import cli
-from bert_tf.runners import finetune
 from bert_tf.runners import flags as runner_flags
 
 FLAGS = flags.FLAGS
 PROGRAM = "run_tagging.py"
-INPUT_FORMATS = ("conll", "peoples_daily", "peoples_daily_ner", "word_tag")
+
+
+def config_class():
+    """The recipe's config, whose fields are this program's flags."""
+    from bert_tf.tasks.tagging import recipe as tagging_recipe
+    return tagging_recipe.TaggingConfig
 
 
 def define_flags(flag_values=FLAGS):
-    """run_classifier.py's flags where they apply, plus tagging's own."""
-    finetune.define_flags(
-        flag_values, max_seq_length=128, train_batch_size=32,
-        eval_batch_size=8, learning_rate=5e-5,
-        do_predict_help="Whether to tag the predict file (writes "
-                        "test_predictions.txt).")
-    finetune.define_data_file_flags(
-        flag_values,
-        "Directory with train.txt, dev.txt and test.txt (CoNLL-2003's "
-        "names); --train_file/--eval_file/--predict_file override each. A "
-        "predict file may have labels (then test_results.txt is written).",
-        {"train": "train.txt", "eval": "dev.txt", "predict": "test.txt"})
-    flags.DEFINE_enum(
-        "input_format", "conll", INPUT_FORMATS,
-        "conll: a word per line with columns, blank lines between sentences, "
-        "-DOCSTART- lines. peoples_daily: People's Daily 1998 word/TAG lines, "
-        "POS tags. peoples_daily_ner: the same lines, PER/LOC/ORG BIO tags "
-        "from the nr/ns/nt tags and bracketed compounds. word_tag: any "
-        "word/TAG sentence-per-line file (e.g. the WSJ sample), tags as "
-        "labels.",
-        flag_values=flag_values)
-    flags.DEFINE_integer(
-        "label_column", -1,
-        "--input_format=conll: the label's column (0 is the word; negative "
-        "counts from the end: -1, the last, is CoNLL-2003's NER tag; 1 its "
-        "POS tag).", flag_values=flag_values)
-    flags.DEFINE_string(
-        "label_list_file", None,
-        "The labels, one per line, instead of the training file's (e.g. "
-        "the whole tag set of a corpus): a tag rare enough to occur only "
-        "in the dev or test file is then scored (the model never learnt to "
-        "predict it) instead of stopping the run. Every training label must "
-        "be in it. With --do_train; saved as label_list.txt in "
-        "--output_dir, as the training file's labels are.",
-        flag_values=flag_values)
-    flags.DEFINE_bool(
-        "use_crf", False,
-        "A linear-chain CRF over each window's words (transition scores "
-        "crf/transitions; trained by the forward algorithm, decoded by "
-        "Viterbi) instead of an independent softmax per word.",
-        flag_values=flag_values)
-    flags.DEFINE_integer(
-        "doc_stride", 64,
-        "A sentence longer than --max_seq_length - 2 word pieces is split "
-        "into windows starting this many pieces apart; each word is "
-        "predicted in the window where it has most context.",
-        flag_values=flag_values)
-    finetune.define_bilstm_flags(flag_values, "tagging",
-                                 "the per-word classifier")
+    """Defines run_tagging.py's flags: the fields of `TaggingConfig`
+    (run_classifier.py's flags where they apply, plus tagging's own)."""
+    runner_flags.define_config_flags(config_class(), flag_values)
 
 
 def run(flag_values):
@@ -112,7 +70,7 @@ def run(flag_values):
     """
     from bert_tf.tasks.tagging import recipe as tagging_recipe
     return tagging_recipe.run(runner_flags.config_from_flags(
-        tagging_recipe.TaggingConfig, flag_values))
+        config_class(), flag_values))
 
 
 def main(argv, flag_values=FLAGS):

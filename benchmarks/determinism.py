@@ -64,10 +64,10 @@ from bert_tf import startup
 startup.quiet_start()
 mode, task, output_dir, epochs = sys.argv[1:5]
 import run_classifier
-from bert_tf.runners import flags as runner_flags
+from bert_tf.finetuning import runtime
 if mode == "seeds_only":
     import keras
-    runner_flags.make_deterministic = keras.utils.set_random_seed
+    runtime.make_deterministic = keras.utils.set_random_seed
 from absl import flags
 flag_values = flags.FlagValues()
 run_classifier.define_flags(flag_values)

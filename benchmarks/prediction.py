@@ -62,7 +62,7 @@ import harness  # first: puts the repository on the path, quiets TF logging
 import numpy as np
 import tensorflow as tf
 
-from bert_tf import sequence_lengths
+from bert_tf.data import sequence_lengths
 from bert_tf.data import encoded_input
 from bert_tf.tasks.squad import examples as squad_examples
 from bert_tf.tasks.squad import features as squad_features

@@ -185,7 +185,7 @@ def sentiment(model_dir, output_dir, data_dir, max_seq_length=64):
         features as classifier_features,
         glue_processors,
     )
-    from bert_tf.export import builders
+    from bert_tf.tasks.classification import export as classification_export
     from bert_tf.text import tokenization
     vocab = os.path.join(model_dir, "vocab.txt")
     processor = glue_processors.create_processor("sst-2")
@@ -198,7 +198,7 @@ def sentiment(model_dir, output_dir, data_dir, max_seq_length=64):
               for name in ("input_ids", "input_mask", "segment_ids")}
     gold = np.array([f.label_id for f in features])
     def export_as(serving_dtype):
-        return builders.classifier_export(
+        return classification_export.classifier_export(
             _config(model_dir), vocab, True, _checkpoint(output_dir),
             max_seq_length, labels, serving_dtype=serving_dtype)
 
@@ -259,8 +259,8 @@ def tagging(model_dir, output_dir, data_dir, options):
         examples as tagging_examples,
         features as tagging_features,
     )
-    from bert_tf.export import builders
-    from bert_tf.runners import finetune
+    from bert_tf.tasks.tagging import export as tagging_export_lib
+    from bert_tf import finetuning as finetune
     from bert_tf.tasks.tagging import metrics as tagging_metrics
     from bert_tf.text import tokenization
     run = finetune.read_run_description(output_dir)
@@ -282,7 +282,7 @@ def tagging(model_dir, output_dir, data_dir, options):
                                            max_seq_length, doc_stride,
                                            tokenizer), max_seq_length)
     def export_as(serving_dtype):
-        return builders.tagging_export(
+        return tagging_export_lib.tagging_export(
             _config(model_dir), vocab, run["do_lower_case"],
             _checkpoint(output_dir), max_seq_length, doc_stride, label_list,
             run.get("use_crf"), serving_dtype=serving_dtype)
@@ -333,7 +333,7 @@ def span(model_dir, output_dir, dev_file, max_seq_length=48, doc_stride=24,
         examples as squad_examples,
         features as squad_features,
     )
-    from bert_tf.export import builders
+    from bert_tf.tasks.squad import export as squad_export_lib
     from bert_tf.tasks.squad import postprocess as squad_postprocess
     from bert_tf.text import tokenization
     vocab = os.path.join(model_dir, "vocab.txt")
@@ -346,7 +346,7 @@ def span(model_dir, output_dir, dev_file, max_seq_length=48, doc_stride=24,
     arrays = squad_features.features_to_arrays(features, False)
     arrays.pop(squad_features.UNIQUE_IDS)
     def export_as(serving_dtype):
-        return builders.squad_export(
+        return squad_export_lib.squad_export(
             _config(model_dir), vocab, True, _checkpoint(output_dir),
             max_seq_length, doc_stride, max_query_length, 20,
             max_answer_length, serving_dtype=serving_dtype)

@@ -102,28 +102,29 @@ def _full_texts(count, characters=600):
 
 def _export_ours(config, seq_length, work_dir):
     from bert_tf import checkpoints
-    from bert_tf.export import builders, serving
+    from bert_tf.export import serving
+    from bert_tf.tasks.classification import export as classification_export
     from bert_tf.tasks.classification.task import ClassificationModel
     model = ClassificationModel(config, 2)
     prefix = os.path.join(work_dir, "ours", "model.ckpt")
     checkpoints.save_checkpoint(
         {checkpoints.variable_name(v): v for v in model.weights}, prefix)
-    export = builders.classifier_export(
+    export = classification_export.classifier_export(
         config, str(VOCAB_FILE), True, prefix, seq_length, ["0", "1"])
     export_dir = os.path.join(work_dir, "ours_saved_model")
     serving.save_export(export, export_dir)
     # The same checkpoint packing every request to `seq_length`, as exports
     # did before length-aware packing (Google's fixed-length features).
     fixed_dir = os.path.join(work_dir, "ours_fixed_saved_model")
-    serving.save_export(builders.classifier_export(
+    serving.save_export(classification_export.classifier_export(
         config, str(VOCAB_FILE), True, prefix, seq_length, ["0", "1"],
         pad_to_multiple_of=seq_length), fixed_dir)
     xla_dir = os.path.join(work_dir, "ours_xla_saved_model")
-    serving.save_export(builders.classifier_export(
+    serving.save_export(classification_export.classifier_export(
         config, str(VOCAB_FILE), True, prefix, seq_length, ["0", "1"],
         enable_xla=True), xla_dir)
     bf16_dir = os.path.join(work_dir, "ours_bf16_saved_model")
-    serving.save_export(builders.classifier_export(
+    serving.save_export(classification_export.classifier_export(
         config, str(VOCAB_FILE), True, prefix, seq_length, ["0", "1"],
         serving_dtype="bfloat16"), bf16_dir)
     head = {"kernel": model.classifier.output_weights.numpy().T,

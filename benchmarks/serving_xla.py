@@ -57,7 +57,8 @@ def _exports(config, seq_length, work_dir):
     """{"plain": serving_ids, "XLA": serving_ids} of one random checkpoint
     exported without and with `enable_xla`, saved and loaded."""
     from bert_tf import checkpoints
-    from bert_tf.export import builders, serving
+    from bert_tf.export import serving
+    from bert_tf.tasks.classification import export as classification_export
     from bert_tf.tasks.classification.task import ClassificationModel
     model = ClassificationModel(config, 2)
     prefix = os.path.join(work_dir, "model.ckpt")
@@ -66,7 +67,7 @@ def _exports(config, seq_length, work_dir):
     signatures = {}
     for name, enable_xla in (("plain", False), ("XLA", True)):
         export_dir = os.path.join(work_dir, name)
-        serving.save_export(builders.classifier_export(
+        serving.save_export(classification_export.classifier_export(
             config, str(VOCAB_FILE), True, prefix, seq_length, ["0", "1"],
             enable_xla=enable_xla), export_dir)
         signatures[name] = tf.saved_model.load(export_dir).signatures[

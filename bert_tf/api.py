@@ -22,7 +22,7 @@ Nothing here is a second implementation of what the programs do:
 - `load(...).predict` calls the `serving_default` function of the task's
   export (`bert_tf.export`): the SavedModel's own, or, for a training run's
   `--output_dir`, the export built from its newest checkpoint and its
-  `bert_tf_run.json` (`bert_tf.runners.finetune.write_run_description`).
+  `bert_tf_run.json` (`bert_tf.finetuning.write_run_description`).
   The exports are tested to give the runners' `test_results.tsv`,
   `predictions.json` and `test_predictions.txt`.
 - `embed` is the `embeddings` export; `fill_mask` the encoder and
@@ -52,14 +52,13 @@ startup.quiet_start()
 
 import numpy as np  # noqa: E402
 
-from bert_tf.runners import finetune as finetune_lib  # noqa: E402
+from bert_tf import finetuning  # noqa: E402
+from bert_tf.data import python_inputs  # noqa: E402
+from bert_tf.tasks import registry  # noqa: E402
 
 SAVED_MODEL_FILE = "saved_model.pb"
 MASK = "[MASK]"
 DEFAULT_MAX_SEQ_LENGTH = 128
-# run_classifier.py's tasks (Google's and GLUE's, `generic`).
-_CLASSIFIER_TASKS = ("cola", "mnli", "mnli-mm", "mrpc", "xnli", "sst-2",
-                     "qqp", "qnli", "rte", "wnli", "sts-b", "generic")
 
 
 # -- loading -------------------------------------------------------------------
@@ -113,7 +112,7 @@ def load(path, *, batch_size=32, do_lower_case=None, max_seq_length=None,
                     "(it was exported with its own)")
         return ExportedModel(path, batch_size)
     if os.path.isfile(os.path.join(path,
-                                   finetune_lib.RUN_DESCRIPTION_FILE)):
+                                   finetuning.RUN_DESCRIPTION_FILE)):
         for name, value in model_files.items():
             if value is not None:
                 raise ValueError(
@@ -124,16 +123,16 @@ def load(path, *, batch_size=32, do_lower_case=None, max_seq_length=None,
     for name, value in model_files.items():
         if value is not None and not os.path.isfile(value):
             raise ValueError(f"bert_tf.load: {name}={value} is not a file")
-    missing = [name for name, given in ((finetune_lib.BERT_CONFIG_FILE,
+    missing = [name for name, given in ((finetuning.BERT_CONFIG_FILE,
                                          bert_config),
-                                        (finetune_lib.VOCAB_FILE, vocab))
+                                        (finetuning.VOCAB_FILE, vocab))
                if given is None
                and not os.path.isfile(os.path.join(path, name))]
     if missing or not _has_checkpoint(path):
         raise ValueError(
             f"bert_tf.load: {path} is neither a checkpoint directory "
             "(bert_config.json, vocab.txt and a checkpoint), a training "
-            f"run's --output_dir ({finetune_lib.RUN_DESCRIPTION_FILE}) nor a "
+            f"run's --output_dir ({finetuning.RUN_DESCRIPTION_FILE}) nor a "
             f"SavedModel ({SAVED_MODEL_FILE})"
             + (f"; it has no {' or '.join(missing)} (give it as "
                f"bert_config= or vocab=)" if missing
@@ -197,9 +196,9 @@ class PretrainedModel:
         self.checkpoint = checkpoints.resolve_checkpoint(path)
         self.bert_config = BertConfig.from_json_file(
             bert_config_file
-            or os.path.join(path, finetune_lib.BERT_CONFIG_FILE))
+            or os.path.join(path, finetuning.BERT_CONFIG_FILE))
         self.vocab_file = vocab_file or os.path.join(path,
-                                                      finetune_lib.VOCAB_FILE)
+                                                      finetuning.VOCAB_FILE)
         if do_lower_case is None:
             do_lower_case = (default_do_lower_case
                              if default_do_lower_case is not None
@@ -235,10 +234,10 @@ class PretrainedModel:
           on [CLS]), "mean_pooled": float32 [n, hidden] (the last layer
           averaged over the real tokens, [CLS] and [SEP] included)}.
         """
-        texts = _strings("texts", texts)
+        texts = python_inputs.strings("texts", texts)
         if self._embedder is None and not _on_tensorflow():
             self._embedder = _PythonServed(
-                _EMBEDDINGS, self, self._encoder_with(head=None))
+                None, self, self._encoder_with(head=None))
         if self._embedder is None:
             from bert_tf.export import builders
             export = builders.embedding_export(
@@ -272,7 +271,7 @@ class PretrainedModel:
             `[MASK]`, or one is cut off by `max_seq_length`.
         """
         from keras import ops
-        texts = _strings("texts", texts)
+        texts = python_inputs.strings("texts", texts)
         if not isinstance(top_k, int) or not 1 <= top_k <= (
                 self.bert_config.vocab_size):
             raise ValueError(f"top_k={top_k!r} must be an int in [1, "
@@ -471,7 +470,7 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
 
     def __init__(self, path, batch_size=32, do_lower_case=None,
                  max_seq_length=None):
-        description = finetune_lib.read_run_description(path)
+        description = finetuning.read_run_description(path)
         super().__init__(
             path, batch_size, do_lower_case, max_seq_length,
             default_max_seq_length=description["max_seq_length"],
@@ -500,61 +499,37 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
         return self._served
 
     def _python_served(self):
-        """Classification without TensorFlow (the other tasks' exports
-        have in-graph post-processing that exists only in TensorFlow)."""
+        """The tasks with a head on the pooled output (classification),
+        without TensorFlow: the other tasks' exports have in-graph
+        post-processing that exists only in TensorFlow."""
         import keras
-        from bert_tf.modeling import ClassifierHead
-        d = self.description
-        if self.task != finetune_lib.CLASSIFICATION or d["is_regression"]:
-            kind = ("regression" if self.task == finetune_lib.CLASSIFICATION
-                    else self.task)
+        spec = registry.of_run_kind(self.task)
+        try:
+            if spec is None or spec.python_head is None:
+                raise ValueError(self.task)
+            head, label_list, has_text_b = spec.python_head(self)
+        except ValueError as kind:
             raise ValueError(
                 f"predict: {self.path} is a {kind} run; with KERAS_BACKEND="
                 f"{keras.backend.backend()} predict serves classification "
-                "only (the other tasks need the TensorFlow backend)")
-        models = self._encoder_with(
-            lambda encoder: ClassifierHead(self.bert_config,
-                                           len(d["label_list"])))
-        return _PythonServed(finetune_lib.CLASSIFICATION, self, models,
-                             label_list=d["label_list"],
-                             has_text_b=d["has_text_b"])
+                "only (the other tasks need the TensorFlow backend)"
+                ) from None
+        models = self._encoder_with(lambda encoder: head)
+        return _PythonServed(spec, self, models, label_list=label_list,
+                             has_text_b=has_text_b)
 
     def _build_export(self):
-        from bert_tf.export import builders
-        d = self.description
-        common = dict(bert_config=self.bert_config,
-                      vocab_file=self.vocab_file,
-                      do_lower_case=self.do_lower_case,
-                      init_checkpoint=self.checkpoint,
-                      max_seq_length=self.max_seq_length,
-                      causal_attention=self.causal_attention)
-        task = d["task"]
-        if task == finetune_lib.CLASSIFICATION:
-            return builders.classifier_export(
-                label_list=self.labels, is_regression=d["is_regression"],
-                has_text_b=d["has_text_b"], **common)
-        if task == finetune_lib.MULTI_LABEL:
-            # export_saved_model.py's multi-label export: a sigmoid per
-            # label, the run's --threshold.
-            head = finetune_lib.read_multi_label_head(self.path)
-            return builders.classifier_export(
-                label_list=head["label_list"], has_text_b=d["has_text_b"],
-                multi_label=True, threshold=head["threshold"], **common)
-        if task == finetune_lib.SQUAD:
-            return builders.squad_export(
-                **{name: d[name] for name in (
-                    "doc_stride", "max_query_length", "n_best_size",
-                    "max_answer_length", "version_2_with_negative",
-                    "null_score_diff_threshold")}, **common)
-        if task == finetune_lib.TAGGING:
-            return builders.tagging_export(
-                doc_stride=d["doc_stride"], label_list=d["label_list"],
-                **common)
-        if task == finetune_lib.MULTIPLE_CHOICE:
-            return builders.multiple_choice_export(
-                has_question=d["input_format"] == "jsonl", **common)
-        raise ValueError(f"predict: {self.path} is a {task} run, which "
-                         "predict does not serve")
+        """The export of the run's task (its spec's `export_from_run`)."""
+        spec = registry.of_run_kind(self.task)
+        if spec is None:
+            raise ValueError(f"predict: {self.path} is a {self.task} run, "
+                             "which predict does not serve")
+        return spec.export_from_run(self, dict(
+            bert_config=self.bert_config, vocab_file=self.vocab_file,
+            do_lower_case=self.do_lower_case,
+            init_checkpoint=self.checkpoint,
+            max_seq_length=self.max_seq_length,
+            causal_attention=self.causal_attention))
 
 
 class ExportedModel(_TaskPredictor):
@@ -610,22 +585,21 @@ class _Served:
             spec.name for spec in tf.nest.flatten(
                 function.structured_input_signature)))
         outputs = set(function.structured_outputs)
-        names = set(self.input_names)
-        if names <= {"text_a", "text_b"}:
-            # A multi-label export also says which labels are predicted.
-            self.task = (finetune_lib.MULTI_LABEL if "predicted" in outputs
-                         else finetune_lib.CLASSIFICATION)
-        elif names == {"question", "context"}:
-            self.task = finetune_lib.SQUAD
-        elif names == {"text"}:
-            self.task = (finetune_lib.TAGGING if "labels" in outputs
-                         else _EMBEDDINGS)
-        elif "choices" in names:
-            self.task = finetune_lib.MULTIPLE_CHOICE
-        else:
-            raise ValueError(f"bert_tf.load: {where}'s serving_default "
-                             f"takes {', '.join(self.input_names)}, which "
-                             "is no bert_tf export")
+        # The task whose export has these names; `text` alone and no
+        # labels: the embeddings export.
+        self.spec, self.task = None, None
+        for spec in registry.specs():
+            kind = spec.serves(self.input_names, outputs)
+            if kind:
+                self.spec, self.task = spec, kind
+                break
+        if self.spec is None:
+            if set(self.input_names) != {"text"}:
+                raise ValueError(
+                    f"bert_tf.load: {where}'s serving_default takes "
+                    f"{', '.join(self.input_names)}, which is no bert_tf "
+                    "export")
+            self.task = _EMBEDDINGS
         self.labels = None
 
     def call_batched(self, columns, batch_size):
@@ -653,114 +627,22 @@ class _Served:
                 inputs, (list, tuple)):
             raise ValueError(f"inputs must be a list, got "
                              f"{type(inputs).__name__}")
-        task = self.task
-        if task in (finetune_lib.CLASSIFICATION, finetune_lib.MULTI_LABEL):
-            if "text_b" in self.input_names:
-                pairs = [_pair(i, item, "(text_a, text_b)")
-                         for i, item in enumerate(inputs)]
-                return {"text_a": [a for a, _ in pairs],
-                        "text_b": [b for _, b in pairs]}
-            return {"text_a": [_text(i, item, "a text")
-                               for i, item in enumerate(inputs)]}
-        if task == finetune_lib.SQUAD:
-            pairs = [_pair(i, item, "(question, context)")
-                     for i, item in enumerate(inputs)]
-            return {"question": [q for q, _ in pairs],
-                    "context": [c for _, c in pairs]}
-        if task == finetune_lib.TAGGING:
-            return {"text": [" ".join(_words(i, item))
+        if self.spec is None:
+            return {"text": [python_inputs.one_text(i, item, "a text")
                              for i, item in enumerate(inputs)]}
-        if task == _EMBEDDINGS:
-            return {"text": [_text(i, item, "a text")
-                             for i, item in enumerate(inputs)]}
-        return self._choice_columns(inputs)
-
-    def _choice_columns(self, inputs):
-        has_question = "question" in self.input_names
-        columns = {"context": [], "choices": []}
-        if has_question:
-            columns["question"] = []
-        for i, item in enumerate(inputs):
-            if isinstance(item, dict):
-                unknown = set(item) - {"context", "question", "choices"}
-                if unknown:
-                    raise ValueError(f"inputs[{i}]: unknown keys "
-                                     f"{sorted(unknown)}")
-                if "question" in item and not has_question:
-                    raise ValueError(
-                        f"inputs[{i}]: this model takes no 'question' (it "
-                        "was trained on SWAG's context and choices)")
-                if has_question and "question" not in item:
-                    raise ValueError(f"inputs[{i}]: needs a 'question'")
-                context = item.get("context", "")
-                choices = item.get("choices")
-                question = item.get("question", "")
-            elif (isinstance(item, (list, tuple)) and len(item) == 2
-                  and not has_question):
-                context, choices = item
-                question = ""
-            else:
-                expected = ("a dict with 'question', 'choices' (and "
-                            "'context')" if has_question else
-                            "a (context, choices) pair or a dict")
-                raise ValueError(f"inputs[{i}]: expected {expected}, got "
-                                 f"{item!r:.80}")
-            if not isinstance(choices, (list, tuple)) or not choices or not (
-                    all(isinstance(c, str) for c in choices)):
-                raise ValueError(f"inputs[{i}]: 'choices' must be a "
-                                 "non-empty list of strings")
-            if columns["choices"] and len(choices) != len(
-                    columns["choices"][0]):
-                raise ValueError(
-                    f"inputs[{i}]: {len(choices)} choices, but inputs[0] "
-                    f"has {len(columns['choices'][0])} (all inputs need the "
-                    "same number)")
-            for name, value in (("context", context), ("question", question)):
-                if not isinstance(value, str):
-                    raise ValueError(f"inputs[{i}]: '{name}' must be a "
-                                     "string")
-            for text in [context, question] + list(choices):
-                _unicode(f"inputs[{i}]", text)
-            columns["context"].append(context)
-            columns["choices"].append(list(choices))
-            if has_question:
-                columns["question"].append(question)
-        return columns
+        return self.spec.columns(inputs, self.input_names)
 
     # -- outputs --
 
     def results(self, rows, count):
         """One result dict per input from the function's output rows."""
-        task = self.task
         if not count:
             return []
-        if task == finetune_lib.CLASSIFICATION:
-            if "score" in rows:
-                return [{"score": float(s)} for s in rows["score"]]
-            return [{"label": _decode(label),
-                     "probabilities": [float(p) for p in probabilities]}
-                    for label, probabilities in zip(rows["label"],
-                                                    rows["probabilities"])]
-        if task == finetune_lib.MULTI_LABEL:
-            # "labels" holds each predicted label's name, "" elsewhere.
-            return [{"labels": [_decode(name) for name in names
-                                if _decode(name)],
-                     "probabilities": [float(p) for p in probabilities]}
-                    for names, probabilities in zip(rows["labels"],
-                                                    rows["probabilities"])]
-        if task == finetune_lib.SQUAD:
-            return [_squad_result(rows, i) for i in range(count)]
-        if task == finetune_lib.TAGGING:
-            return [_tagging_result(rows, i, self.labels)
-                    for i in range(count)]
-        if task == _EMBEDDINGS:
+        if self.spec is None:
             return [{"pooled_output": rows["pooled_output"][i],
                      "mean_pooled": rows["mean_pooled"][i]}
                     for i in range(count)]
-        return [{"label": int(label),
-                 "probabilities": [float(p) for p in probabilities]}
-                for label, probabilities in zip(rows["label"],
-                                                rows["probabilities"])]
+        return self.spec.results(rows, count, self.labels)
 
 
 class _PythonServed(_Served):
@@ -769,17 +651,19 @@ class _PythonServed(_Served):
     gives (embeddings: `pooled_output`, `mean_pooled`; classification:
     `label`, `probabilities`)."""
 
-    def __init__(self, task, pretrained, models, label_list=None,
+    def __init__(self, spec, pretrained, models, label_list=None,
                  has_text_b=False):
         """Args:
-          task: `_EMBEDDINGS` or `finetune_lib.CLASSIFICATION`.
+          spec: the task's `TaskSpec` (its `python_head`), or None for
+            embeddings.
           pretrained: the `PretrainedModel` (tokenizer, max_seq_length).
-          models: (BertModel, ClassifierHead or None), loaded.
-          label_list: classification's labels in id order.
-          has_text_b: classification of text pairs.
+          models: (BertModel, the task's head or None), loaded.
+          label_list: the task's labels in id order.
+          has_text_b: the task takes text pairs.
         """
-        self.task = task
-        self.input_names = (("text",) if task == _EMBEDDINGS else
+        self.spec = spec
+        self.task = _EMBEDDINGS if spec is None else spec.name
+        self.input_names = (("text",) if spec is None else
                             ("text_a", "text_b") if has_text_b
                             else ("text_a",))
         self.labels = label_list
@@ -814,7 +698,7 @@ class _PythonServed(_Served):
             outputs = self._encoder(input_ids, input_mask=input_mask,
                                     segment_ids=segment_ids, training=False)
             pooled = ops.cast(outputs["pooled_output"], "float32")
-            if self.task == _EMBEDDINGS:
+            if self.spec is None:
                 sequence = ops.convert_to_numpy(
                     ops.cast(outputs["sequence_output"], "float32"))
                 mask = input_mask[:, :, None].astype(np.float32)
@@ -843,107 +727,6 @@ def _concatenate(arrays):
         arrays = [np.pad(array, [(0, 0), (0, width - array.shape[1])],
                          constant_values=b"") for array in arrays]
     return np.concatenate(arrays)
-
-
-def _decode(value):
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
-
-
-def _squad_result(rows, i):
-    count = int(rows["nbest_count"][i])
-    result = {
-        "answer": _decode(rows["answer"][i]),
-        "probability": float(rows["probability"][i]),
-        "nbest": [{"text": _decode(rows["nbest_text"][i][k]),
-                   "probability": float(rows["nbest_probability"][i][k]),
-                   "start_logit": float(rows["nbest_start_logit"][i][k]),
-                   "end_logit": float(rows["nbest_end_logit"][i][k])}
-                  for k in range(count)],
-    }
-    if "null_score_diff" in rows:
-        result["null_score_diff"] = float(rows["null_score_diff"][i])
-    return result
-
-
-def _tagging_result(rows, i, label_list):
-    """Words and labels; the entities too where the label list (and so
-    whether the labels are BIO tags) is known."""
-    from bert_tf.tasks.tagging import task as tagging
-    count = int(rows["num_words"][i])
-    words = [_decode(word) for word in rows["words"][i][:count]]
-    labels = [_decode(label) for label in rows["labels"][i][:count]]
-    result = {"words": words, "labels": labels}
-    if label_list is not None:
-        result["entities"] = tagging.sentence_entities(
-            words, labels, tagging.is_chunk_scheme(label_list))
-    return result
-
-
-def _unicode(where, text):
-    """`text`, refused if it is not Unicode text that UTF-8 can encode.
-
-    A Python string may hold a lone surrogate ("\\ud800": text decoded
-    from broken UTF-16, or with errors="surrogateescape"), which TensorFlow
-    refuses deep inside with a message naming no input; this names it.
-
-    Args:
-      where: the input, for the message ("inputs[3]", "texts[0]").
-      text: a string.
-
-    Raises:
-      ValueError: `<where>: ... lone surrogate ...`.
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise ValueError(
-            f"{where}: character {error.start} of {text!r:.60} is a lone "
-            f"surrogate {text[error.start]!r}, which is not Unicode text "
-            "and cannot be encoded as UTF-8 (was it decoded from broken "
-            "UTF-16, or with errors='surrogateescape'?)") from None
-    return text
-
-
-def _strings(name, values):
-    if isinstance(values, (str, bytes)) or not isinstance(values,
-                                                          (list, tuple)):
-        raise ValueError(f"{name} must be a list of strings, got "
-                         f"{type(values).__name__}")
-    for i, value in enumerate(values):
-        if not isinstance(value, str):
-            raise ValueError(f"{name}[{i}] must be a string, got "
-                             f"{type(value).__name__}")
-        _unicode(f"{name}[{i}]", value)
-    return list(values)
-
-
-def _text(i, item, what):
-    if not isinstance(item, str):
-        raise ValueError(f"inputs[{i}]: expected {what} (a string), got "
-                         f"{item!r:.80}")
-    return _unicode(f"inputs[{i}]", item)
-
-
-def _pair(i, item, what):
-    if (isinstance(item, (str, bytes)) or not isinstance(item, (list, tuple))
-            or len(item) != 2 or not all(isinstance(t, str) for t in item)):
-        raise ValueError(f"inputs[{i}]: expected a pair {what} of strings, "
-                         f"got {item!r:.80}")
-    return tuple(_unicode(f"inputs[{i}]", text) for text in item)
-
-
-def _words(i, item, where="inputs"):
-    """A list of words, checked: `where[i]` names it in messages."""
-    if isinstance(item, str) or not isinstance(item, (list, tuple)):
-        raise ValueError(f"{where}[{i}]: expected a list of words, got "
-                         f"{item!r:.80}")
-    for word in item:
-        if not isinstance(word, str) or not word or word != "".join(
-                word.split()):
-            raise ValueError(f"{where}[{i}]: word {word!r} must be a "
-                             "non-empty string without whitespace")
-        _unicode(f"{where}[{i}]", word)
-    return list(item)
 
 
 # -- fine-tuning ---------------------------------------------------------------
@@ -1006,61 +789,43 @@ def finetune(task, base_dir, output_dir, *, train=None, dev=None, test=None,
 
     base_dir, output_dir = os.fspath(base_dir), os.fspath(output_dir)
     task_name = str(task).lower()
-    if task_name in _CLASSIFIER_TASKS:
-        recipe_name = finetune_lib.CLASSIFICATION
-    elif task_name in _RECIPE_TASKS:
-        recipe_name = task_name
-    else:
-        raise ValueError(
-            f"finetune: task={task!r} is none of classification, squad, "
-            f"tagging, multiple_choice, {', '.join(_CLASSIFIER_TASKS)}")
+    try:
+        spec = registry.get(task_name)
+    except KeyError:
+        raise ValueError(f"finetune: task={task!r} is none of "
+                         f"{', '.join(registry.names())}") from None
     if os.path.isfile(os.path.join(base_dir, SAVED_MODEL_FILE)):
         raise ValueError(f"finetune: base_dir {base_dir} is a SavedModel; "
                          "fine-tuning starts from a checkpoint directory")
-    recipe, config_class = _recipe(recipe_name)
+    recipe, config_class = spec.recipe(), spec.config_class()
     sets = {"train": train, "eval": dev, "predict": test}
-    if task_name in _CLASSIFIER_TASKS:
-        if any(data is not None for data in sets.values()):
-            raise ValueError(
-                f"finetune: task={task_name!r} reads data_dir=... (and "
-                "do_train/do_eval/do_predict); train/dev/test are for "
-                "task='classification'")
-        settings = {"task_name": task_name, **settings}
-    if task_name == finetune_lib.SQUAD and dev is not None:
-        if test is not None:
-            raise ValueError("finetune: squad predicts one file "
-                             "(--predict_file): give dev or test, not both")
-        sets["predict"], sets["eval"] = dev, None
+    names = dict(_SET_NAMES)
+    if task_name != spec.name:
+        settings = spec.finetune_aliases(task_name, sets, settings)
+    if spec.finetune_sets is not None:
+        sets, names = spec.finetune_sets(sets, settings)
     base = load(base_dir)  # Its files, checkpoint and casing.
     values = {"vocab_file": base.vocab_file,
               "bert_config_file": os.path.join(
-                  base_dir, finetune_lib.BERT_CONFIG_FILE),
+                  base_dir, finetuning.BERT_CONFIG_FILE),
               "init_checkpoint": base.checkpoint,
               "do_lower_case": base.do_lower_case,
               "output_dir": output_dir}
     values.update(settings)
-    for phase, given in sets.items():
-        if phase != "eval" or task_name != finetune_lib.SQUAD:
-            values.setdefault(f"do_{phase}", given is not None)
     fields = {field.name for field in dataclasses.fields(config_class)}
+    for phase, given in sets.items():
+        values.setdefault(f"do_{phase}", given is not None)
     for name in values:
         if name not in fields:
             raise ValueError(f"finetune: {recipe.PROGRAM} has no flag "
                              f"--{name}")
     given = {phase: data for phase, data in sets.items() if data is not None}
-    names = dict(_SET_NAMES)
-    if task_name == finetune_lib.SQUAD and dev is not None:
-        names["predict"] = "dev"
-    inputs = {finetune_lib.CLASSIFICATION: _classification_inputs,
-              finetune_lib.TAGGING: _tagging_inputs,
-              finetune_lib.MULTIPLE_CHOICE: _choice_inputs,
-              finetune_lib.SQUAD: _squad_inputs}.get(task_name)
     examples = {}
-    if inputs is not None:
-        examples = inputs(given, values, base, names)
+    if task_name == spec.name and spec.python_examples is not None:
+        examples = spec.python_examples(given, values, base, names)
     config = config_class(**values)
     try:
-        finetune_lib.check_field_types(config)
+        finetuning.check_field_types(config)
     except ValueError as error:
         raise ValueError(f"finetune: {error}") from None
     with _program_logging(verbose):
@@ -1092,285 +857,6 @@ def _program_logging(verbose):
         logging.get_absl_logger().setLevel(previous_level)
 
 
-# finetune's own tasks, each run by its recipe (classification's takes
-# run_classifier.py's task names too).
-_RECIPE_TASKS = (finetune_lib.CLASSIFICATION, finetune_lib.SQUAD,
-                 finetune_lib.TAGGING, finetune_lib.MULTIPLE_CHOICE)
-
-
-def _recipe(task):
-    """The recipe module of one of `_RECIPE_TASKS`, and its config class
-    (imported on demand: `import bert_tf` stays free of TensorFlow)."""
-    if task == finetune_lib.CLASSIFICATION:
-        from bert_tf.tasks.classification import recipe as classification_recipe
-        return (classification_recipe,
-                classification_recipe.ClassificationConfig)
-    if task == finetune_lib.SQUAD:
-        from bert_tf.tasks.squad import recipe as squad_recipe
-        return squad_recipe, squad_recipe.SquadConfig
-    if task == finetune_lib.TAGGING:
-        from bert_tf.tasks.tagging import recipe as tagging_recipe
-        return tagging_recipe, tagging_recipe.TaggingConfig
-    from bert_tf.tasks.multiple_choice import recipe as multiple_choice_recipe
-    return (multiple_choice_recipe,
-            multiple_choice_recipe.MultipleChoiceConfig)
-
-
 # finetune's argument of each phase, for messages (squad's dev, when given,
 # is its predict phase).
 _SET_NAMES = {"train": "train", "eval": "dev", "predict": "test"}
-
-
-def _files_and_lists(given, values, names):
-    """Sets given as files become the `<phase>_file` settings; the lists
-    are returned, each checked to be a non-empty list.
-
-    Raises:
-      ValueError: a set is neither, or empty (naming its argument).
-    """
-    lists = {}
-    for phase, data in given.items():
-        name = names[phase]
-        if isinstance(data, (str, os.PathLike)):
-            values[f"{phase}_file"] = os.fspath(data)
-            continue
-        if not isinstance(data, (list, tuple)):
-            raise ValueError(f"finetune: {name} must be a file or a list, "
-                             f"got {type(data).__name__}")
-        if not data:
-            raise ValueError(f"finetune: {name}: no examples")
-        lists[phase] = data
-    return lists
-
-
-def _classification_inputs(given, values, base, names):
-    """Python lists as the generic task's `InputExample`s.
-
-    Labels are read as text; a label that is None, or labels of mixed
-    types (1, 1.0, True and "1" would be four classes), are refused.
-    """
-    from bert_tf.tasks.classification import glue_processors
-    values["task_name"] = "generic"
-    examples, pairs, first_label = {}, set(), None
-    for phase, data in given.items():
-        name = names[phase]
-        if not isinstance(data, (list, tuple)):
-            raise ValueError(
-                f"finetune: {name} of task='classification' must be a list "
-                "(for files: task='generic', data_dir=...)")
-        if not data:
-            raise ValueError(f"finetune: {name}: no examples")
-        labelled = phase != "predict"
-        phase_examples = []
-        for i, item in enumerate(data):
-            if labelled:
-                ok = (isinstance(item, (list, tuple)) and len(item) in (2, 3)
-                      and all(isinstance(t, str) for t in item[:-1]))
-                texts, label = (tuple(item[:-1]), item[-1]) if ok else ((),
-                                                                        None)
-            else:
-                ok = isinstance(item, str) or (
-                    isinstance(item, (list, tuple)) and len(item) == 2
-                    and all(isinstance(t, str) for t in item))
-                texts, label = ((item,) if isinstance(item, str)
-                                else tuple(item)), None
-            if not ok:
-                expected = ("(text, label) or (text_a, text_b, label)"
-                            if labelled else "a text or (text_a, text_b)")
-                raise ValueError(f"finetune: {name}[{i}]: expected "
-                                 f"{expected}, got {item!r:.80}")
-            if labelled:
-                where = f"{name}[{i}]"
-                _check_label(where, label, first_label)
-                first_label = first_label or (where, label)
-                label = str(label)
-            pairs.add(len(texts) == 2)
-            phase_examples.append(glue_processors.InputExample(
-                guid=f"{name}-{i}", text_a=texts[0],
-                text_b=texts[1] if len(texts) == 2 else None, label=label))
-        examples[f"{phase}_examples"] = phase_examples
-    if len(pairs) > 1:
-        raise ValueError("finetune: mixed single texts and text pairs in "
-                         "train/dev/test")
-    if "train" in given:
-        label_list = sorted({example.label
-                             for example in examples["train_examples"]})
-    else:
-        # The model's own labels (a classification run's base_dir).
-        label_list = getattr(base, "labels", None)
-        if label_list is None:
-            raise ValueError(
-                "finetune: labels: without train, base_dir must be a "
-                "classification run's output directory (its labels)")
-    values.setdefault("label_list", label_list)
-    for i, example in enumerate(examples.get("eval_examples", ())):
-        if example.label not in label_list:
-            raise ValueError(
-                f"finetune: dev[{i}]: label {example.label!r} is not one of "
-                f"the labels {', '.join(map(repr, label_list))}")
-    return examples
-
-
-def _check_label(where, label, first):
-    """A classification label: not None, of the first label's type.
-
-    Args:
-      where: the example, e.g. "train[3]".
-      label: its label.
-      first: `(where, label)` of the first label, or None.
-
-    Raises:
-      ValueError: naming the example and saying how labels are read.
-    """
-    if label is None:
-        raise ValueError(f"finetune: {where}: label None: a labelled "
-                         "example needs a label (texts to predict go in "
-                         "test)")
-    if not isinstance(label, (str, int, float)):
-        raise ValueError(f"finetune: {where}: label {label!r:.80} must be "
-                         "a string or a number")
-    if isinstance(label, str) and not label.strip():
-        raise ValueError(f"finetune: {where}: empty label {label!r}")
-    if first is not None and type(label) is not type(first[1]):
-        raise ValueError(
-            f"finetune: {where}: label {label!r} is of type "
-            f"{type(label).__name__}, but {first[0]}'s label {first[1]!r} "
-            f"is of type {type(first[1]).__name__}: labels are read as "
-            f"text, so these would be two classes {str(first[1])!r} and "
-            f"{str(label)!r}; give every label as one type")
-
-
-def _tagging_inputs(given, values, base, names):
-    """Tagging lists as `TaggingFile`s, as their CoNLL file would read:
-    `word label` lines, a blank line after each sentence."""
-    lists = _files_and_lists(given, values, names)
-    files = {phase: _tagging_file(names[phase], data)
-             for phase, data in lists.items()}
-    if "train" in files and not values.get("label_list_file"):
-        # Named here by item; the recipe would name a line of the set.
-        known = {label for sentence in files["train"].sentences
-                 for label in sentence.labels}
-        for phase, tagging_file in files.items():
-            for i, sentence in enumerate(tagging_file.sentences):
-                unknown = sorted(set(sentence.labels or ()) - known)
-                if unknown:
-                    raise ValueError(
-                        f"finetune: {names[phase]}[{i}]: label "
-                        f"{unknown[0]!r} does not occur in train (labels: "
-                        f"{' '.join(sorted(known))})")
-    return {f"{phase}_examples": tagging_file
-            for phase, tagging_file in files.items()}
-
-
-def _tagging_file(name, sentences):
-    from bert_tf.tasks.tagging import examples as tagging_examples
-    lines, tagged = [], []
-    for i, item in enumerate(sentences):
-        if (isinstance(item, (list, tuple)) and len(item) == 2
-                and all(isinstance(part, (list, tuple)) for part in item)):
-            words, labels = item
-            if len(words) != len(labels):
-                raise ValueError(f"finetune: {name}[{i}]: {len(words)} words "
-                                 f"but {len(labels)} labels")
-        else:
-            words, labels = item, None
-        words = _words(i, words, f"finetune: {name}") if words else []
-        if not words:
-            raise ValueError(f"finetune: {name}[{i}]: no words")
-        if labels is None and name != "test":
-            raise ValueError(f"finetune: {name}[{i}]: expected (words, "
-                             "labels)")
-        if tagged and (labels is None) != (tagged[0].labels is None):
-            raise ValueError(f"finetune: {name}[{i}]: labelled and "
-                             f"unlabelled sentences mixed ({name}[0] is "
-                             f"{'un' if tagged[0].labels is None else ''}"
-                             "labelled)")
-        for label in labels or ():
-            if not isinstance(label, str) or not label or label != "".join(
-                    label.split()):
-                raise ValueError(f"finetune: {name}[{i}]: label {label!r} "
-                                 "must be a non-empty string without "
-                                 "whitespace")
-        numbers = list(range(len(lines) + 1, len(lines) + len(words) + 1))
-        lines += [word if labels is None else f"{word} {label}"
-                  for word, label in zip(words, labels or words)]
-        lines.append("")
-        tagged.append(tagging_examples.TaggedSentence(
-            list(words), None if labels is None else list(labels), numbers,
-            "0"))
-    return tagging_examples.TaggingFile(
-        name, tagging_examples.CONLL, lines, tagged,
-        tagged[0].labels is not None)
-
-
-def _choice_inputs(given, values, base, names):
-    """Multiple-choice dicts as `MultipleChoiceExample`s (the JSON-lines
-    records of run_multiple_choice.py's `--input_format=jsonl`)."""
-    from bert_tf.tasks.multiple_choice import examples as multiple_choice
-    lists = _files_and_lists(given, values, names)
-    if lists:
-        values["input_format"] = "jsonl"
-    examples, num_choices = {}, None
-    for phase, records in lists.items():
-        name = names[phase]
-        phase_examples = []
-        for i, record in enumerate(records):
-            if not isinstance(record, dict):
-                raise ValueError(f"finetune: {name}[{i}]: expected a dict "
-                                 "with 'question' and 'choices'")
-            try:
-                example = multiple_choice.parse_record(name, i, record,
-                                                       num_choices)
-            except multiple_choice.MultipleChoiceDataError as error:
-                # The reader names a file's line; this is the list's item.
-                raise ValueError(
-                    f"finetune: {name}[{i}]: "
-                    f"{str(error).removeprefix(f'{name}:{i}: ')}") from None
-            if example.label is None and phase != "predict":
-                raise ValueError(f"finetune: {name}[{i}]: no 'answer' (a "
-                                 f"{name} example needs one)")
-            num_choices = len(example.choices)
-            phase_examples.append(example)
-        examples[f"{phase}_examples"] = phase_examples
-    return examples
-
-
-def _squad_inputs(given, values, base, names):
-    """SQuAD dicts as a SQuAD JSON's articles, one paragraph per
-    question."""
-    lists = _files_and_lists(given, values, names)
-    return {f"{phase}_articles": _squad_articles(names[phase], records)
-            for phase, records in lists.items()}
-
-
-def _squad_articles(name, records):
-    paragraphs = []
-    for i, record in enumerate(records):
-        if not isinstance(record, dict) or not isinstance(
-                record.get("question"), str) or not isinstance(
-                record.get("context"), str):
-            raise ValueError(f"finetune: {name}[{i}]: expected a dict with "
-                             "'question' and 'context' strings")
-        question = {"id": str(record.get("id", f"{name}-{i}")),
-                    "question": record["question"]}
-        if "is_impossible" in record:
-            question["is_impossible"] = bool(record["is_impossible"])
-        if "answers" in record:
-            answers = []
-            for answer in record["answers"]:
-                if not isinstance(answer, dict) or not isinstance(
-                        answer.get("text"), str):
-                    raise ValueError(f"finetune: {name}[{i}]: an answer "
-                                     "must be a dict with 'text'")
-                start = answer.get("answer_start")
-                if start is None:
-                    start = record["context"].find(answer["text"])
-                    if start < 0:
-                        raise ValueError(
-                            f"finetune: {name}[{i}]: answer "
-                            f"{answer['text']!r} is not in the context")
-                answers.append({"text": answer["text"],
-                                "answer_start": int(start)})
-            question["answers"] = answers
-        paragraphs.append({"context": record["context"], "qas": [question]})
-    return [{"title": name, "paragraphs": paragraphs}]

@@ -95,7 +95,7 @@ HEAVIEST_FIRST = (
     "test_keras_backends.py",
     "test_run_classifier_multi_label.py",
     "training/test_jax_finetuning.py",
-    "test_sequence_lengths.py",
+    "data/test_sequence_lengths.py",
     "training/test_trainer.py",
     "test_run_multiple_choice.py",
     "modeling/test_keras_native.py",

@@ -9,6 +9,8 @@ also exit with status 1, which a script reads as a failure.
 
 import ast
 import importlib
+import importlib.util
+import pathlib
 import re
 import subprocess
 import sys
@@ -185,3 +187,74 @@ def test_python_m_program_help_exits_0(module):
         timeout=300)
     assert process.returncode == 0, process.stderr[-2000:]
     assert f"Usage: python -m {module} [flags]" in process.stdout
+
+
+def _programs_with_a_config():
+    """Each program `python -m bert_tf` lists that makes its flags from a
+    config (`config_class()`), imported. Others are only read: some define
+    their flags on import."""
+    from bert_tf import __main__ as program_list
+    programs = []
+    for name in program_list.SCRIPTS + program_list.MODULES:
+        origin = importlib.util.find_spec(name).origin
+        tree = ast.parse(pathlib.Path(origin).read_text())
+        if any(isinstance(node, ast.FunctionDef)
+               and node.name == "config_class" for node in tree.body):
+            programs.append((name, importlib.import_module(name)))
+    return programs
+
+
+def test_every_flag_default_is_its_config_fields():
+    """Each default is written once: every flag of a program with a config
+    has its field's name, default and type, and every field made as a flag
+    (`fields.setting`) is one. Reference: the dataclass fields, read with
+    `dataclasses.fields`, against absl's registry of the defined flags."""
+    import dataclasses
+    import typing
+
+    from bert_tf.finetuning import fields as config_fields
+    programs = _programs_with_a_config()
+    # The fine-tuning runners and run_pretraining.py.
+    assert {name for name, _ in programs} >= {
+        "run_classifier", "run_squad", "run_tagging", "run_multiple_choice",
+        "run_pretraining"}
+    absl_types = {bool: "bool", int: "int", float: "float", str: "string"}
+    for name, module in programs:
+        config_class = module.config_class()
+        flag_values = flags.FlagValues()
+        module.define_flags(flag_values)
+        defined = flag_values.flags_by_module_dict()
+        defined = {flag.name: flag for module_flags in defined.values()
+                   for flag in module_flags}
+        hints = typing.get_type_hints(config_class)
+        as_flags = {field.name: field
+                    for field in dataclasses.fields(config_class)
+                    if config_fields.is_flag(field)}
+        assert set(defined) == set(as_flags), name
+        for field_name, field in as_flags.items():
+            flag = defined[field_name]
+            assert flag.default == field.default, (name, field_name)
+            assert type(flag.default) is type(field.default), (
+                name, field_name)
+            kind = hints[field_name]
+            kind = next((arg for arg in typing.get_args(kind)
+                         if arg is not type(None)), kind)
+            expected = ("string enum" if "choices" in field.metadata
+                        else absl_types[kind])
+            assert flag.flag_type() == expected, (name, field_name)
+            # absl puts an enum's values before its help.
+            assert flag.help.endswith(field.metadata["help"]), (
+                name, field_name)
+
+
+def test_squad_has_no_eval_flags_and_its_own_defaults():
+    """Google's run_squad.py: no --do_eval/--eval_batch_size, and
+    --max_seq_length=384 (Google's defaults, typed by hand)."""
+    import run_squad
+    flag_values = flags.FlagValues()
+    run_squad.define_flags(flag_values)
+    assert "do_eval" not in flag_values
+    assert "eval_batch_size" not in flag_values
+    assert flag_values["max_seq_length"].default == 384
+    assert flag_values["doc_stride"].default == 128
+    assert flag_values["pad_to_multiple_of"].default is None

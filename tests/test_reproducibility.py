@@ -152,7 +152,7 @@ def test_seed_turns_on_op_determinism():
     shuffled by the sleeps and the draws differ between two seeded runs."""
     from tensorflow.python.framework import config as tf_config
 
-    from bert_tf.runners.flags import make_deterministic
+    from bert_tf.finetuning.runtime import make_deterministic
     try:
         make_deterministic(3)
         order, draws = _parallel_map_outputs()

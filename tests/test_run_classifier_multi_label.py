@@ -186,7 +186,7 @@ def _write_json(path, value):
 def test_head_record_and_an_earlier_runs_file(tmp_path):
     """The one record is bert_tf_run.json; an earlier run's directory with
     only multi_label.json is still read; a bad record names its file."""
-    from bert_tf.runners import finetune
+    from bert_tf import finetuning as finetune
     description = {"program": "run_classifier.py", "task": "multi_label",
                    "max_seq_length": 16, "do_lower_case": True,
                    "causal_attention": False, "label_list": ["b", "a"],

@@ -1,6 +1,7 @@
 """Batches of feature arrays held in memory, for the tasks whose examples
-are converted in the runner's process (tagging, multiple choice,
-multi-label).
+are converted in the recipe's process (tagging, multiple choice,
+multi-label); `bert_tf.tasks.base.InMemoryArraysTask` reads them through
+`in_memory_dataset`.
 
 Evaluation on TPUs needs every batch of one static shape. As the classifier
 pads its evaluation set with `PaddingInputExample`s (Google's rule:

@@ -29,7 +29,7 @@ Length-aware: `serving_default` packs a request to its longest text (in
 pieces, rounded up to a multiple of `pad_to_multiple_of`, 8 by default),
 not to `max_seq_length`, and tagging's windows (SQuAD's too, when asked:
 see `SquadExport`) run at their longest real window
-(`bert_tf.sequence_lengths`): a short request costs a
+(`bert_tf.data.sequence_lengths`): a short request costs a
 short request's compute, with the outputs of the full-length packing.
 
 XLA (`enable_xla`, `export_saved_model.py --enable_xla`): every export
@@ -54,7 +54,7 @@ import os
 import tensorflow as tf
 
 from bert_tf import file_io
-from bert_tf import sequence_lengths
+from bert_tf.data import sequence_lengths
 from bert_tf.export import packing
 from bert_tf.tasks.squad import graph_answers as squad_answers
 from bert_tf.tasks.tagging import graph_windows as tagging_windows

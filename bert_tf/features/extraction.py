@@ -236,14 +236,14 @@ class FeatureExtractor:
           layer_indexes: which entries of `encoder_outputs` to keep.
           batch_size: examples per model call (global, over all replicas).
           strategy: a `tf.distribute.Strategy`; default: the current one.
-          length_policy: a `bert_tf.sequence_lengths.LengthPolicy`; default:
+          length_policy: a `bert_tf.data.sequence_lengths.LengthPolicy`; default:
             batches rounded to a multiple of 8 (buckets on TPUs).
 
         Raises:
           FeatureExtractionError: a layer index is out of range, or the
             batch does not split over the replicas.
         """
-        from bert_tf import sequence_lengths
+        from bert_tf.data import sequence_lengths
 
         check_layer_indexes(layer_indexes, model.config.num_hidden_layers)
         if batch_size < 1:
@@ -280,7 +280,7 @@ class FeatureExtractor:
         the batch run at its length (`length_policy`)."""
         import tensorflow as tf
 
-        from bert_tf import sequence_lengths
+        from bert_tf.data import sequence_lengths
 
         def run(features):
             outputs = self.model(features["input_ids"],
@@ -406,7 +406,7 @@ def extract_features(input_file, output_file, bert_config_file,
       batch_size: examples per model call.
       strategy: a `tf.distribute.Strategy`; default: the current one.
       pad_to_multiple_of: each batch runs at its longest example rounded up
-        to a multiple of this (`bert_tf.sequence_lengths`; default 8);
+        to a multiple of this (`bert_tf.data.sequence_lengths`; default 8);
         `max_seq_length` runs every batch at the full length.
       length_buckets: lengths a batch may run at instead (sorted ints).
 
@@ -446,7 +446,7 @@ def extract_features(input_file, output_file, bert_config_file,
         model = BertModel(bert_config)
         model.build()
         load_checkpoint(model, init_checkpoint)
-    from bert_tf import sequence_lengths
+    from bert_tf.data import sequence_lengths
     policy = sequence_lengths.LengthPolicy(
         pad_to_multiple_of=(pad_to_multiple_of if pad_to_multiple_of
                             is not None else

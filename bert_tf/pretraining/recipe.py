@@ -19,38 +19,85 @@ there is an error, never overwritten.
 import dataclasses
 from typing import Optional
 
-from bert_tf.runners import finetune
-from bert_tf.runners import flags as runner_flags
+from bert_tf import finetuning
+from bert_tf.finetuning import checks
+from bert_tf.finetuning import runtime
+from bert_tf.finetuning.fields import setting
 
 
 @dataclasses.dataclass
-class PretrainingConfig(finetune.RunConfig):
+class PretrainingConfig(finetuning.RunConfig):
     """run_pretraining.py's flags as fields (see its `--help`)."""
-    input_file: Optional[str] = None
-    max_predictions_per_seq: int = 20
-    num_train_steps: int = 100000
-    num_warmup_steps: int = 10000
-    max_eval_steps: int = 100
-    dynamic_masking: bool = False
-    masked_lm_prob: float = 0.15
-    short_seq_prob: float = 0.1
-    do_whole_word_mask: bool = False
-    pretraining_objective: str = "mlm_nsp"
-    packing: str = "sentence_pairs"
+    input_file: Optional[str] = setting(
+        None,
+        "Input TF example files (can be a glob or comma separated); with "
+        "--dynamic_masking, raw text files in create_pretraining_data.py's "
+        "input format.")
+    max_predictions_per_seq: int = setting(
+        20,
+        "Maximum number of masked LM predictions per sequence. Must match "
+        "data generation.")
+    num_train_steps: int = setting(100000, "Number of training steps.")
+    num_warmup_steps: int = setting(10000, "Number of warmup steps.")
+    max_eval_steps: int = setting(100, "Maximum number of eval steps.")
+    dynamic_masking: bool = setting(
+        False,
+        "Read raw text (--input_file) and create masked instances on the "
+        "fly, with new masks each epoch, instead of reading "
+        "create_pretraining_data.py records. Needs --vocab_file and "
+        "--do_lower_case.")
+    masked_lm_prob: float = setting(
+        0.15, "With --dynamic_masking: the fraction of tokens to mask.")
+    short_seq_prob: float = setting(
+        0.1, "With --dynamic_masking: the probability of a shorter sequence.")
+    do_whole_word_mask: bool = setting(
+        False,
+        "With --dynamic_masking: whole-word masking as "
+        "create_pretraining_data.py --do_whole_word_mask (a word's ## "
+        "pieces are masked together).")
+    pretraining_objective: str = setting(
+        "mlm_nsp",
+        "The BERT paper's pretraining objectives (section 5.1 ablation). "
+        "mlm_nsp: masked LM + next sentence prediction (Google's original). "
+        "mlm: masked LM only (\"No NSP\"); the next-sentence head is kept "
+        "in checkpoints, untrained, and eval reports masked_lm_accuracy/"
+        "masked_lm_loss only. ltr: left-to-right LM (\"LTR & No NSP\"): "
+        "causal attention, each position predicts the next original token; "
+        "eval reports lm_accuracy/lm_loss. mlm_sop: masked LM + ALBERT's "
+        "sentence-order prediction (the next-sentence head and loss on "
+        "pairs swapped half of the time; eval reports "
+        "sentence_order_accuracy/loss): with --dynamic_masking the pairs "
+        "are made so; records must come from create_pretraining_data.py "
+        "--pretraining_objective=mlm_sop (on Google's records it would "
+        "learn next sentence prediction under another name). All read "
+        "records or --dynamic_masking text and write the same checkpoint "
+        "names.", choices=("mlm_nsp", "mlm", "ltr", "mlm_sop"))
+    packing: str = setting(
+        "sentence_pairs",
+        "With --dynamic_masking: how sequences are made. sentence_pairs: "
+        "Google's [CLS] A [SEP] B [SEP]. full_sentences: RoBERTa's "
+        "FULL-SENTENCES, whole sentences in corpus order packed up to "
+        "--max_seq_length, across document boundaries with a [SEP] between "
+        "two documents, one segment (for mlm or ltr; RoBERTa's recipe is "
+        "--pretraining_objective=mlm --dynamic_masking "
+        "--packing=full_sentences).",
+        choices=("sentence_pairs", "full_sentences"))
+
+    REQUIRED_FLAGS = ("input_file", "bert_config_file", "output_dir")
 
     def validate(self):
         """Checks the fields that need no input file read; raises
         ValueError naming the first bad one (`run` then checks the
         sequence length against `bert_config_file` and expands
         `input_file`)."""
-        finetune.check_field_types(self)
+        finetuning.check_field_types(self)
         if not self.do_train and not self.do_eval:
             # Google's message, word for word.
             raise ValueError(
                 "At least one of `do_train` or `do_eval` must be True.")
-        runner_flags.require(self, "bert_config_file", "output_dir",
+        checks.require(self, "bert_config_file", "output_dir",
                              "input_file")
-        runner_flags.check_file("bert_config_file", self.bert_config_file)
+        checks.check_file("bert_config_file", self.bert_config_file)
 
 
 def run(config):
@@ -67,31 +114,31 @@ def run(config):
     from bert_tf.training.trainer import Trainer
 
     config.validate()
-    bert_config = finetune.load_bert_config(config)
+    bert_config = finetuning.load_bert_config(config)
     bert_config.check_max_seq_length(config.max_seq_length)
     # The one expansion of the globs: the readers get these files.
-    input_files = runner_flags.expand_file_patterns("input_file",
+    input_files = checks.expand_file_patterns("input_file",
                                                     config.input_file)
     if config.dynamic_masking:
-        runner_flags.require(config, "vocab_file")
-        runner_flags.check_file("vocab_file", config.vocab_file)
+        checks.require(config, "vocab_file")
+        checks.check_file("vocab_file", config.vocab_file)
     if config.do_train and config.num_train_steps <= 0:
         raise ValueError(f"--num_train_steps={config.num_train_steps} "
                          "must be positive with --do_train")
     # Before anything is written: no output may be an input, and a run that
     # does not train needs weights to evaluate.
-    runner_flags.check_outputs_are_not_inputs(
+    checks.check_outputs_are_not_inputs(
         config, ("eval_results.txt", "checkpoint"),
         ("bert_config_file", "init_checkpoint", "vocab_file"),
         input_files={"input_file": input_files})
     if not config.do_train:
-        runner_flags.require_weights_without_training(config, "--do_eval")
-    trainer_config = runner_flags.trainer_config_from_flags(
+        checks.require_weights_without_training(config, "--do_eval")
+    trainer_config = runtime.make_trainer_config(
         config, num_train_steps=config.num_train_steps,
         max_eval_steps=config.max_eval_steps)
     optimizer_factory = None
     if config.do_train:
-        optimizer_factory = runner_flags.optimizer_factory_from_flags(
+        optimizer_factory = runtime.make_optimizer_factory(
             config, num_train_steps=config.num_train_steps,
             num_warmup_steps=config.num_warmup_steps)
     data_config = PretrainingDataConfig(
@@ -109,8 +156,8 @@ def run(config):
 
     # The strategy comes before any other TensorFlow work: multi-worker and
     # TPU strategies must configure the runtime before it starts.
-    strategy = runner_flags.strategy_from_flags(config)
-    runner_flags.set_seed_from_flags(config)
+    strategy = runtime.make_strategy(config)
+    runtime.set_seed(config)
     task = PretrainingTask(bert_config, data_config,
                            objective=config.pretraining_objective,
                            init_checkpoint=config.init_checkpoint or None)
@@ -120,7 +167,7 @@ def run(config):
         # As a released checkpoint directory has them, so that the run's
         # directory loads with `bert_tf.load` (the Trainer has made it and
         # holds its lock).
-        finetune.copy_model_files(config, ("bert_config_file", "vocab_file"))
+        finetuning.copy_model_files(config, ("bert_config_file", "vocab_file"))
     result = None
     if config.do_train:
         result = trainer.train()

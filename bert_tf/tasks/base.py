@@ -11,8 +11,9 @@ in-order prediction loop (`bert_tf.training.prediction`) and writing
 
 How a new task plugs in
 -----------------------
-A new fine-tuning task (say token tagging) is one module in `bert_tf/tasks/`
-with a model, a data config and a `Task` subclass:
+A new fine-tuning task is one folder in `bert_tf/tasks/` (see
+docs/adding-a-task.md) whose `task.py` holds its model, data config and a
+`Task` subclass:
 
 1. Training: implement `build_model`, `build_inputs`, `compute_loss`,
    `metric_names` and `aggregate_metrics` (below). `Trainer.train` needs
@@ -32,8 +33,8 @@ with a model, a data config and a `Task` subclass:
    then predicts in input order under any strategy, aggregates, reduces
    (metrics, if any, go to `eval_results.txt`) and writes the files on the
    chief. When aggregation needs host-side data that is not in the records
-   (SQuAD's examples and features, tagging's words), the runner passes it
-   as the `initial_state`.
+   (SQuAD's examples and features, tagging's words), the task's recipe
+   passes it as the `initial_state`.
 4. `initialize_from_checkpoint`: the default loads the encoder strictly and
    the task's head when the checkpoint has it (a fine-tuned checkpoint
    predicts as that model); override only for something else.
@@ -58,8 +59,9 @@ included: filter them in `aggregate_predictions`. Worked examples:
 `ClassificationTask` (GLUE metrics in evaluation, `test_results.tsv`) and
 `SquadTask` (logits by feature id, answers, official scores).
 
-A runner only builds the task from flags and calls `Trainer.train`,
-`Trainer.evaluate` and `Trainer.run_predictions`.
+A task's recipe (`bert_tf/tasks/<task>/recipe.py`) only builds the task
+from its config and calls `Trainer.train`, `Trainer.evaluate` and
+`Trainer.run_predictions` (`bert_tf.finetuning.run_phases`).
 
 Training
 --------
@@ -160,7 +162,7 @@ class Task(abc.ABC):
     #: Set by the subclass's constructor: it is part of the task's config.
     init_checkpoint = None
     #: The features whose last axis is the sequence: the trainer cuts them
-    #: to each batch's real length (`bert_tf.sequence_lengths`) before
+    #: to each batch's real length (`bert_tf.data.sequence_lengths`) before
     #: `forward` and `compute_loss`. Every other feature must not depend on
     #: the sequence length (positions into it are fine).
     sequence_features = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)

@@ -26,7 +26,7 @@ so a caller that writes or folds them as they come never holds the whole
 set's outputs.
 
 Grouped by length: with a length policy that cuts batches
-(`bert_tf.sequence_lengths`), the examples are sorted by length within
+(`bert_tf.data.sequence_lengths`), the examples are sorted by length within
 windows of 64 batches before batching, so that a batch's examples have
 similar lengths and little padding; the numbering puts the outputs back in
 input order (at most a window's outputs are held back).
@@ -45,7 +45,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import progress as progress_lib
-from bert_tf import sequence_lengths
+from bert_tf.data import sequence_lengths
 
 # The number of each example, added next to its features while predicting.
 # Padding rows are numbered PADDING_INDEX.

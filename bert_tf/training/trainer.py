@@ -43,7 +43,7 @@ from bert_tf import checkpoints
 from bert_tf import file_io
 from bert_tf import modes
 from bert_tf import progress as progress_lib
-from bert_tf import sequence_lengths
+from bert_tf.data import sequence_lengths
 from bert_tf.modeling import layers as modeling_layers
 from bert_tf.training import checkpoint_manager as checkpoint_manager_lib
 from bert_tf.training import distribution
@@ -111,7 +111,7 @@ class TrainerConfig:
         The task's input pipeline must be seeded with the same seed.
       pad_to_multiple_of: every batch (training, evaluation, prediction)
         runs at its longest real sequence rounded up to a multiple of this
-        (`bert_tf.sequence_lengths`); `max_seq_length` or more runs every
+        (`bert_tf.data.sequence_lengths`); `max_seq_length` or more runs every
         batch at the full length, as Google's code does.
       length_buckets: the lengths batches may run at (sorted); empty: any
         multiple of `pad_to_multiple_of`. Under `enable_xla` and on TPUs

@@ -636,12 +636,12 @@ def test_bfloat16_exports_return_no_bfloat16(workspace, monkeypatch):
 def test_serving_dtype_is_checked_before_the_checkpoint(workspace):
     """The builders refuse a dtype they do not serve, naming the flag,
     before reading the (here absent) checkpoint."""
-    from bert_tf.export import builders
+    from bert_tf.tasks.classification import export as classification_export
     config = BertConfig.from_json_file(workspace / "cased" /
                                        "bert_config.json")
     with pytest.raises(ValueError, match=r"--serving_dtype='float16' is "
                        r"not one of float32, bfloat16"):
-        builders.classifier_export(
+        classification_export.classifier_export(
             config, str(workspace / "cased" / "vocab.txt"), False,
             str(workspace / "absent" / "model.ckpt"), CLASSIFIER_SEQ_LENGTH,
             ["0", "1"], serving_dtype="float16")
@@ -978,7 +978,7 @@ def test_export_rebuilds_causal_and_bilstm_squad_models(workspace,
     """A --span_bilstm checkpoint is exported with its BiLSTM (units read
     from its variables) and --causal_attention reaches the encoder: the
     export's model gives the fine-tuned model's logits."""
-    from bert_tf.export import builders
+    from bert_tf.tasks.squad import export as squad_export_lib
     from tests.modeling_harness import random_batch
     config = BertConfig.from_json_file(
         workspace / "uncased" / "bert_config.json")
@@ -986,7 +986,7 @@ def test_export_rebuilds_causal_and_bilstm_squad_models(workspace,
     prefix = write_checkpoint(
         trained, workspace / "squad_ltr_bilstm" / "model.ckpt", seed=5,
         head_scale=1.0)
-    export = builders.squad_export(
+    export = squad_export_lib.squad_export(
         config, str(workspace / "uncased" / "vocab.txt"), True, str(prefix),
         max_seq_length=32, doc_stride=16, max_query_length=8, n_best_size=3,
         max_answer_length=5, causal_attention=causal_attention)
@@ -1006,7 +1006,7 @@ def test_export_rebuilds_a_tagging_model_with_its_bilstm(workspace):
     """A run_tagging.py --tagging_bilstm checkpoint is exported with its
     BiLSTM (units read from its variables): the fine-tuned model's
     logits."""
-    from bert_tf.export import builders
+    from bert_tf.tasks.tagging import export as tagging_export_lib
     from tests.modeling_harness import random_batch
     config = BertConfig.from_json_file(
         workspace / "uncased" / "bert_config.json")
@@ -1014,7 +1014,7 @@ def test_export_rebuilds_a_tagging_model_with_its_bilstm(workspace):
     prefix = write_checkpoint(trained,
                               workspace / "tagging_bilstm" / "model.ckpt",
                               seed=7, head_scale=1.0)
-    export = builders.tagging_export(
+    export = tagging_export_lib.tagging_export(
         config, str(workspace / "uncased" / "vocab.txt"), True, str(prefix),
         max_seq_length=32, doc_stride=16, label_list=["O", "B-X", "I-X"])
     assert export.model.bilstm_units == 5
@@ -1030,7 +1030,7 @@ def test_export_rebuilds_a_tagging_model_with_its_bilstm(workspace):
     # bfloat16 like the encoder; the logits are the model's to bfloat16's
     # precision (these are O(1): 2^-9 relative per rounding, a few dozen
     # roundings deep; observed 0.019).
-    bf16 = builders.tagging_export(
+    bf16 = tagging_export_lib.tagging_export(
         config, str(workspace / "uncased" / "vocab.txt"), True, str(prefix),
         max_seq_length=32, doc_stride=16, label_list=["O", "B-X", "I-X"],
         serving_dtype="bfloat16")

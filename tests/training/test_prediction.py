@@ -68,7 +68,7 @@ def _lengths_examples(lengths, full_length=32):
 
 
 def test_a_second_predict_with_the_same_function_traces_nothing_new():
-    from bert_tf import sequence_lengths
+    from bert_tf.data import sequence_lengths
     policy = sequence_lengths.LengthPolicy()
     traced = []  # the static shape of every trace of the model call
 

@@ -9,6 +9,8 @@ from absl import flags
 import pytest
 import tensorflow as tf
 
+from bert_tf import finetuning
+from bert_tf.finetuning import runtime
 from bert_tf.runners import flags as runner_flags
 
 
@@ -21,19 +23,18 @@ def restore_tf32():
 
 def _parsed(*arguments):
     flag_values = flags.FlagValues()
-    runner_flags.define_tpu_flags(flag_values)
-    runner_flags.define_runtime_flags(flag_values)
+    runner_flags.define_config_flags(finetuning.RunConfig, flag_values)
     flag_values(["runner.py", *arguments])
     return flag_values
 
 
 def test_runner_default_disables_tf32(restore_tf32):
     tf.config.experimental.enable_tensor_float_32_execution(True)
-    runner_flags.strategy_from_flags(_parsed())
+    runtime.make_strategy(_parsed())
     assert not tf.config.experimental.tensor_float_32_execution_enabled()
 
 
 def test_allow_tf32_enables_it(restore_tf32):
     tf.config.experimental.enable_tensor_float_32_execution(False)
-    runner_flags.strategy_from_flags(_parsed("--allow_tf32"))
+    runtime.make_strategy(_parsed("--allow_tf32"))
     assert tf.config.experimental.tensor_float_32_execution_enabled()

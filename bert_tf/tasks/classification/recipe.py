@@ -21,8 +21,9 @@ from typing import List, Optional
 
 from absl import logging
 
-from bert_tf.runners import finetune
-from bert_tf.runners import flags as runner_flags
+from bert_tf import finetuning
+from bert_tf.finetuning import checks
+from bert_tf.finetuning.fields import setting
 
 PROGRAM = "run_classifier.py"
 # The files a run writes into `output_dir` besides its checkpoints.
@@ -36,7 +37,7 @@ _PHASE_NAMES = {"train": "training", "eval": "evaluation",
 
 
 @dataclasses.dataclass
-class ClassificationConfig(finetune.FineTuningConfig):
+class ClassificationConfig(finetuning.FineTuningConfig):
     """run_classifier.py's flags as fields (see its `--help`), plus
     `label_list`.
 
@@ -46,17 +47,58 @@ class ClassificationConfig(finetune.FineTuningConfig):
         strings, as the generic task reads them from its training file).
         Examples read from `data_dir` take the processor's labels.
     """
-    data_dir: Optional[str] = None
-    task_name: Optional[str] = None
-    xnli_language: str = "zh"
-    text_a_column: str = "sentence"
-    text_b_column: Optional[str] = None
-    label_column: str = "label"
-    data_format: str = "tsv"
-    multi_label: bool = False
-    label_delimiter: str = ","
-    threshold: float = 0.5
+    data_dir: Optional[str] = setting(
+        None,
+        "The input data dir. Should contain the .tsv files (or other data "
+        "files) for the task.")
+    task_name: Optional[str] = setting(
+        None,
+        "The name of the task to train: cola, mnli, mnli-mm, mrpc, xnli, "
+        "sst-2, qqp, qnli, rte, wnli, sts-b, or generic (your own files; see "
+        "--text_a_column).")
+    xnli_language: str = setting(
+        "zh",
+        "--task_name=xnli: the language to train and evaluate on (the "
+        "original hard-codes zh). Reads "
+        "multinli/multinli.train.<language>.tsv and the <language> rows of "
+        "xnli.dev.tsv.")
+    text_a_column: str = setting(
+        "sentence",
+        "--task_name=generic: header name of the column holding the text "
+        "(the first text of a pair).")
+    text_b_column: Optional[str] = setting(
+        None,
+        "--task_name=generic: header name of the column holding the second "
+        "text of a pair; unset for single-text classification.")
+    label_column: str = setting(
+        "label",
+        "--task_name=generic: header name of the label column. The label "
+        "list is every value in train.<format>, sorted.")
+    data_format: str = setting(
+        "tsv",
+        "--task_name=generic: train/dev/test.tsv (tab separated, no quoting) "
+        "or train/dev/test.csv (comma separated, double-quote quoting), each "
+        "with a header row.", choices=("tsv", "csv"))
+    # Several labels per example (`multi_label_data` for the label columns,
+    # `multi_label_task` for the model, loss and metrics).
+    multi_label: bool = setting(
+        False,
+        "--task_name=generic: several labels per example, a sigmoid per "
+        "label and binary cross-entropy. --label_column names one column "
+        "holding a --label_delimiter separated list of labels, or several "
+        "comma-separated columns, each a label with values 1/0. Reports "
+        "eval_micro_f1, eval_macro_f1, eval_exact_match; test_results.tsv "
+        "holds each label's probability.")
+    label_delimiter: str = setting(
+        ",", "--multi_label with one label column: what separates its labels.")
+    threshold: float = setting(
+        0.5,
+        "--multi_label: a label is predicted when its probability is at "
+        "least this.")
     label_list: Optional[List[str]] = None
+
+    REQUIRED_FLAGS = finetuning.FineTuningConfig.REQUIRED_FLAGS + (
+        "data_dir", "task_name")
 
     def validate(self, reads_files=True):
         """Checks every field once; raises ValueError naming the first bad
@@ -67,7 +109,7 @@ class ClassificationConfig(finetune.FineTuningConfig):
             must then be a directory).
         """
         self.require_a_phase()
-        runner_flags.require(self, *(("data_dir",) if reads_files else ()),
+        checks.require(self, *(("data_dir",) if reads_files else ()),
                              "task_name")
         super().validate()
         if reads_files:
@@ -106,10 +148,10 @@ def run(config, train_examples=None, eval_examples=None,
                       for phase in given)
     config.validate(reads_files=reads_files)
     # Before anything is written: no output may be an input.
-    runner_flags.check_outputs_are_not_inputs(
+    checks.check_outputs_are_not_inputs(
         config, OUTPUT_FILES,
         ("bert_config_file", "vocab_file", "init_checkpoint"))
-    bert_config = finetune.load_bert_config(config)
+    bert_config = finetuning.load_bert_config(config)
     bert_config.check_max_seq_length(config.max_seq_length)
     if config.multi_label:
         if any(examples is not None for examples in given.values()):
@@ -145,11 +187,11 @@ def run(config, train_examples=None, eval_examples=None,
         example.text_b is not None
         for phase_examples in examples.values()
         for example in phase_examples))
-    steps = finetune.training_steps(config, len(examples.get("train", ())))
+    steps = finetuning.training_steps(config, len(examples.get("train", ())))
 
-    run_setup = finetune.start(config)
-    finetune.write_run_description(
-        config, run_setup, PROGRAM, finetune.CLASSIFICATION,
+    run_setup = finetuning.start(config)
+    finetuning.write_run_description(
+        config, run_setup, PROGRAM, finetuning.CLASSIFICATION,
         task_name=task_name,
         label_list=None if is_regression else label_list,
         label_names=None if is_regression else _label_names(
@@ -189,10 +231,10 @@ def run(config, train_examples=None, eval_examples=None,
         is_regression=is_regression, glue_task_name=task_name,
         init_checkpoint=run_setup.init_checkpoint,
         causal_attention=config.causal_attention)
-    trainer = finetune.make_trainer(run_setup, task, config, steps,
+    trainer = finetuning.make_trainer(run_setup, task, config, steps,
                                     config.eval_batch_size)
     # The records are padded for TPUs already (`_write_records`).
-    return finetune.run_phases(
+    return finetuning.run_phases(
         trainer, config, num_predict_examples=num_records.get("predict"),
         pad_to_full_batches=False, predicted=task.predicted_probabilities,
         before_phase=log_phase)
@@ -261,12 +303,12 @@ def _run_multi_label(config, bert_config):
         examples["eval"] = processor.get_dev_examples(data_dir)
     if config.do_predict:
         examples["predict"] = processor.get_test_examples(data_dir)
-    steps = finetune.training_steps(config, len(examples.get("train", ())))
-    run_setup = finetune.start(config)
-    # The run's record (`finetune.read_multi_label_head`): its checkpoints
+    steps = finetuning.training_steps(config, len(examples.get("train", ())))
+    run_setup = finetuning.start(config)
+    # The run's record (`finetuning.read_multi_label_head`): its checkpoints
     # look like a softmax classifier's; this says they are multi-label.
-    finetune.write_run_description(
-        config, run_setup, PROGRAM, finetune.MULTI_LABEL,
+    finetuning.write_run_description(
+        config, run_setup, PROGRAM, finetuning.MULTI_LABEL,
         label_list=label_list, has_text_b=processor.has_text_b,
         threshold=config.threshold)
     arrays = {phase: data_lib.examples_to_arrays(
@@ -277,13 +319,13 @@ def _run_multi_label(config, bert_config):
                  len(label_list), ", ".join(label_list))
 
     task = task_lib.MultiLabelTask(
-        bert_config, label_list, finetune.arrays_data_config(run_setup, config, arrays),
+        bert_config, label_list, finetuning.arrays_data_config(run_setup, config, arrays),
         threshold=config.threshold,
         init_checkpoint=run_setup.init_checkpoint,
         causal_attention=config.causal_attention)
-    trainer = finetune.make_trainer(run_setup, task, config, steps,
+    trainer = finetuning.make_trainer(run_setup, task, config, steps,
                                     config.eval_batch_size)
-    return finetune.run_phases(
+    return finetuning.run_phases(
         trainer, config,
         num_predict_examples=len(examples.get("predict", ())),
         # TPUs need full batches: the last is padded (and dropped).

@@ -14,8 +14,10 @@ from typing import Optional
 
 from absl import logging
 
-from bert_tf.runners import finetune
-from bert_tf.runners import flags as runner_flags
+from bert_tf import finetuning
+from bert_tf.finetuning import checks
+from bert_tf.finetuning.fields import override
+from bert_tf.finetuning.fields import setting
 
 PROGRAM = "run_multiple_choice.py"
 DEFAULT_FILES = {
@@ -26,16 +28,33 @@ DEFAULT_FILES = {
 
 
 @dataclasses.dataclass
-class MultipleChoiceConfig(finetune.FineTuningConfig):
-    """run_multiple_choice.py's flags as fields (see its `--help`)."""
-    max_seq_length: int = 128
-    train_batch_size: int = 16
-    learning_rate: float = 2e-5
-    data_dir: Optional[str] = None
-    train_file: Optional[str] = None
-    eval_file: Optional[str] = None
-    predict_file: Optional[str] = None
-    input_format: str = "swag"
+class MultipleChoiceConfig(finetuning.FineTuningConfig):
+    """run_multiple_choice.py's flags as fields (see its `--help`):
+    run_classifier.py's where they apply, plus the input's."""
+    train_batch_size: int = override(finetuning.FineTuningConfig,
+                                     "train_batch_size", 16)
+    learning_rate: float = override(finetuning.FineTuningConfig,
+                                    "learning_rate", 2e-5)
+    do_predict: bool = override(
+        finetuning.FineTuningConfig, "do_predict",
+        help="Whether to score the predict file's choices (writes "
+             "test_results.tsv).")
+    data_dir: Optional[str] = setting(
+        None,
+        "Directory with the train/dev/test files: SWAG's train.csv, val.csv, "
+        "test.csv, or train.jsonl, dev.jsonl, test.jsonl.")
+    train_file: Optional[str] = finetuning.phase_file_setting(
+        "train", "train.csv or train.jsonl")
+    eval_file: Optional[str] = finetuning.phase_file_setting(
+        "eval", "val.csv or dev.jsonl")
+    predict_file: Optional[str] = finetuning.phase_file_setting(
+        "predict", "test.csv or test.jsonl")
+    input_format: str = setting(
+        "swag",
+        "swag: SWAG's CSV (sent1, sent2, ending0.., label). jsonl: one JSON "
+        "object per line with question (and optionally context or "
+        "passage), choices (a list) or options ('A. ...' lines), answer.",
+        choices=tuple(DEFAULT_FILES))
 
     def validate(self):
         """Checks every field once; raises ValueError naming the first bad
@@ -70,13 +89,13 @@ def run(config, train_examples=None, eval_examples=None,
 
     config.validate()
     # Before anything is written: no output may be an input.
-    runner_flags.check_outputs_are_not_inputs(
+    checks.check_outputs_are_not_inputs(
         config, (trainer_lib.EVAL_RESULTS_FILE,
                  task_lib.TEST_RESULTS_FILE, "checkpoint"),
         ("train_file", "eval_file", "predict_file", "bert_config_file",
          "vocab_file", "init_checkpoint"),
         data_dir_files=DEFAULT_FILES[config.input_format].values())
-    bert_config = finetune.load_bert_config(config)
+    bert_config = finetuning.load_bert_config(config)
     bert_config.check_max_seq_length(config.max_seq_length)
 
     # Every file is read (and checked) before any training; the first set
@@ -95,7 +114,7 @@ def run(config, train_examples=None, eval_examples=None,
             examples[phase] = given[phase]
             _check_num_choices(where, examples[phase], num_choices)
         else:
-            where = finetune.phase_input_file(
+            where = finetuning.phase_input_file(
                 config, phase, DEFAULT_FILES[config.input_format][phase])
             examples[phase] = multiple_choice.read_examples(
                 where, config.input_format, num_choices)
@@ -109,10 +128,10 @@ def run(config, train_examples=None, eval_examples=None,
                     f"{_where(where, unlabelled[0])}: no answer (a {phase} "
                     "file needs one for every example)")
 
-    steps = finetune.training_steps(config, len(examples.get("train", ())))
-    run_setup = finetune.start(config)
-    finetune.write_run_description(
-        config, run_setup, PROGRAM, finetune.MULTIPLE_CHOICE,
+    steps = finetuning.training_steps(config, len(examples.get("train", ())))
+    run_setup = finetuning.start(config)
+    finetuning.write_run_description(
+        config, run_setup, PROGRAM, finetuning.MULTIPLE_CHOICE,
         input_format=config.input_format, num_choices=num_choices)
     arrays = {phase: multiple_choice.examples_to_arrays(
         phase_examples, config.max_seq_length, run_setup.tokenizer)
@@ -124,13 +143,13 @@ def run(config, train_examples=None, eval_examples=None,
         logging.info("  Num steps = %d", steps.num_train_steps)
 
     task = task_lib.MultipleChoiceTask(
-        bert_config, finetune.arrays_data_config(run_setup, config, arrays),
+        bert_config, finetuning.arrays_data_config(run_setup, config, arrays),
         init_checkpoint=run_setup.init_checkpoint,
         causal_attention=config.causal_attention)
-    trainer = finetune.make_trainer(run_setup, task, config, steps,
+    trainer = finetuning.make_trainer(run_setup, task, config, steps,
                                     config.eval_batch_size)
 
-    return finetune.run_phases(
+    return finetuning.run_phases(
         trainer, config,
         num_predict_examples=len(examples.get("predict", ())),
         # TPUs need full batches: the last is padded (and dropped).

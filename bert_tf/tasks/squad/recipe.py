@@ -19,8 +19,11 @@ from typing import Optional
 
 from absl import logging
 
-from bert_tf.runners import finetune
-from bert_tf.runners import flags as runner_flags
+from bert_tf import finetuning
+from bert_tf.finetuning import checks
+from bert_tf.finetuning.fields import not_a_flag
+from bert_tf.finetuning.fields import override
+from bert_tf.finetuning.fields import setting
 
 PROGRAM = "run_squad.py"
 TRAIN_RECORD_FILE = "train.tf_record"
@@ -34,22 +37,71 @@ _DESCRIBED_FIELDS = ("doc_stride", "max_query_length", "n_best_size",
 
 
 @dataclasses.dataclass
-class SquadConfig(finetune.FineTuningConfig):
+class SquadConfig(finetuning.FineTuningConfig):
     """run_squad.py's flags as fields (see its `--help`). Google's
-    run_squad.py has no `do_eval`: its dev-set pass is `do_predict`."""
-    max_seq_length: int = 384
-    pad_to_multiple_of: Optional[int] = None
-    train_file: Optional[str] = None
-    predict_file: Optional[str] = None
-    doc_stride: int = 128
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    verbose_logging: bool = False
-    version_2_with_negative: bool = False
-    null_score_diff_threshold: float = 0.0
-    span_bilstm: bool = False
-    span_bilstm_units: Optional[int] = None
+    run_squad.py has no `do_eval` or `eval_batch_size` (fields kept for the
+    shared code, not flags): its dev-set pass is `do_predict` with
+    `predict_batch_size`."""
+    do_eval: bool = not_a_flag(finetuning.FineTuningConfig, "do_eval")
+    eval_batch_size: int = not_a_flag(finetuning.FineTuningConfig,
+                                      "eval_batch_size")
+    max_seq_length: int = override(finetuning.FineTuningConfig,
+                                   "max_seq_length", 384)
+    # Google's span loss is a softmax over every position, padding
+    # included, and its n-best list ranks the logits of padding too: a
+    # shorter batch changes both, so it is an option here.
+    pad_to_multiple_of: Optional[int] = override(
+        finetuning.FineTuningConfig, "pad_to_multiple_of", None,
+        help_suffix=(
+            " run_squad.py's default is the full length: Google's span loss "
+            "is a softmax over all --max_seq_length positions (padding "
+            "included) and its n-best candidates are the top logits of all "
+            "positions (padding ranked, then dropped), so a window run at "
+            "its real length trains on a softmax over its real tokens and "
+            "can list more candidates in nbest_predictions.json; "
+            "predictions.json changes only when a padding logit outranks "
+            "the answer's runners-up (rare for a trained model)."))
+    do_predict: bool = override(
+        finetuning.FineTuningConfig, "do_predict",
+        help="Whether to predict answers for --predict_file (and score them "
+             "when it has answers).")
+    train_file: Optional[str] = setting(
+        None,
+        "SQuAD JSON file to train on, e.g. train-v1.1.json or "
+        "train-v2.0.json.")
+    predict_file: Optional[str] = setting(
+        None,
+        "SQuAD JSON file to predict answers for, e.g. dev-v1.1.json or "
+        "test-v1.1.json. When its questions have answers (a dev set), the "
+        "predictions are also scored with the official metrics into "
+        "eval_results.txt.")
+    doc_stride: int = setting(
+        128,
+        "Documents longer than one window are cut into overlapping windows "
+        "whose starts are this many word pieces apart.")
+    max_query_length: int = setting(
+        64, "Questions are cut to this many word pieces.")
+    n_best_size: int = setting(
+        20,
+        "How many start and end positions are combined into candidate "
+        "answers, and how many answers nbest_predictions.json lists per "
+        "question.")
+    max_answer_length: int = setting(
+        30,
+        "Longest answer, in word pieces (start and end are predicted "
+        "independently, so long spans must be ruled out).")
+    verbose_logging: bool = setting(
+        False,
+        "Log every answer whose text could not be aligned with the original "
+        "context (a number of them is normal).")
+    version_2_with_negative: bool = setting(
+        False, "SQuAD 2.0: some questions have no answer in their paragraph.")
+    null_score_diff_threshold: float = setting(
+        0.0,
+        "SQuAD 2.0: predict no answer when the no-answer score exceeds the "
+        "best answer's score by more than this.")
+    span_bilstm: bool = finetuning.bilstm_setting("span", "the span head")
+    span_bilstm_units: Optional[int] = finetuning.bilstm_units_setting("span")
 
     PREDICTING_PHASES = ("do_predict",)
 
@@ -86,7 +138,7 @@ class SquadConfig(finetune.FineTuningConfig):
             if getattr(self, name) <= 0:
                 raise ValueError(
                     f"--{name}={getattr(self, name)} must be positive")
-        finetune.bilstm_units(self, "span", bert_config)
+        finetuning.bilstm_units(self, "span", bert_config)
 
 
 def run(config, train_articles=None, predict_articles=None):
@@ -111,12 +163,12 @@ def run(config, train_articles=None, predict_articles=None):
     from bert_tf.tasks.squad import task as squad
     from bert_tf.training import trainer as trainer_lib
 
-    bert_config = finetune.load_bert_config(config)
+    bert_config = finetuning.load_bert_config(config)
     config.validate(bert_config, reads_train_file=train_articles is None,
                     reads_predict_file=predict_articles is None)
     version_2 = config.version_2_with_negative
     # Before anything is written: no output may be an input.
-    runner_flags.check_outputs_are_not_inputs(
+    checks.check_outputs_are_not_inputs(
         config, (squad_postprocess.PREDICTIONS_FILE,
                  squad_postprocess.NBEST_PREDICTIONS_FILE,
                  squad_postprocess.NULL_ODDS_FILE,
@@ -129,7 +181,7 @@ def run(config, train_articles=None, predict_articles=None):
         """The articles (in memory, or the file's) and their examples."""
         if articles is None:
             path = getattr(config, name)
-            runner_flags.check_file(name, path)
+            checks.check_file(name, path)
             articles = squad_examples.load_squad_json(path)
         else:
             path = name.replace("_file", "_articles")
@@ -141,7 +193,7 @@ def run(config, train_articles=None, predict_articles=None):
     train_examples = predict_examples = None
     if config.do_train:
         _, _, train_examples = read("train_file", train_articles, True)
-    steps = finetune.training_steps(config, len(train_examples or ()))
+    steps = finetuning.training_steps(config, len(train_examples or ()))
     gold_articles = None
     if config.do_predict:
         predict_source, predict_articles, predict_examples = read(
@@ -150,10 +202,10 @@ def run(config, train_articles=None, predict_articles=None):
                 predict_articles, predict_source, version_2):
             gold_articles = predict_articles
 
-    run_setup = finetune.start(config)
+    run_setup = finetuning.start(config)
     output_dir = config.output_dir
-    finetune.write_run_description(
-        config, run_setup, PROGRAM, finetune.SQUAD,
+    finetuning.write_run_description(
+        config, run_setup, PROGRAM, finetuning.SQUAD,
         **{name: getattr(config, name) for name in _DESCRIBED_FIELDS})
 
     train_file = None
@@ -189,8 +241,8 @@ def run(config, train_articles=None, predict_articles=None):
             gold_articles=gold_articles),
         init_checkpoint=run_setup.init_checkpoint,
         causal_attention=config.causal_attention,
-        bilstm_units=finetune.bilstm_units(config, "span", bert_config))
-    trainer = finetune.make_trainer(run_setup, task, config, steps,
+        bilstm_units=finetuning.bilstm_units(config, "span", bert_config))
+    trainer = finetuning.make_trainer(run_setup, task, config, steps,
                                     config.predict_batch_size)
 
     results = {}

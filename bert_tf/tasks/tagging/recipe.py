@@ -16,8 +16,11 @@ from typing import Optional
 
 from absl import logging
 
-from bert_tf.runners import finetune
-from bert_tf.runners import flags as runner_flags
+from bert_tf import finetuning
+from bert_tf.finetuning import checks
+from bert_tf.finetuning.fields import override
+from bert_tf.finetuning.fields import setting
+from bert_tf.tasks.tagging import examples as tagging_examples
 
 PROGRAM = "run_tagging.py"
 DEFAULT_FILES = {"train": "train.txt", "eval": "dev.txt",
@@ -25,19 +28,59 @@ DEFAULT_FILES = {"train": "train.txt", "eval": "dev.txt",
 
 
 @dataclasses.dataclass
-class TaggingConfig(finetune.FineTuningConfig):
-    """run_tagging.py's flags as fields (see its `--help`)."""
-    data_dir: Optional[str] = None
-    train_file: Optional[str] = None
-    eval_file: Optional[str] = None
-    predict_file: Optional[str] = None
-    input_format: str = "conll"
-    label_column: int = -1
-    label_list_file: Optional[str] = None
-    use_crf: bool = False
-    doc_stride: int = 64
-    tagging_bilstm: bool = False
-    tagging_bilstm_units: Optional[int] = None
+class TaggingConfig(finetuning.FineTuningConfig):
+    """run_tagging.py's flags as fields (see its `--help`): run_classifier.py's
+    where they apply, plus tagging's own."""
+    do_predict: bool = override(
+        finetuning.FineTuningConfig, "do_predict",
+        help="Whether to tag the predict file (writes "
+             "test_predictions.txt).")
+    data_dir: Optional[str] = setting(
+        None,
+        "Directory with train.txt, dev.txt and test.txt (CoNLL-2003's "
+        "names); --train_file/--eval_file/--predict_file override each. A "
+        "predict file may have labels (then test_results.txt is written).")
+    train_file: Optional[str] = finetuning.phase_file_setting(
+        "train", DEFAULT_FILES["train"])
+    eval_file: Optional[str] = finetuning.phase_file_setting(
+        "eval", DEFAULT_FILES["eval"])
+    predict_file: Optional[str] = finetuning.phase_file_setting(
+        "predict", DEFAULT_FILES["predict"])
+    input_format: str = setting(
+        "conll",
+        "conll: a word per line with columns, blank lines between sentences, "
+        "-DOCSTART- lines. peoples_daily: People's Daily 1998 word/TAG lines, "
+        "POS tags. peoples_daily_ner: the same lines, PER/LOC/ORG BIO tags "
+        "from the nr/ns/nt tags and bracketed compounds. word_tag: any "
+        "word/TAG sentence-per-line file (e.g. the WSJ sample), tags as "
+        "labels.", choices=tagging_examples.INPUT_FORMATS)
+    label_column: int = setting(
+        -1,
+        "--input_format=conll: the label's column (0 is the word; negative "
+        "counts from the end: -1, the last, is CoNLL-2003's NER tag; 1 its "
+        "POS tag).")
+    label_list_file: Optional[str] = setting(
+        None,
+        "The labels, one per line, instead of the training file's (e.g. "
+        "the whole tag set of a corpus): a tag rare enough to occur only "
+        "in the dev or test file is then scored (the model never learnt to "
+        "predict it) instead of stopping the run. Every training label must "
+        "be in it. With --do_train; saved as label_list.txt in "
+        "--output_dir, as the training file's labels are.")
+    use_crf: bool = setting(
+        False,
+        "A linear-chain CRF over each window's words (transition scores "
+        "crf/transitions; trained by the forward algorithm, decoded by "
+        "Viterbi) instead of an independent softmax per word.")
+    doc_stride: int = setting(
+        64,
+        "A sentence longer than --max_seq_length - 2 word pieces is split "
+        "into windows starting this many pieces apart; each word is "
+        "predicted in the window where it has most context.")
+    tagging_bilstm: bool = finetuning.bilstm_setting(
+        "tagging", "the per-word classifier")
+    tagging_bilstm_units: Optional[int] = finetuning.bilstm_units_setting(
+        "tagging")
 
     def validate(self):
         """Checks every field once; raises ValueError naming the first bad
@@ -74,7 +117,6 @@ def saved_label_list(config, label_list_path):
 
 def _given_label_list(path):
     """The labels of `label_list_file` (a label per line, each once)."""
-    from bert_tf.tasks.tagging import examples as tagging_examples
 
     if not os.path.isfile(path):
         raise ValueError(f"--label_list_file={path}: no such file")
@@ -104,7 +146,6 @@ def run(config, train_examples=None, eval_examples=None,
     Raises:
       ValueError: a bad field or input, named.
     """
-    from bert_tf.tasks.tagging import examples as tagging_examples
     from bert_tf.tasks import base
     from bert_tf.tasks.tagging import task as tagging
     from bert_tf.training import trainer as trainer_lib
@@ -113,7 +154,7 @@ def run(config, train_examples=None, eval_examples=None,
     # Before anything is written: no output may be an input (a predict
     # file named test_predictions.txt in --output_dir would be overwritten
     # by its own predictions).
-    runner_flags.check_outputs_are_not_inputs(
+    checks.check_outputs_are_not_inputs(
         config, (trainer_lib.EVAL_RESULTS_FILE,
                  tagging.TEST_PREDICTIONS_FILE,
                  tagging.TEST_PREDICTIONS_JSONL,
@@ -122,8 +163,8 @@ def run(config, train_examples=None, eval_examples=None,
         ("train_file", "eval_file", "predict_file", "label_list_file",
          "bert_config_file", "vocab_file", "init_checkpoint"),
         data_dir_files=DEFAULT_FILES.values())
-    bert_config = finetune.load_bert_config(config)
-    bilstm_units = finetune.bilstm_units(config, "tagging", bert_config)
+    bert_config = finetuning.load_bert_config(config)
+    bilstm_units = finetuning.bilstm_units(config, "tagging", bert_config)
     bert_config.check_max_seq_length(config.max_seq_length)
     given = {"train": train_examples, "eval": eval_examples,
              "predict": predict_examples}
@@ -131,7 +172,7 @@ def run(config, train_examples=None, eval_examples=None,
     def read(phase):
         if given[phase] is not None:
             return given[phase]
-        path = finetune.phase_input_file(config, phase, DEFAULT_FILES[phase])
+        path = finetuning.phase_input_file(config, phase, DEFAULT_FILES[phase])
         return tagging_examples.read_tagging_file(
             path, config.input_format, config.label_column)
 
@@ -166,7 +207,7 @@ def run(config, train_examples=None, eval_examples=None,
         if tagging_file is not None:
             tagging_examples.check_labels(tagging_file, label_list)
 
-    run_setup = finetune.start(config)
+    run_setup = finetuning.start(config)
 
     def make_set(tagging_file):
         if tagging_file is None:
@@ -179,12 +220,12 @@ def run(config, train_examples=None, eval_examples=None,
         make_set, (train_file, eval_file, predict_file))
     # An epoch is a pass over the windows (the sentences, when none is
     # longer than --max_seq_length).
-    steps = finetune.training_steps(
+    steps = finetuning.training_steps(
         config, train_set.num_windows if train_set else 0)
     if train_set is not None:
         tagging_examples.write_label_list(label_list_path, label_list)
-        finetune.write_run_description(
-            config, run_setup, PROGRAM, finetune.TAGGING,
+        finetuning.write_run_description(
+            config, run_setup, PROGRAM, finetuning.TAGGING,
             label_list=label_list, doc_stride=config.doc_stride,
             use_crf=config.use_crf)
         logging.info("***** Running training *****")
@@ -205,7 +246,7 @@ def run(config, train_examples=None, eval_examples=None,
         use_crf=config.use_crf, init_checkpoint=run_setup.init_checkpoint,
         causal_attention=config.causal_attention,
         bilstm_units=bilstm_units)
-    trainer = finetune.make_trainer(run_setup, task, config, steps,
+    trainer = finetuning.make_trainer(run_setup, task, config, steps,
                                     config.eval_batch_size)
 
     def before_phase(mode):
@@ -218,7 +259,7 @@ def run(config, train_examples=None, eval_examples=None,
         logging.info("  Num sentences = %d, windows = %d",
                      len(tagged_file.sentences), windows.num_windows)
 
-    return finetune.run_phases(
+    return finetuning.run_phases(
         trainer, config,
         num_predict_examples=predict_set.num_windows if predict_set else 0,
         # TPUs need full batches: the last is padded (and dropped).

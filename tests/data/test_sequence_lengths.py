@@ -1,4 +1,4 @@
-"""Length-aware batches (`bert_tf.sequence_lengths`) against full-length ones.
+"""Length-aware batches (`bert_tf.data.sequence_lengths`) against full-length ones.
 
 The reference is always the full-length run, Google's behaviour (the
 encoder's outputs there are checked against Google's code elsewhere): the
@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import checkpoints
-from bert_tf import sequence_lengths
+from bert_tf.data import sequence_lengths
 from bert_tf.pretraining import records
 from bert_tf.training import optimization
 from bert_tf.training import trainer as trainer_lib

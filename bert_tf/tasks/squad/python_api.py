@@ -1,0 +1,99 @@
+"""SQuAD from Python: `bert_tf.finetune`'s question dicts as a SQuAD
+JSON's articles, `load(...).predict`'s `(question, context)` pairs as the
+export's columns and its rows as predictions.json-like results (the task
+spec's hooks, `spec.py`)."""
+
+from bert_tf.data import python_inputs
+from bert_tf.data.python_inputs import decode
+
+
+def python_examples(given, values, base, names):
+    """SQuAD dicts as a SQuAD JSON's articles, one paragraph per
+    question."""
+    lists = python_inputs.files_and_lists(given, values, names)
+    return {f"{phase}_articles": squad_articles(names[phase], records)
+            for phase, records in lists.items()}
+
+
+def squad_articles(name, records):
+    paragraphs = []
+    for i, record in enumerate(records):
+        if not isinstance(record, dict) or not isinstance(
+                record.get("question"), str) or not isinstance(
+                record.get("context"), str):
+            raise ValueError(f"finetune: {name}[{i}]: expected a dict with "
+                             "'question' and 'context' strings")
+        question = {"id": str(record.get("id", f"{name}-{i}")),
+                    "question": record["question"]}
+        if "is_impossible" in record:
+            question["is_impossible"] = bool(record["is_impossible"])
+        if "answers" in record:
+            answers = []
+            for answer in record["answers"]:
+                if not isinstance(answer, dict) or not isinstance(
+                        answer.get("text"), str):
+                    raise ValueError(f"finetune: {name}[{i}]: an answer "
+                                     "must be a dict with 'text'")
+                start = answer.get("answer_start")
+                if start is None:
+                    start = record["context"].find(answer["text"])
+                    if start < 0:
+                        raise ValueError(
+                            f"finetune: {name}[{i}]: answer "
+                            f"{answer['text']!r} is not in the context")
+                answers.append({"text": answer["text"],
+                                "answer_start": int(start)})
+            question["answers"] = answers
+        paragraphs.append({"context": record["context"], "qas": [question]})
+    return [{"title": name, "paragraphs": paragraphs}]
+
+
+def dev_is_predicted(sets, settings):
+    """run_squad.py has no evaluation phase: `dev` (scored, with answers)
+    is its predict file; `dev` and `test` together are refused.
+
+    Returns:
+      `(sets, names)`: the sets by phase, and {phase: argument name}.
+    """
+    names = {"train": "train", "eval": "dev", "predict": "test"}
+    if sets["eval"] is not None:
+        if sets["predict"] is not None:
+            raise ValueError("finetune: squad predicts one file "
+                             "(--predict_file): give dev or test, not both")
+        sets = {**sets, "predict": sets["eval"], "eval": None}
+        names["predict"] = "dev"
+    return sets, names
+
+
+def serves(input_names, output_names):
+    """A SQuAD export takes `question` and `context`."""
+    return "squad" if set(input_names) == {"question", "context"} else None
+
+
+def columns(inputs, input_names):
+    """`(question, context)` pairs."""
+    pairs = [python_inputs.text_pair(i, item, "(question, context)")
+             for i, item in enumerate(inputs)]
+    return {"question": [q for q, _ in pairs],
+            "context": [c for _, c in pairs]}
+
+
+def results(rows, count, labels):
+    """{"answer", "probability", "nbest"} (+ "null_score_diff")."""
+    return [_result(rows, i) for i in range(count)]
+
+
+def _result(rows, i):
+    count = int(rows["nbest_count"][i])
+    result = {
+        "answer": decode(rows["answer"][i]),
+        "probability": float(rows["probability"][i]),
+        "nbest": [{"text": decode(rows["nbest_text"][i][k]),
+                   "probability": float(rows["nbest_probability"][i][k]),
+                   "start_logit": float(rows["nbest_start_logit"][i][k]),
+                   "end_logit": float(rows["nbest_end_logit"][i][k])}
+                  for k in range(count)],
+    }
+    if "null_score_diff" in rows:
+        result["null_score_diff"] = float(rows["null_score_diff"][i])
+    return result
