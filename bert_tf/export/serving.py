@@ -220,6 +220,12 @@ class _TextExport(tf.Module):
         }
 
 
+# The base a task's own export subclasses, also outside bert_tf
+# (docs/adding-a-task.md): `text_signature`, `serve_ids`, and `_pack` and
+# `_run_model` to call.
+TextExport = _TextExport
+
+
 class ClassifierExport(_TextExport):
     """Sequence (pair) classification or regression, as run_classifier.py."""
 

@@ -15,7 +15,9 @@ import os
 RUN_DESCRIPTION_FILE = "bert_tf_run.json"
 BERT_CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
-# The task kinds of a run description (`bert_tf.api` serves each).
+# The built-in tasks' kinds of a run description. A task's spec
+# (`bert_tf.tasks.registry`) says which kinds it serves, so a task added
+# outside bert_tf writes its own: this list is not a gate.
 CLASSIFICATION = "classification"
 MULTI_LABEL = "multi_label"
 SQUAD = "squad"
@@ -40,7 +42,8 @@ def write_run_description(config, run, program, task, **settings):
       config: the run's `FineTuningConfig`.
       run: the `FineTuningRun` (its strategy says who the chief is).
       program: the runner's file name, e.g. "run_classifier.py".
-      task: one of `TASK_KINDS`.
+      task: the task kind (a `TaskSpec`'s `kinds()`: `bert_tf.load`
+        finds the task's spec by it), e.g. one of `TASK_KINDS`.
       **settings: JSON-serializable task settings.
 
     Raises:
@@ -51,8 +54,8 @@ def write_run_description(config, run, program, task, **settings):
     from bert_tf.training import distribution
     if not config.do_train or not distribution.is_chief(run.strategy):
         return
-    if task not in TASK_KINDS:
-        raise ValueError(f"unknown task kind {task!r}")
+    if not isinstance(task, str) or not task:
+        raise ValueError(f"task kind {task!r} must be a non-empty string")
     from bert_tf import file_io
     copy_model_files(config, ("bert_config_file", "vocab_file"))
     description = {
@@ -132,9 +135,12 @@ def read_run_description(output_dir):
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"{path}: not a JSON run description ({error})"
                          ) from None
-    if not isinstance(description, dict) or description.get(
-            "task") not in TASK_KINDS:
-        raise ValueError(f"{path}: no 'task' among {', '.join(TASK_KINDS)}")
+    # Any task's kind: `bert_tf.load` serves the kinds the registry's specs
+    # name, and says which it does not.
+    task = description.get("task") if isinstance(description, dict) else None
+    if not isinstance(task, str) or not task:
+        raise ValueError(f"{path}: no 'task' (a task kind such as "
+                         f"{', '.join(TASK_KINDS)})")
     return description
 
 
