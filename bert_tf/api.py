@@ -470,7 +470,10 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
 
     def __init__(self, path, batch_size=32, do_lower_case=None,
                  max_seq_length=None):
-        description = finetuning.read_run_description(path)
+        # Any registered task's run, the built-in ones and those added
+        # with `registry.register`.
+        description = finetuning.read_run_description(
+            path, registry.run_kinds())
         super().__init__(
             path, batch_size, do_lower_case, max_seq_length,
             default_max_seq_length=description["max_seq_length"],

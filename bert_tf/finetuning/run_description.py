@@ -120,12 +120,19 @@ def _existing_bytes(path):
         return None
 
 
-def read_run_description(output_dir):
+def read_run_description(output_dir, task_kinds=None):
     """`bert_tf_run.json` of a training run's directory as a dict.
+
+    Args:
+      output_dir: the training run's `--output_dir`.
+      task_kinds: the task kinds accepted (`bert_tf.load` passes every
+        registered task's, `bert_tf.tasks.registry.run_kinds()`); None: any
+        (a non-empty string).
 
     Raises:
       FileNotFoundError: there is none (not a training run's directory).
-      ValueError: it is not a description (the message names the file).
+      ValueError: it is not a description, or of no kind in `task_kinds`
+        (the message names the file).
     """
     from bert_tf import file_io
     path = os.path.join(os.fspath(output_dir), RUN_DESCRIPTION_FILE)
@@ -135,12 +142,11 @@ def read_run_description(output_dir):
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"{path}: not a JSON run description ({error})"
                          ) from None
-    # Any task's kind: `bert_tf.load` serves the kinds the registry's specs
-    # name, and says which it does not.
     task = description.get("task") if isinstance(description, dict) else None
-    if not isinstance(task, str) or not task:
-        raise ValueError(f"{path}: no 'task' (a task kind such as "
-                         f"{', '.join(TASK_KINDS)})")
+    if not isinstance(task, str) or not task or (
+            task_kinds is not None and task not in task_kinds):
+        raise ValueError(f"{path}: no 'task' among "
+                         f"{', '.join(task_kinds or TASK_KINDS)}")
     return description
 
 

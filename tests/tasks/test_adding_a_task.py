@@ -175,7 +175,7 @@ def test_finetune_names_a_bad_example_of_the_new_task(spec, tmp_path,
                          train=[("a", "b", 1.0), ("a", "b")], verbose=False)
 
 
-def test_register_refuses_a_taken_name_and_unregister_removes_it(spec):
+def test_register_refuses_a_taken_name_and_unregister_removes_it(spec, run):
     assert registry.get("pair_regression") is spec
     with pytest.raises(ValueError, match="'pair_regression' is already "
                        "registered"):
@@ -189,5 +189,10 @@ def test_register_refuses_a_taken_name_and_unregister_removes_it(spec):
                            r"task='pair_regression' is none of"):
             bert_tf.finetune("pair_regression", "unused", "unused",
                              train=TRAIN)
+        # Its runs are no known task's any more.
+        with pytest.raises(ValueError, match=r"bert_tf_run.json: no 'task' "
+                           r"among classification, multi_label, .*"
+                           r"multiple_choice$"):
+            bert_tf.load(run[0])
     finally:
         registry.register(spec)
