@@ -19,12 +19,15 @@ The runs that fine-tune (each 20-40 s of tracing on a shared 2-core
 machine) are marked slow; the rest runs by default.
 """
 
+import dataclasses
+import importlib
 import io
 import json
 import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -350,20 +353,59 @@ def test_no_library_module_imports_or_loads_a_program():
     import ast
     programs = {path.stem for path in REPO_ROOT.glob("*.py")}
     assert {"run_classifier", "run_squad", "run_pretraining"} <= programs
+    registry_path = REPO_ROOT / "bert_tf" / "tasks" / "registry.py"
+    # The registry's lazy hooks are the one place a module is loaded by
+    # name: only inside these functions of registry.py.
+    lazy_loaders = {"hook", "attribute", "module", "specs"}
+    loads_in = set()
     for path in (REPO_ROOT / "bert_tf").rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
+        functions = [node for node in ast.walk(tree)
+                     if isinstance(node, ast.FunctionDef)]
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
                 names = [node.module or ""]
-            elif isinstance(node, ast.Attribute):
-                assert node.attr != "import_module", path
+            elif (isinstance(node, ast.Attribute)
+                  and node.attr == "import_module"
+                  or isinstance(node, ast.Name)
+                  and node.id in ("import_module", "__import__")):
+                assert path == registry_path, path
+                top = [function.name for function in functions
+                       if function in tree.body
+                       and any(inner is node
+                               for inner in ast.walk(function))]
+                assert top and top[0] in lazy_loaders, (path, node.lineno)
+                loads_in.add(top[0])
                 continue
             else:
                 continue
             for name in names:
                 assert name.split(".")[0] not in programs, (path, name)
+    assert loads_in == lazy_loaders
+
+    # What those hooks load: bert_tf's own modules, never a program.
+    from bert_tf.tasks import registry
+
+    def check(module_name):
+        assert module_name.split(".")[0] == "bert_tf", module_name
+        relative = Path(*module_name.split("."))
+        assert ((REPO_ROOT / relative).with_suffix(".py").is_file()
+                or (REPO_ROOT / relative / "__init__.py").is_file()), (
+            module_name)
+
+    for module_name in registry.TASK_SPECS:
+        check(module_name)
+    lazy = 0
+    for spec in [importlib.import_module(module_name).SPEC
+                 for module_name in registry.TASK_SPECS]:
+        for field in dataclasses.fields(spec):
+            value = getattr(spec, field.name)
+            if callable(value):
+                check(value.lazy_module)
+                lazy += 1
+    assert lazy >= 4 * 8
 
 
 # -- finetune: errors before any training ------------------------------------

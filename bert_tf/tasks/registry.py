@@ -106,6 +106,10 @@ class TaskSpec:
         return self.export_names or (self.name,)
 
 
+# `hook`, `attribute`, `module` and `specs` are the only places bert_tf
+# imports a module by name; each lazy callable keeps that name in
+# `lazy_module` so tests can check it is a bert_tf module, never a program.
+
 def hook(module, name):
     """The function `module.name`, imported when it is first called (a spec
     names its hooks so: reading the list imports none of them)."""
@@ -114,18 +118,25 @@ def hook(module, name):
                                                               **kwargs)
     call.__name__ = name
     call.__qualname__ = f"{module}.{name}"
+    call.lazy_module = module
     return call
 
 
 def attribute(module, name):
     """`module.name` (a class, a module's constant), imported when called:
     `attribute(m, "SquadConfig")()`."""
-    return lambda: getattr(importlib.import_module(module), name)
+    def call():
+        return getattr(importlib.import_module(module), name)
+    call.lazy_module = module
+    return call
 
 
 def module(name):
     """The module `name`, imported when called."""
-    return lambda: importlib.import_module(name)
+    def call():
+        return importlib.import_module(name)
+    call.lazy_module = name
+    return call
 
 
 _registered = []

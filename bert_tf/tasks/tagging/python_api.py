@@ -17,19 +17,28 @@ def python_examples(given, values, base, names):
         # Named here by item; the recipe would name a line of the set.
         known = {label for sentence in files["train"].sentences
                  for label in sentence.labels}
-        for phase, tagging_file in files.items():
-            for i, sentence in enumerate(tagging_file.sentences):
+        for phase, read in files.items():
+            for i, sentence in enumerate(read.sentences):
                 unknown = sorted(set(sentence.labels or ()) - known)
                 if unknown:
                     raise ValueError(
                         f"finetune: {names[phase]}[{i}]: label "
                         f"{unknown[0]!r} does not occur in train (labels: "
                         f"{' '.join(sorted(known))})")
-    return {f"{phase}_examples": tagging_file
-            for phase, tagging_file in files.items()}
+    return {f"{phase}_examples": read for phase, read in files.items()}
 
 
 def tagging_file(name, sentences):
+    """One phase's list as the `TaggingFile` its CoNLL file would be.
+
+    Args:
+      name: the argument's name, for messages ("train").
+      sentences: `(words, labels)` pairs, or word lists (test).
+    Returns:
+      A `bert_tf.tasks.tagging.examples.TaggingFile` named `name`.
+    Raises:
+      ValueError: one line naming `name[i]`.
+    """
     from bert_tf.tasks.tagging import examples as tagging_examples
     lines, tagged = [], []
     for i, item in enumerate(sentences):
@@ -41,7 +50,8 @@ def tagging_file(name, sentences):
                                  f"but {len(labels)} labels")
         else:
             words, labels = item, None
-        words = python_inputs.word_list(i, words, f"finetune: {name}") if words else []
+        words = (python_inputs.word_list(i, words, f"finetune: {name}")
+                 if words else [])
         if not words:
             raise ValueError(f"finetune: {name}[{i}]: no words")
         if labels is None and name != "test":
