@@ -239,8 +239,14 @@ def test_every_flag_default_is_its_config_fields():
             kind = hints[field_name]
             kind = next((arg for arg in typing.get_args(kind)
                          if arg is not type(None)), kind)
-            expected = ("string enum" if "choices" in field.metadata
-                        else absl_types[kind])
+            if "choices" in field.metadata:
+                expected = "string enum"
+            elif typing.get_origin(kind) is list:
+                # A comma-separated list of strings (absl's DEFINE_list).
+                assert typing.get_args(kind) == (str,), (name, field_name)
+                expected = "comma separated list of strings"
+            else:
+                expected = absl_types[kind]
             assert flag.flag_type() == expected, (name, field_name)
             # absl puts an enum's values before its help.
             assert flag.help.endswith(field.metadata["help"]), (
