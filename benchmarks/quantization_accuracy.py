@@ -360,7 +360,9 @@ def span(model_dir, output_dir, dev_file, max_seq_length=48, doc_stride=24,
                    for f, start, end in zip(features, outputs["start_logits"],
                                             outputs["end_logits"])]
         predictions, _, _ = squad_postprocess.compute_predictions(
-            examples, features, results, 20, max_answer_length, True)
+            examples, features, results,
+            squad_postprocess.SquadPostprocessConfig(
+                max_answer_length=max_answer_length), True)
         return predictions
 
     def decisions(outputs):

@@ -126,6 +126,7 @@ def squad_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
       ValueError: lengths that cannot work.
       CheckpointError: the checkpoint lacks `cls/squad/...` or a variable.
     """
+    from bert_tf.tasks.squad.postprocess import SquadPostprocessConfig
     from bert_tf.tasks.squad.task import SquadModel
     _check_length(max_seq_length, bert_config, pad_to_multiple_of,
                   serving_dtype)
@@ -137,11 +138,14 @@ def squad_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
             bert_config, causal_attention=causal_attention,
             bilstm_units=(None if recurrent_kernel is None
                           else recurrent_kernel[0]))
+    config = SquadPostprocessConfig(
+        doc_stride=doc_stride, max_query_length=max_query_length,
+        n_best_size=n_best_size, max_answer_length=max_answer_length,
+        version_2_with_negative=version_2_with_negative,
+        null_score_diff_threshold=null_score_diff_threshold)
     export = serving.SquadExport(
-        model, tokenizer, max_seq_length, doc_stride, max_query_length,
-        n_best_size, max_answer_length, version_2_with_negative,
-        null_score_diff_threshold, pad_to_multiple_of=pad_to_multiple_of,
-        enable_xla=enable_xla)
+        model, tokenizer, max_seq_length, config,
+        pad_to_multiple_of=pad_to_multiple_of, enable_xla=enable_xla)
     _load(model, init_checkpoint)
     return export
 

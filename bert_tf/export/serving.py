@@ -334,17 +334,14 @@ class EmbeddingExport(_TextExport):
 class SquadExport(_TextExport):
     """SQuAD question answering, as run_squad.py (see `squad_answers`)."""
 
-    def __init__(self, model, tokenizer, max_seq_length, doc_stride,
-                 max_query_length, n_best_size=20, max_answer_length=30,
-                 version_2_with_negative=False,
-                 null_score_diff_threshold=0.0, pad_to_multiple_of=None,
-                 enable_xla=False):
+    def __init__(self, model, tokenizer, max_seq_length, config,
+                 pad_to_multiple_of=None, enable_xla=False):
         """Args:
           model: a `SquadModel`.
           tokenizer: a `GraphFullTokenizer`.
-          max_seq_length, doc_stride, max_query_length, n_best_size,
-          max_answer_length, version_2_with_negative,
-          null_score_diff_threshold: `run_squad.py`'s flags.
+          max_seq_length: `run_squad.py`'s flag.
+          config: a `SquadPostprocessConfig` (`run_squad.py`'s windows and
+            answer flags).
           pad_to_multiple_of: run_squad.py's flag: None (its default) runs
             windows at `max_seq_length`, whose n-best lists rank the
             padding's logits as Google's do.
@@ -361,9 +358,7 @@ class SquadExport(_TextExport):
                          or max_seq_length,
                          enable_xla=enable_xla)
         self._answerer = squad_answers.SquadAnswerer(
-            tokenizer, max_seq_length, doc_stride, max_query_length,
-            n_best_size, max_answer_length, version_2_with_negative,
-            null_score_diff_threshold)
+            tokenizer, max_seq_length, config)
 
     def serve_ids(self, input_ids, input_mask, segment_ids):
         outputs = self._run_model({INPUT_IDS: input_ids,
