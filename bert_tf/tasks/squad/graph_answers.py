@@ -23,8 +23,10 @@ One question and its context go through exactly the steps of
    `max_answer_length` pieces; they are ranked by start + end logit
    (summed in float64, ties kept in window, start-rank, end-rank order,
    as Google's stable sort).
-5. A candidate's text is Google's `get_final_text`: the span's original
-   words, narrowed to the characters its pieces cover. When normalization
+5. A candidate's text is Google's `get_final_text`: its pieces' text
+   ("##" dropped) is looked up in the span's words as the tokenizer
+   normalizes them, at its first occurrence (Google's `str.find`), and
+   that stretch of the original words is the answer. When normalization
    changed the words' length (a stripped accent, a deleted control
    character) or a piece is "[UNK]", the whole words are the answer, as in
    Google's code.
@@ -32,19 +34,11 @@ One question and its context go through exactly the steps of
    probabilities are the softmax of their scores. SQuAD 2.0 adds the null
    answer "" (the lowest [CLS] score over windows) and predicts it when it
    beats the best non-null score by more than `null_score_diff_threshold`.
-
-One known difference from Google's `get_final_text`: Google looks the
-normalized answer up with `str.find` in the normalized words and takes the
-first match; here the answer is where its pieces are. The two differ only
-when the same normalized text also occurs earlier in the answer's first
-word, and then only in letter case or accents (e.g. "Aa" answered with its
-second "a").
 """
 
 import tensorflow as tf
 
 from bert_tf.data import windows as windows_lib
-from bert_tf.tasks.squad import postprocess
 from bert_tf.text import graph_tokenizer
 
 # Google's `is_whitespace` for SQuAD contexts, as an RE2 pattern.
