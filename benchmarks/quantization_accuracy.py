@@ -278,9 +278,9 @@ def tagging(model_dir, output_dir, data_dir, options):
     tokenizer = tokenization.FullTokenizer(vocab, run["do_lower_case"])
     max_seq_length, doc_stride = run["max_seq_length"], run["doc_stride"]
     arrays = tagging_features.windows_to_arrays(
-        tagging_features.convert_sentences(sentences, label_list,
-                                           max_seq_length, doc_stride,
-                                           tokenizer), max_seq_length)
+        tagging_features.convert_sentences(
+            sentences, label_list, tagging_features.TaggingWindowConfig(
+                max_seq_length, doc_stride), tokenizer), max_seq_length)
     def export_as(serving_dtype):
         return builders.tagging_export(
             _config(model_dir), vocab, run["do_lower_case"],

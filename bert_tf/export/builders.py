@@ -197,6 +197,7 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
       CheckpointError: the checkpoint lacks a variable or has another
         shape (e.g. another number of labels).
     """
+    from bert_tf.tasks.tagging.features import TaggingWindowConfig
     from bert_tf.tasks.tagging.task import TaggingModel
     _check_length(max_seq_length, bert_config, pad_to_multiple_of,
                   serving_dtype)
@@ -217,10 +218,11 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
             causal_attention=causal_attention,
             bilstm_units=(None if recurrent_kernel is None
                           else recurrent_kernel[0]))
-    export = serving.TaggingExport(model, tokenizer, max_seq_length,
-                                   doc_stride, label_list,
-                                   enable_xla=enable_xla,
-                                   **_lengths(pad_to_multiple_of))
+    export = serving.TaggingExport(
+        model, tokenizer,
+        TaggingWindowConfig(max_seq_length=max_seq_length,
+                            doc_stride=doc_stride),
+        label_list, enable_xla=enable_xla, **_lengths(pad_to_multiple_of))
     _load(model, init_checkpoint)
     return export
 

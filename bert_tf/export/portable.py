@@ -113,7 +113,7 @@ def packing_description(export, input_names, input_rank, output_names,
         description.update(dataclasses.asdict(answerer.config))
     windows = getattr(export, "_windows", None)
     if windows is not None:
-        description["doc_stride"] = windows.doc_stride
+        description["doc_stride"] = windows.config.doc_stride
         crf = getattr(export.model, "crf", None)
         description["crf_transitions"] = (
             None if crf is None else crf.transitions.numpy().tolist())

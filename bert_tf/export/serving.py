@@ -399,16 +399,15 @@ class TaggingExport(_TextExport):
     ID_INPUTS = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS, WORD_POSITIONS,
                  WORD_MASK)
 
-    def __init__(self, model, tokenizer, max_seq_length, doc_stride,
-                 label_list,
+    def __init__(self, model, tokenizer, window_config, label_list,
                  pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF,
                  enable_xla=False):
         """Args:
           model: a `TaggingModel` (with a CRF: Viterbi decoding in the
             graph).
           tokenizer: a `GraphFullTokenizer`.
-          max_seq_length: the runner's `--max_seq_length`.
-          doc_stride: the runner's `--doc_stride`.
+          window_config: a `TaggingWindowConfig` (the runner's
+            `--max_seq_length` and `--doc_stride`).
           label_list: the label strings in label-id order
             (`label_list.txt`).
           pad_to_multiple_of: a request's windows run at their longest
@@ -419,12 +418,12 @@ class TaggingExport(_TextExport):
         Raises:
           ValueError: lengths that cannot work.
         """
-        super().__init__(model, tokenizer, max_seq_length,
+        super().__init__(model, tokenizer, window_config.max_seq_length,
                          name="tagging_export",
                          pad_to_multiple_of=pad_to_multiple_of,
                          enable_xla=enable_xla)
-        self._windows = tagging_windows.TaggingWindows(
-            tokenizer, max_seq_length, doc_stride)
+        self._windows = tagging_windows.TaggingWindows(tokenizer,
+                                                       window_config)
         self.label_names = tf.constant(list(label_list), tf.string)
 
     def _predict(self, features):

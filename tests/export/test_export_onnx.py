@@ -108,8 +108,9 @@ def _tagging_arrays(workspace):
                  for words in TAGGING_SENTENCES]
     arrays = tagging_features.windows_to_arrays(
         tagging_features.convert_sentences(
-            sentences, TAGGING_LABELS, TAGGING_SEQ_LENGTH, TAGGING_STRIDE,
-            tokenizer), TAGGING_SEQ_LENGTH)
+            sentences, TAGGING_LABELS, tagging_features.TaggingWindowConfig(
+                TAGGING_SEQ_LENGTH, TAGGING_STRIDE), tokenizer),
+        TAGGING_SEQ_LENGTH)
     return sentences, arrays
 
 
