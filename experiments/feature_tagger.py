@@ -295,8 +295,9 @@ def run(flag_values):
                     flag_values.vocab_file, flag_values.do_lower_case)
             tagging_set = tagging.make_tagging_set(
                 files[split], label_list,
-                tagging_features.TaggingWindowConfig.from_fields(
-                    flag_values), tokenizer)
+                tagging_features.TaggingWindowConfig(
+                    max_seq_length=flag_values.max_seq_length,
+                    doc_stride=flag_values.doc_stride), tokenizer)
             save_vectors(path, sentence_word_vectors(tagging_set, extractor,
                                                      tokenizer))
         vectors[split] = load_vectors(path)

@@ -107,8 +107,8 @@ def run(config, train_articles=None, predict_articles=None):
     bert_config = finetune.load_bert_config(config)
     config.validate(bert_config, reads_train_file=train_articles is None,
                     reads_predict_file=predict_articles is None)
-    answers = config.postprocess_config()
-    version_2 = answers.version_2_with_negative
+    postprocess_config = config.postprocess_config()
+    version_2 = postprocess_config.version_2_with_negative
     # Before anything is written: no output may be an input.
     runner_flags.check_outputs_are_not_inputs(
         config, (squad_postprocess.PREDICTIONS_FILE,
@@ -148,7 +148,7 @@ def run(config, train_articles=None, predict_articles=None):
     output_dir = config.output_dir
     finetune.write_run_description(
         config, run_setup, PROGRAM, finetune.SQUAD,
-        **dataclasses.asdict(answers))
+        **dataclasses.asdict(postprocess_config))
 
     train_file = None
     if train_examples is not None:
@@ -158,7 +158,7 @@ def run(config, train_articles=None, predict_articles=None):
         train_file = os.path.join(output_dir, TRAIN_RECORD_FILE)
         num_train_features, _ = _write_features(
             train_examples, run_setup.tokenizer, config.max_seq_length,
-            answers, train_file, is_training=True)
+            postprocess_config, train_file, is_training=True)
         logging.info("***** Running training *****")
         logging.info("  Num orig examples = %d", len(train_examples))
         logging.info("  Num split examples = %d", num_train_features)
@@ -174,7 +174,8 @@ def run(config, train_articles=None, predict_articles=None):
             predict_file=predict_file if config.do_predict else None,
             max_seq_length=config.max_seq_length, seed=config.seed),
         squad.SquadPredictionConfig(
-            answers=answers, do_lower_case=config.do_lower_case,
+            postprocess=postprocess_config,
+            do_lower_case=config.do_lower_case,
             verbose_logging=config.verbose_logging,
             gold_articles=gold_articles),
         init_checkpoint=run_setup.init_checkpoint,
@@ -191,7 +192,8 @@ def run(config, train_articles=None, predict_articles=None):
 
     num_predict_features, predict_features = _write_features(
         predict_examples, run_setup.tokenizer, config.max_seq_length,
-        answers, predict_file, is_training=False, keep_for_prediction=True)
+        postprocess_config, predict_file, is_training=False,
+        keep_for_prediction=True)
     logging.info("***** Running predictions *****")
     logging.info("  Num orig examples = %d", len(predict_examples))
     logging.info("  Num split examples = %d", num_predict_features)
@@ -212,11 +214,11 @@ def run(config, train_articles=None, predict_articles=None):
     return results
 
 
-def _write_features(examples, tokenizer, max_seq_length, answers, path,
-                    is_training, keep_for_prediction=False):
+def _write_features(examples, tokenizer, max_seq_length, postprocess_config,
+                    path, is_training, keep_for_prediction=False):
     """Converts examples to features, streaming them into a record file:
-    windows of `max_seq_length` pieces, as `answers` (a
-    `SquadPostprocessConfig`) cuts them.
+    windows of `max_seq_length` pieces, cut as `postprocess_config` (a
+    `SquadPostprocessConfig`) says.
 
     Returns:
       `(number of features, kept)`: with `keep_for_prediction`, `kept` lists
@@ -227,8 +229,9 @@ def _write_features(examples, tokenizer, max_seq_length, answers, path,
     kept = []
     with squad_features.FeatureWriter(path, is_training) as writer:
         for feature in squad_features.generate_features(
-                examples, tokenizer, max_seq_length, answers.doc_stride,
-                answers.max_query_length, is_training):
+                examples, tokenizer, max_seq_length,
+                postprocess_config.doc_stride,
+                postprocess_config.max_query_length, is_training):
             writer.process_feature(feature)
             if keep_for_prediction:
                 kept.append(feature.without_model_inputs())

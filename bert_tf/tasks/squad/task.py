@@ -124,7 +124,7 @@ class SquadPredictionConfig:
     """How the prediction pass turns logits into answers and scores them.
 
     Attributes:
-      answers: a `postprocess.SquadPostprocessConfig` (run_squad.py's
+      postprocess: a `postprocess.SquadPostprocessConfig` (run_squad.py's
         answer flags).
       do_lower_case: the tokenizer's setting (to align answers with text).
       verbose_logging: log every answer whose text could not be aligned.
@@ -132,7 +132,7 @@ class SquadPredictionConfig:
         `--predict_file` when it has answers); None: not scored.
       gold_articles: instead of `gold_file`, its `data` list, already read.
     """
-    answers: squad_postprocess.SquadPostprocessConfig = (
+    postprocess: squad_postprocess.SquadPostprocessConfig = (
         squad_postprocess.SquadPostprocessConfig())
     do_lower_case: bool = True
     verbose_logging: bool = False
@@ -354,7 +354,7 @@ class SquadTask(base.Task):
         state.predictions, state.nbest, state.null_odds = (
             squad_postprocess.compute_predictions(
                 state.examples, state.features, raw_results,
-                options.answers, options.do_lower_case,
+                options.postprocess, options.do_lower_case,
                 options.verbose_logging))
         del raw_results
         state.start_logits = state.end_logits = None  # Not needed any more.
@@ -363,7 +363,7 @@ class SquadTask(base.Task):
             if not options.gold_file:
                 return {}
             dataset = squad_examples.load_squad_json(options.gold_file)
-        if options.answers.version_2_with_negative:
+        if options.postprocess.version_2_with_negative:
             return dict(squad_evaluate.evaluate_v2(dataset, state.predictions,
                                                    state.null_odds))
         return squad_evaluate.evaluate_v1(dataset, state.predictions)
@@ -375,7 +375,7 @@ class SquadTask(base.Task):
             return []
         outputs = [(squad_postprocess.PREDICTIONS_FILE, state.predictions),
                    (squad_postprocess.NBEST_PREDICTIONS_FILE, state.nbest)]
-        if self.prediction_config.answers.version_2_with_negative:
+        if self.prediction_config.postprocess.version_2_with_negative:
             outputs.append((squad_postprocess.NULL_ODDS_FILE,
                             state.null_odds))
         paths = []

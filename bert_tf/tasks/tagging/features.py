@@ -73,13 +73,6 @@ class TaggingWindowConfig:
     max_seq_length: int = 128
     doc_stride: int = 64
 
-    @classmethod
-    def from_fields(cls, values):
-        """The config of an object (a run's config, parsed flags) with
-        attributes of the same names."""
-        return cls(**{field.name: getattr(values, field.name)
-                      for field in dataclasses.fields(cls)})
-
     def check(self):
         """Raises ValueError, naming the flag, for lengths that cannot
         work."""

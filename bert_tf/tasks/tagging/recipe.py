@@ -54,7 +54,8 @@ class TaggingConfig(finetune.FineTuningConfig):
         """The window settings, for both window twins
         (`features.TaggingWindowConfig`)."""
         from bert_tf.tasks.tagging import features as tagging_features
-        return tagging_features.TaggingWindowConfig.from_fields(self)
+        return tagging_features.TaggingWindowConfig(
+            max_seq_length=self.max_seq_length, doc_stride=self.doc_stride)
 
 
 def saved_label_list(config, label_list_path):
