@@ -749,10 +749,11 @@ Tokenizer_encode_flat(TokenizerObject *self, PyObject *texts)
         }
     }
     if (i == count) {
+        /* "y#" of NULL is None: an empty array is "". */
         result = Py_BuildValue(
-            "(y#y#)", (const char *)ids.data,
+            "(y#y#)", ids.data ? (const char *)ids.data : "",
             (Py_ssize_t)(ids.length * sizeof(int32_t)),
-            (const char *)lengths.data,
+            lengths.data ? (const char *)lengths.data : "",
             (Py_ssize_t)(lengths.length * sizeof(int32_t)));
     }
     PyMem_Free(ids.data);

@@ -35,6 +35,7 @@ reference and its fallback (`FullTokenizer(..., native=False)` uses them).
 import collections
 import re
 import unicodedata
+from array import array
 
 from absl import logging
 
@@ -544,7 +545,6 @@ class FullTokenizer:
         Returns:
           (ids, lengths), `array("i")` each.
         """
-        from array import array
         if self._native is not None:
             try:
                 ids_bytes, lengths_bytes = self._native.encode_flat(texts)
@@ -571,6 +571,8 @@ class FullTokenizer:
         Returns:
           A tuple of word pieces.
         """
+        if self._native is not None:
+            return tuple(self._native.tokenize(word))
         pieces = []
         tokenize_token = self.wordpiece_tokenizer.tokenize_token
         for token in self.basic_tokenizer._tokenize_word(word):

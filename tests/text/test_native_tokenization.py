@@ -169,6 +169,9 @@ def test_missing_unknown_token_errors_as_python(tmp_path):
     with pytest.raises(tokenization.UnknownVocabularyEntryError):
         tokenizer.encode_batch(["a", "c"])
     assert tokenizer.encode_batch(["a b", ""]) == [[0, 1], []]
+    assert tokenizer.encode_flat([]) == (array("i"), array("i"))
+    assert tokenizer.encode_flat(["", "\x07"]) == (array("i"),
+                                                   array("i", [0, 0]))
 
 
 def test_bytes_and_bad_types_as_python(golden_dir):
@@ -305,3 +308,19 @@ def test_seeded_fuzz_a_million_texts(vocab_files, vocab_name, do_lower_case):
         reference = tokenization.FullTokenizer(
             vocab_files[vocab_name], do_lower_case, native=False)
         _assert_same(native, reference, random_texts(seed, count=100000))
+
+
+def test_fallback_without_the_extension(monkeypatch, golden_dir, caplog):
+    """Where the extension is not built: the Python tokenizer, a note."""
+    monkeypatch.setattr(tokenization, "_wordpiece_native", None)
+    monkeypatch.setattr(tokenization, "_native_note_logged", False)
+    vocab_file = golden_dir / "models" / "uncased_vocab.txt"
+    with caplog.at_level("WARNING"):
+        tokenizer = tokenization.FullTokenizer(vocab_file, True)
+        tokenization.FullTokenizer(vocab_file, True)
+    notes = [r.getMessage() for r in caplog.records
+             if "native tokenizer" in r.getMessage()]
+    assert len(notes) == 1 and "is not built" in notes[0]
+    assert not tokenizer.is_native
+    assert tokenizer.encode_batch(["Héllo, wörld!"]) == [
+        tokenizer.convert_tokens_to_ids(["hello", ",", "world", "!"])]
