@@ -51,14 +51,21 @@ class BuildExtWithTables(build_ext):
 
     def build_extension(self, ext):
         if ext.name == "bert_tf.text._wordpiece_native":
-            spec = importlib.util.spec_from_file_location(
-                "native_tables",
-                os.path.join("bert_tf", "text", "native_tables.py"))
-            tables = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(tables)
             include = os.path.join(self.build_temp, "wordpiece_tables")
-            os.makedirs(include, exist_ok=True)
-            tables.write_header(os.path.join(include, "_wordpiece_tables.h"))
+            try:
+                spec = importlib.util.spec_from_file_location(
+                    "native_tables",
+                    os.path.join("bert_tf", "text", "native_tables.py"))
+                tables = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(tables)
+                os.makedirs(include, exist_ok=True)
+                tables.write_header(
+                    os.path.join(include, "_wordpiece_tables.h"))
+            except Exception as error:  # noqa: BLE001 (optional: go on)
+                print(f"warning: {ext.name} not built: its Unicode tables "
+                      f"could not be written ({error}); the pure-Python "
+                      "tokenizer will be used")
+                return
             ext.include_dirs.append(include)
         super().build_extension(ext)
 

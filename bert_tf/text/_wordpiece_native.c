@@ -27,6 +27,10 @@
  * one, word starts and "##" continuations apart: the longest match grows
  * a piece one character at a time, hashing incrementally, and stops at the
  * first string that is no entry's prefix.
+ *
+ * `encode_batch` and `encode_flat` read their texts, then tokenize them
+ * without the GIL (taking it back only for a COMPLEX word), so Python
+ * threads can tokenize batches in parallel with one tokenizer.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -57,7 +61,8 @@ char_flags(Py_UCS4 cp)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Growable arrays. */
+/* Growable arrays. Raw allocations: a batch grows them without the GIL.
+ * A failure returns -1 and sets no exception (the caller records it). */
 
 typedef struct {
     Py_UCS4 *data;
@@ -74,9 +79,9 @@ code_points_reserve(CodePoints *array, Py_ssize_t extra)
     while (capacity < array->length + extra) {
         capacity *= 2;
     }
-    Py_UCS4 *data = PyMem_Realloc(array->data, capacity * sizeof(Py_UCS4));
+    Py_UCS4 *data = PyMem_RawRealloc(array->data,
+                                     capacity * sizeof(Py_UCS4));
     if (data == NULL) {
-        PyErr_NoMemory();
         return -1;
     }
     array->data = data;
@@ -94,9 +99,9 @@ ids_append(Ids *ids, int32_t id)
 {
     if (ids->length == ids->capacity) {
         Py_ssize_t capacity = ids->capacity ? ids->capacity * 2 : 1024;
-        int32_t *data = PyMem_Realloc(ids->data, capacity * sizeof(int32_t));
+        int32_t *data = PyMem_RawRealloc(ids->data,
+                                         capacity * sizeof(int32_t));
         if (data == NULL) {
-            PyErr_NoMemory();
             return -1;
         }
         ids->data = data;
@@ -144,7 +149,6 @@ typedef struct {
     PyObject **id_objects;  /* id -> int object */
     Py_ssize_t id_count;
     PyObject *tokenize_word;  /* Python: COMPLEX words, lower-cased */
-    CodePoints word, lowered;
 } TokenizerObject;
 
 /* Continuations hash from another seed, so one table holds both kinds. */
@@ -268,23 +272,63 @@ add_key(TokenizerObject *self, const Py_UCS4 *key, Py_ssize_t length,
 /* ---------------------------------------------------------------------- */
 /* Tokenizing. */
 
-/* Where the pieces go: ids, or token strings. */
+enum {
+    ERROR_NONE = 0,
+    ERROR_MEMORY,   /* an allocation failed */
+    ERROR_UNKNOWN,  /* an id wanted for the unknown token, which has none */
+    ERROR_PYTHON,   /* a Python exception is set */
+};
+
+/* One call's state: where the pieces go (ids, or token strings), its
+ * buffers (per call: a call of Python code, `tokenize_word`, or a batch
+ * without the GIL may let another thread use the same tokenizer
+ * meanwhile), the error, and the thread state while the GIL is released
+ * (NULL while it is held). */
 typedef struct {
     Ids *ids;
     PyObject *tokens;  /* a list, or NULL */
+    CodePoints word, lowered;
+    int error;
+    PyThreadState *released;
 } Output;
+
+static void
+output_free_buffers(Output *output)
+{
+    PyMem_RawFree(output->word.data);
+    PyMem_RawFree(output->lowered.data);
+}
+
+/* Sets the Python exception of `output->error` (with the GIL). */
+static void
+set_exception(Output *output)
+{
+    if (output->error == ERROR_MEMORY) {
+        PyErr_NoMemory();
+    }
+    else if (output->error == ERROR_UNKNOWN) {
+        PyErr_SetString(PyExc_KeyError, "unknown token not in vocabulary");
+    }
+}
+
+static int
+fail(Output *output, int error)
+{
+    output->error = error;
+    return -1;
+}
 
 static int
 emit(Output *output, int32_t id, PyObject *token)
 {
     if (output->tokens != NULL) {
-        return PyList_Append(output->tokens, token);
+        return PyList_Append(output->tokens, token) < 0
+               ? fail(output, ERROR_PYTHON) : 0;
     }
     if (id < 0) {
-        PyErr_SetString(PyExc_KeyError, "unknown token not in vocabulary");
-        return -1;
+        return fail(output, ERROR_UNKNOWN);
     }
-    return ids_append(output->ids, id);
+    return ids_append(output->ids, id) < 0 ? fail(output, ERROR_MEMORY) : 0;
 }
 
 /* WordPiece of one basic token. */
@@ -302,10 +346,9 @@ wordpiece(TokenizerObject *self, const Py_UCS4 *token, Py_ssize_t length,
     Entry *stack_pieces[256];
     Entry **pieces = stack_pieces;
     if (length > 256) {
-        pieces = PyMem_Malloc(length * sizeof(Entry *));
+        pieces = PyMem_RawMalloc(length * sizeof(Entry *));
         if (pieces == NULL) {
-            PyErr_NoMemory();
-            return -1;
+            return fail(output, ERROR_MEMORY);
         }
     }
     Py_ssize_t piece_count = 0;
@@ -343,7 +386,7 @@ wordpiece(TokenizerObject *self, const Py_UCS4 *token, Py_ssize_t length,
         }
     }
     if (pieces != stack_pieces) {
-        PyMem_Free(pieces);
+        PyMem_RawFree(pieces);
     }
     return result;
 }
@@ -366,42 +409,53 @@ split_punctuation(TokenizerObject *self, const Py_UCS4 *word,
     return wordpiece(self, word + run_start, length - run_start, output);
 }
 
-/* The pure-Python lower-casing of a word with COMPLEX characters. */
+/* The pure-Python lower-casing of a word with COMPLEX characters (with
+ * the GIL, taken back for it where the caller released it). */
 static int
 complex_word(TokenizerObject *self, const Py_UCS4 *word, Py_ssize_t length,
              Output *output)
 {
+    PyThreadState *released = output->released;
+    if (released != NULL) {
+        PyEval_RestoreThread(released);
+        output->released = NULL;
+    }
+    int result = -1;
+    PyObject *sequence = NULL;
     PyObject *text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, word,
                                                length);
-    if (text == NULL) {
-        return -1;
+    if (text != NULL) {
+        PyObject *tokens = PyObject_CallOneArg(self->tokenize_word, text);
+        Py_DECREF(text);
+        if (tokens != NULL) {
+            sequence = PySequence_Fast(tokens, "tokenize_word: a list");
+            Py_DECREF(tokens);
+        }
     }
-    PyObject *tokens = PyObject_CallOneArg(self->tokenize_word, text);
-    Py_DECREF(text);
-    if (tokens == NULL) {
-        return -1;
-    }
-    PyObject *sequence = PySequence_Fast(tokens, "tokenize_word: a list");
-    Py_DECREF(tokens);
     if (sequence == NULL) {
-        return -1;
+        output->error = ERROR_PYTHON;
     }
-    int result = 0;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(sequence); i++) {
-        PyObject *token = PySequence_Fast_GET_ITEM(sequence, i);
-        Py_UCS4 *code_points = PyUnicode_AsUCS4Copy(token);
-        if (code_points == NULL) {
-            result = -1;
-            break;
+    else {
+        result = 0;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(sequence); i++) {
+            PyObject *token = PySequence_Fast_GET_ITEM(sequence, i);
+            Py_UCS4 *code_points = PyUnicode_AsUCS4Copy(token);
+            if (code_points == NULL) {
+                result = fail(output, ERROR_PYTHON);
+                break;
+            }
+            result = wordpiece(self, code_points,
+                               PyUnicode_GET_LENGTH(token), output);
+            PyMem_Free(code_points);
+            if (result < 0) {
+                break;
+            }
         }
-        result = wordpiece(self, code_points, PyUnicode_GET_LENGTH(token),
-                           output);
-        PyMem_Free(code_points);
-        if (result < 0) {
-            break;
-        }
+        Py_DECREF(sequence);
     }
-    Py_DECREF(sequence);
+    if (released != NULL) {
+        output->released = PyEval_SaveThread();
+    }
     return result;
 }
 
@@ -409,32 +463,32 @@ complex_word(TokenizerObject *self, const Py_UCS4 *word, Py_ssize_t length,
 static int
 word_pieces(TokenizerObject *self, int complex, Output *output)
 {
-    const Py_UCS4 *word = self->word.data;
-    Py_ssize_t length = self->word.length;
+    const Py_UCS4 *word = output->word.data;
+    Py_ssize_t length = output->word.length;
     if (length == 0) {
         return 0;
     }
-    self->word.length = 0;
+    output->word.length = 0;
     if (!self->do_lower_case) {
         return split_punctuation(self, word, length, output);
     }
     if (complex) {
         return complex_word(self, word, length, output);
     }
-    CodePoints *lowered = &self->lowered;
+    CodePoints *lowered = &output->lowered;
     lowered->length = 0;
     for (Py_ssize_t i = 0; i < length; i++) {
         unsigned cls = char_class(word[i]);
         if (table_flags[cls] & F_KEEP) {
             if (code_points_reserve(lowered, 1) < 0) {
-                return -1;
+                return fail(output, ERROR_MEMORY);
             }
             lowered->data[lowered->length++] = word[i];
         }
         else {
             Py_ssize_t count = table_map_length[cls];
             if (code_points_reserve(lowered, count) < 0) {
-                return -1;
+                return fail(output, ERROR_MEMORY);
             }
             memcpy(lowered->data + lowered->length,
                    table_map_pool + table_map_start[cls],
@@ -446,78 +500,109 @@ word_pieces(TokenizerObject *self, int complex, Output *output)
 }
 
 static int
-push_char(CodePoints *word, Py_UCS4 cp)
+push_char(Output *output, Py_UCS4 cp)
 {
+    CodePoints *word = &output->word;
     if (word->length == word->capacity && code_points_reserve(word, 1) < 0) {
-        return -1;
+        return fail(output, ERROR_MEMORY);
     }
     word->data[word->length++] = cp;
     return 0;
 }
 
-/* All pieces of `text` (str, or bytes read as UTF-8 dropping bad bytes). */
+/* A text's code points, for `tokenize_code_points`. */
+typedef struct {
+    int kind;
+    const void *data;
+    Py_ssize_t length;
+} Text;
+
+/* `text` (str, or bytes read as UTF-8 dropping bad bytes) as a `Text`;
+ * `*decoded` gets a new reference to the str that holds it, or NULL if
+ * `text` does (with the GIL). */
 static int
-tokenize_text(TokenizerObject *self, PyObject *text, Output *output)
+prepare_text(PyObject *text, Text *view, PyObject **decoded)
 {
-    PyObject *decoded = NULL;
+    *decoded = NULL;
     if (PyBytes_Check(text)) {
-        decoded = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(text),
-                                       PyBytes_GET_SIZE(text), "ignore");
-        if (decoded == NULL) {
+        *decoded = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(text),
+                                        PyBytes_GET_SIZE(text), "ignore");
+        if (*decoded == NULL) {
             return -1;
         }
-        text = decoded;
+        text = *decoded;
     }
     else if (!PyUnicode_Check(text)) {
         PyErr_Format(PyExc_ValueError, "Unsupported string type: %R",
                      (PyObject *)Py_TYPE(text));
         return -1;
     }
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0) {
+        Py_CLEAR(*decoded);
+        return -1;
+    }
+#endif
+    view->kind = PyUnicode_KIND(text);
+    view->data = PyUnicode_DATA(text);
+    view->length = PyUnicode_GET_LENGTH(text);
+    return 0;
+}
+
+/* All pieces of one text: Google's BasicTokenizer and WordPiece in one
+ * pass. Runs with or without the GIL (`output->released`). */
+static int
+tokenize_code_points(TokenizerObject *self, const Text *text, Output *output)
+{
+    int kind = text->kind;
+    const void *data = text->data;
     int complex = 0;
-    int result = 0;
-    self->word.length = 0;
-    for (Py_ssize_t i = 0; i < length; i++) {
+    output->word.length = 0;
+    for (Py_ssize_t i = 0; i < text->length; i++) {
         Py_UCS4 cp = PyUnicode_READ(kind, data, i);
-        unsigned flags;
-        if (cp < 128 && cp > 32 && cp != 127) {
+        if (cp < 127 && cp > 32) {
             /* Printable ASCII: a letter, digit or punctuation. */
-            if (push_char(&self->word, cp) < 0) {
-                result = -1;
-                break;
+            if (push_char(output, cp) < 0) {
+                return -1;
             }
             continue;
         }
-        flags = char_flags(cp);
+        unsigned flags = char_flags(cp);
         if (flags & F_DROP) {
             continue;
         }
         if (flags & (F_SPACE | F_CJK)) {
             if (word_pieces(self, complex, output) < 0) {
-                result = -1;
-                break;
+                return -1;
             }
             complex = 0;
-            if (!(flags & F_CJK)) {
-                continue;
-            }
-            if (push_char(&self->word, cp) < 0
-                || word_pieces(self, complex, output) < 0) {
-                result = -1;
-                break;
+            if ((flags & F_CJK)
+                && (push_char(output, cp) < 0
+                    || word_pieces(self, 0, output) < 0)) {
+                return -1;
             }
             continue;
         }
         complex |= flags & F_COMPLEX;
-        if (push_char(&self->word, cp) < 0) {
-            result = -1;
-            break;
+        if (push_char(output, cp) < 0) {
+            return -1;
         }
     }
-    if (result == 0) {
-        result = word_pieces(self, complex, output);
+    return word_pieces(self, complex, output);
+}
+
+/* `tokenize_code_points` of one Python text, with the GIL. */
+static int
+tokenize_text(TokenizerObject *self, PyObject *text, Output *output)
+{
+    Text view;
+    PyObject *decoded;
+    if (prepare_text(text, &view, &decoded) < 0) {
+        return -1;
+    }
+    int result = tokenize_code_points(self, &view, output);
+    if (result < 0) {
+        set_exception(output);
     }
     Py_XDECREF(decoded);
     return result;
@@ -626,8 +711,6 @@ Tokenizer_dealloc(TokenizerObject *self)
     PyMem_Free(self->slots);
     PyMem_Free(self->pool);
     PyMem_Free(self->id_objects);
-    PyMem_Free(self->word.data);
-    PyMem_Free(self->lowered.data);
     Py_XDECREF(self->unk_token);
     Py_XDECREF(self->tokenize_word);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -668,7 +751,9 @@ Tokenizer_tokenize(TokenizerObject *self, PyObject *text)
     if (output.tokens == NULL) {
         return NULL;
     }
-    if (tokenize_text(self, text, &output) < 0) {
+    int result = tokenize_text(self, text, &output);
+    output_free_buffers(&output);
+    if (result < 0) {
         Py_DECREF(output.tokens);
         return NULL;
     }
@@ -687,7 +772,60 @@ Tokenizer_encode(TokenizerObject *self, PyObject *text)
     if (tokenize_text(self, text, &output) == 0) {
         result = ids_to_list(self, ids.data, ids.length);
     }
-    PyMem_Free(ids.data);
+    output_free_buffers(&output);
+    PyMem_RawFree(ids.data);
+    return result;
+}
+
+/* The ids of every text of `texts` into `ids`, and each text's number of
+ * ids into `lengths`, without the GIL once the texts are read. */
+static int
+encode_all(TokenizerObject *self, PyObject *texts, Ids *ids, Ids *lengths)
+{
+    /* A tuple: the texts stay alive while the GIL is released, whatever
+     * another thread does to a list passed in. */
+    PyObject *tuple = PySequence_Tuple(texts);
+    if (tuple == NULL) {
+        return -1;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(tuple);
+    Text *views = PyMem_RawMalloc((count ? count : 1) * sizeof(Text));
+    PyObject *decoded = PyList_New(0);  /* bytes texts, decoded */
+    int result = 0;
+    if (views == NULL || decoded == NULL) {
+        if (views == NULL) {
+            PyErr_NoMemory();
+        }
+        result = -1;
+    }
+    for (Py_ssize_t i = 0; result == 0 && i < count; i++) {
+        PyObject *text;
+        result = prepare_text(PyTuple_GET_ITEM(tuple, i), &views[i], &text);
+        if (result == 0 && text != NULL) {
+            result = PyList_Append(decoded, text);
+            Py_DECREF(text);
+        }
+    }
+    if (result == 0) {
+        Output output = {ids, NULL};
+        output.released = PyEval_SaveThread();
+        for (Py_ssize_t i = 0; result == 0 && i < count; i++) {
+            Py_ssize_t before = ids->length;
+            result = tokenize_code_points(self, &views[i], &output);
+            if (result == 0
+                && ids_append(lengths, (int32_t)(ids->length - before)) < 0) {
+                result = fail(&output, ERROR_MEMORY);
+            }
+        }
+        PyEval_RestoreThread(output.released);
+        if (result < 0) {
+            set_exception(&output);
+        }
+        output_free_buffers(&output);
+    }
+    PyMem_RawFree(views);
+    Py_XDECREF(decoded);
+    Py_DECREF(tuple);
     return result;
 }
 
@@ -697,29 +835,24 @@ Tokenizer_encode_batch(TokenizerObject *self, PyObject *texts)
     if (check_ready(self) < 0) {
         return NULL;
     }
-    PyObject *sequence = PySequence_Fast(texts, "texts: a sequence");
-    if (sequence == NULL) {
-        return NULL;
-    }
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
-    PyObject *result = PyList_New(count);
-    Ids ids = {NULL, 0, 0};
-    Output output = {&ids, NULL};
-    for (Py_ssize_t i = 0; result != NULL && i < count; i++) {
-        ids.length = 0;
-        PyObject *list = NULL;
-        if (tokenize_text(self, PySequence_Fast_GET_ITEM(sequence, i),
-                          &output) == 0) {
-            list = ids_to_list(self, ids.data, ids.length);
+    Ids ids = {NULL, 0, 0}, lengths = {NULL, 0, 0};
+    PyObject *result = NULL;
+    if (encode_all(self, texts, &ids, &lengths) == 0) {
+        result = PyList_New(lengths.length);
+        Py_ssize_t start = 0;
+        for (Py_ssize_t i = 0; result != NULL && i < lengths.length; i++) {
+            PyObject *list = ids_to_list(self, ids.data + start,
+                                         lengths.data[i]);
+            if (list == NULL) {
+                Py_CLEAR(result);
+                break;
+            }
+            PyList_SET_ITEM(result, i, list);
+            start += lengths.data[i];
         }
-        if (list == NULL) {
-            Py_CLEAR(result);
-            break;
-        }
-        PyList_SET_ITEM(result, i, list);
     }
-    PyMem_Free(ids.data);
-    Py_DECREF(sequence);
+    PyMem_RawFree(ids.data);
+    PyMem_RawFree(lengths.data);
     return result;
 }
 
@@ -731,24 +864,9 @@ Tokenizer_encode_flat(TokenizerObject *self, PyObject *texts)
     if (check_ready(self) < 0) {
         return NULL;
     }
-    PyObject *sequence = PySequence_Fast(texts, "texts: a sequence");
-    if (sequence == NULL) {
-        return NULL;
-    }
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
     Ids ids = {NULL, 0, 0}, lengths = {NULL, 0, 0};
-    Output output = {&ids, NULL};
     PyObject *result = NULL;
-    Py_ssize_t i;
-    for (i = 0; i < count; i++) {
-        Py_ssize_t before = ids.length;
-        if (tokenize_text(self, PySequence_Fast_GET_ITEM(sequence, i),
-                          &output) < 0
-            || ids_append(&lengths, (int32_t)(ids.length - before)) < 0) {
-            break;
-        }
-    }
-    if (i == count) {
+    if (encode_all(self, texts, &ids, &lengths) == 0) {
         /* "y#" of NULL is None: an empty array is "". */
         result = Py_BuildValue(
             "(y#y#)", ids.data ? (const char *)ids.data : "",
@@ -756,9 +874,8 @@ Tokenizer_encode_flat(TokenizerObject *self, PyObject *texts)
             lengths.data ? (const char *)lengths.data : "",
             (Py_ssize_t)(lengths.length * sizeof(int32_t)));
     }
-    PyMem_Free(ids.data);
-    PyMem_Free(lengths.data);
-    Py_DECREF(sequence);
+    PyMem_RawFree(ids.data);
+    PyMem_RawFree(lengths.data);
     return result;
 }
 
@@ -840,3 +957,4 @@ PyInit__wordpiece_native(void)
     }
     return module;
 }
+

@@ -523,6 +523,9 @@ class FullTokenizer:
     def encode_batch(self, texts):
         """`[encode(text) for text in texts]`, in one native call.
 
+        Natively the texts are tokenized without holding the GIL, so
+        several Python threads can tokenize batches at once.
+
         Args:
           texts: a sequence of `str` (or UTF-8 `bytes`).
 
@@ -540,7 +543,8 @@ class FullTokenizer:
     def encode_flat(self, texts):
         """The ids of `texts` as two `array("i")`: all ids, concatenated,
         and the number of ids of each text (for callers that keep ids in
-        arrays: no Python object per id where native).
+        arrays: no Python object per id where native). Releases the GIL
+        as `encode_batch` does.
 
         Returns:
           (ids, lengths), `array("i")` each.

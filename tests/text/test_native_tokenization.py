@@ -324,3 +324,23 @@ def test_fallback_without_the_extension(monkeypatch, golden_dir, caplog):
     assert not tokenizer.is_native
     assert tokenizer.encode_batch(["Héllo, wörld!"]) == [
         tokenizer.convert_tokens_to_ids(["hello", ",", "world", "!"])]
+
+
+def test_threads_share_a_tokenizer(vocab_files):
+    """Batches release the GIL: threads tokenizing at once with one
+    tokenizer (words lower-cased by Python code among them) get the ids
+    they get one at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+    native, reference = _pair(vocab_files["uncased"], True)
+    texts = random_texts(seed=7, count=2000) + [
+        "ΟΔΟΣ ΣΟΦΟΚΛΕΟΥΣ", b"caf\xc3\xa9 \xff bytes", "Σ"] * 50
+    chunks = [texts[start::8] for start in range(8)]
+    expected = [[reference.encode(text) for text in chunk]
+                for chunk in chunks]
+    with ThreadPoolExecutor(4) as pool:
+        batches = list(pool.map(native.encode_batch, chunks * 3))
+        flats = list(pool.map(native.encode_flat, chunks * 3))
+    assert batches == expected * 3
+    for (ids, lengths), chunk_ids in zip(flats, expected * 3):
+        assert list(lengths) == list(map(len, chunk_ids))
+        assert list(ids) == [i for text_ids in chunk_ids for i in text_ids]
