@@ -39,6 +39,17 @@ HEADLINE_ROWS = (
     HeadlineRow("tokenizer", "multilingual, cased",
                 "Tokenization, multilingual text, cased",
                 "python benchmarks/tokenizer.py", None),
+    HeadlineRow("tokenizer", "wikipedia english, uncased, vs rust",
+                "Tokenization, English Wikipedia, uncased: `FullTokenizer."
+                "encode_batch` against Hugging Face's Rust tokenizer, one "
+                "thread each", "python benchmarks/tokenizer.py --peers=rust",
+                3.0),
+    HeadlineRow("tokenizer",
+                "wikipedia bulgarian + people's daily chinese, cased, vs "
+                "rust",
+                "Tokenization, Bulgarian Wikipedia and Chinese news, cased, "
+                "against Hugging Face's Rust tokenizer, one thread each",
+                "python benchmarks/tokenizer.py --peers=rust", 3.0),
     HeadlineRow("create_pretraining_data", "against Google's original",
                 "`create_pretraining_data.py` against Google's script "
                 "(Google's default flags, the same records)",
