@@ -78,6 +78,11 @@ HEADLINE_ROWS = (
                 "Pretraining step, BERT-Base shape, against Model Garden's "
                 "`BertPretrainerV2`", "python benchmarks/pretraining.py",
                 None),
+    HeadlineRow("packing", "training, sequence 512, 2 layers, hidden 128",
+                "Pretraining on Wikipedia records at sequence 512, "
+                "`--pack_sequences` against unpacked rows (sequences/s, "
+                "the demo's model shape)", "python benchmarks/packing.py",
+                1.8),
 )
 
 Claim = collections.namedtuple("Claim", "row record measurement")
@@ -235,6 +240,45 @@ def _seeds_section(records_list):
     return lines + [""]
 
 
+def _packing_section(records_list):
+    """The newest packing record as a table: fill and training speed."""
+    found = [record for record in records_list
+             if record["benchmark"] == "packing"]
+    if not found:
+        return ["No record of sequence packing yet: run "
+                "`python benchmarks/packing.py`.", ""]
+    record = found[-1]
+    first = record["measurements"][0]["details"]
+    status = "" if record["headline"] else (
+        " It is **not a headline measurement** (see the record).")
+    lines = [
+        f"`run_pretraining.py --pack_sequences` against Google's unpacked "
+        f"rows, from [{record['file']}](#{_anchor(record)}) "
+        f"(`{record['command']}`): records made by "
+        f"`create_pretraining_data.py` (dupe factor "
+        f"{first['dupe_factor']}) from the Wikipedia sample, up to "
+        f"{first['max_sequences_per_pack']} sequences per packed row; "
+        f"training speed of the model shape {first['shape']}, "
+        f"{first['batch_rows']} rows per batch, packed and unpacked "
+        f"alternating.{status}", "",
+        "| sequence | records | real tokens, unpacked | real tokens, "
+        "packed | sequences per packed row | training, unpacked | "
+        "training, packed | packed / unpacked |",
+        "|---|---|---|---|---|---|---|---|"]
+    for measurement in record["measurements"]:
+        details = measurement["details"]
+        contenders = measurement["contenders"]
+        unit = measurement["unit"]
+        lines.append(
+            f"| {details['seq_length']} | {details['records']} | "
+            f"{details['unpacked_fill']:.1%} | {details['packed_fill']:.1%} "
+            f"| {details['sequences_per_packed_row']:.2f} | "
+            f"{_number(contenders['unpacked']['median'])} {unit} | "
+            f"{_number(contenders['packed']['median'])} {unit} | "
+            f"{_ratio_cell(measurement)} |")
+    return lines + [""]
+
+
 def render(records_list):
     """The page's Markdown for `records_list` (`records.read_records()`)."""
     headline, missing = _headline_table(records_list)
@@ -265,6 +309,8 @@ def render(records_list):
             "headline record yet: "
             + "; ".join(row.what for row in missing) + ".", ""]
     lines += ["## The main job over seeds", ""] + _seeds_section(
+        records_list)
+    lines += ["## Sequence packing", ""] + _packing_section(
         records_list) + [
         "## Records", ""]
     if not records_list:

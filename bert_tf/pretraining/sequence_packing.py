@@ -30,17 +30,21 @@ A packed row's features, for `k = max_sequences_per_pack` and
 | segment_ids             | int32   | [seq]           |
 | position_ids            | int32   | [seq]           |
 | sequence_ids            | int32   | [seq] (1..k, 0 for padding) |
-| masked_lm_positions     | int32   | [k * p]         |
-| masked_lm_ids           | int32   | [k * p]         |
-| masked_lm_weights       | float32 | [k * p]         |
+| masked_lm_positions     | int32   | [p + k]         |
+| masked_lm_ids           | int32   | [p + k]         |
+| masked_lm_weights       | float32 | [p + k]         |
 | next_sentence_labels    | int32   | [k]             |
 | next_sentence_positions | int32   | [k]             |
 | next_sentence_weights   | float32 | [k] (1 for a sequence, 0 for none) |
 
+(the masked-LM slots: `predictions_per_row`).
+
 Rows are filled by best-fit decreasing over a buffer of sequences (Krell et
 al.'s histogram packing is the same rule over the histogram of a whole
 data set): longest first, each into the open row with the least room that
-still fits it and holds fewer than `k` sequences.
+still fits it (tokens and masked-LM slots) and holds fewer than `k`
+sequences. Training shuffles the rows, which leave the packer longest
+first.
 """
 
 import threading
@@ -60,38 +64,67 @@ NEXT_SENTENCE_WEIGHTS = "next_sentence_weights"
 # leftovers per buffer) and costs memory and a longer wait for the first
 # batch.
 PACKING_BUFFER_SEQUENCES = 2048
+# Packed rows shuffled in training: those of a buffer leave the packer
+# longest first.
+ROW_SHUFFLE_BUFFER = 2048
 
 
-def pack_lengths(lengths, max_seq_length, max_sequences_per_pack):
+def predictions_per_row(max_predictions_per_seq, max_sequences_per_pack):
+    """The masked-LM slots of a packed row: p + k.
+
+    Google's records mask `min(p, max(1, round(length * masked_lm_prob)))`
+    tokens, so k sequences sharing a row of `max_seq_length` tokens (with
+    `p >= round(max_seq_length * masked_lm_prob)`, as in Google's recipes)
+    have at most p + k / 2 of them between them. Rows of records masked
+    more densely get fewer sequences: the slots are a packing constraint.
+    Fewer slots than k * p keep the masked-LM head's work per row near the
+    unpacked row's.
+    """
+    return max_predictions_per_seq + max_sequences_per_pack
+
+
+def pack_lengths(lengths, max_seq_length, max_sequences_per_pack,
+                 predictions=None, max_predictions=None):
     """Groups sequences into rows: best-fit decreasing, at most k per row.
 
     Args:
       lengths: the sequences' token counts, each in [1, max_seq_length].
       max_seq_length: the tokens a row holds.
       max_sequences_per_pack: the sequences a row holds at most (k).
+      predictions: optional, each sequence's masked-LM predictions, each at
+        most `max_predictions`.
+      max_predictions: with `predictions`, the predictions a row holds.
 
     Returns:
       A list of rows, each a list of indices into `lengths` (in the order
       they are placed in the row).
     """
     lengths = np.asarray(lengths, np.int64)
+    if predictions is None:
+        predictions = np.zeros_like(lengths)
+        max_predictions = 0
+    predictions = np.asarray(predictions, np.int64)
     order = np.argsort(-lengths, kind="stable")  # longest first
     rows = []
-    # Room left in each open row; a full row (k sequences) gets -1.
+    # Token and prediction room left in each open row; a full row (k
+    # sequences) gets token room -1.
     room = np.full(len(lengths), -1, np.int64)
+    prediction_room = np.zeros(len(lengths), np.int64)
     for index in order:
         length = lengths[index]
         # The open row with the least room that fits the sequence.
-        open_room = room[:len(rows)]
-        fitting = np.where(open_room >= length, open_room,
-                           max_seq_length + 1)
+        fits = ((room[:len(rows)] >= length)
+                & (prediction_room[:len(rows)] >= predictions[index]))
+        fitting = np.where(fits, room[:len(rows)], max_seq_length + 1)
         best = int(np.argmin(fitting)) if rows else 0
         if not rows or fitting[best] > max_seq_length:
             best = len(rows)
             rows.append([])
             room[best] = max_seq_length
+            prediction_room[best] = max_predictions
         rows[best].append(int(index))
         room[best] -= length
+        prediction_room[best] -= predictions[index]
         if len(rows[best]) == max_sequences_per_pack:
             room[best] = -1
     return rows
@@ -154,10 +187,13 @@ def pack_features(features, max_sequences_per_pack, stats=None):
     """
     input_ids = features[records.INPUT_IDS]
     num_examples, max_seq_length = input_ids.shape
-    num_predictions = features[records.MASKED_LM_POSITIONS].shape[1]
     k = max_sequences_per_pack
+    slots = predictions_per_row(
+        features[records.MASKED_LM_POSITIONS].shape[1], k)
     lengths = np.sum(features[records.INPUT_MASK] != 0, axis=1)
-    rows = pack_lengths(np.maximum(lengths, 1), max_seq_length, k)
+    is_prediction = features[records.MASKED_LM_WEIGHTS] != 0
+    rows = pack_lengths(np.maximum(lengths, 1), max_seq_length, k,
+                        np.sum(is_prediction, axis=1), slots)
     if stats is not None:
         stats.add(lengths, len(rows))
 
@@ -167,10 +203,9 @@ def pack_features(features, max_sequences_per_pack, stats=None):
     packed = {name: zeros(max_seq_length) for name in (
         records.INPUT_IDS, records.INPUT_MASK, records.SEGMENT_IDS,
         POSITION_IDS, SEQUENCE_IDS)}
-    packed.update({name: zeros(k * num_predictions) for name in (
+    packed.update({name: zeros(slots) for name in (
         records.MASKED_LM_POSITIONS, records.MASKED_LM_IDS)})
-    packed[records.MASKED_LM_WEIGHTS] = zeros(k * num_predictions,
-                                              np.float32)
+    packed[records.MASKED_LM_WEIGHTS] = zeros(slots, np.float32)
     packed.update({name: zeros(k) for name in (
         records.NEXT_SENTENCE_LABELS, NEXT_SENTENCE_POSITIONS)})
     packed[NEXT_SENTENCE_WEIGHTS] = zeros(k, np.float32)
@@ -178,6 +213,7 @@ def pack_features(features, max_sequences_per_pack, stats=None):
                         [num_examples])
     for row, members in enumerate(rows):
         start = 0
+        used_slots = 0  # the row's predictions so far
         for slot, example in enumerate(members):
             length = lengths[example]
             tokens = slice(start, start + length)
@@ -186,16 +222,17 @@ def pack_features(features, max_sequences_per_pack, stats=None):
                 packed[name][row, tokens] = features[name][example, :length]
             packed[POSITION_IDS][row, tokens] = np.arange(length)
             packed[SEQUENCE_IDS][row, tokens] = slot + 1
-            predictions = slice(slot * num_predictions,
-                                (slot + 1) * num_predictions)
-            # Padding predictions (weight 0) point at this sequence's
-            # [CLS]: in the row, and counted nowhere.
+            # The real predictions, one after another; the row's padding
+            # slots stay position 0, id 0, weight 0, as in Google's records.
+            real = is_prediction[example]
+            predictions = slice(used_slots, used_slots + np.sum(real))
             packed[records.MASKED_LM_POSITIONS][row, predictions] = (
-                features[records.MASKED_LM_POSITIONS][example] + start)
+                features[records.MASKED_LM_POSITIONS][example][real] + start)
             packed[records.MASKED_LM_IDS][row, predictions] = (
-                features[records.MASKED_LM_IDS][example])
+                features[records.MASKED_LM_IDS][example][real])
             packed[records.MASKED_LM_WEIGHTS][row, predictions] = (
-                features[records.MASKED_LM_WEIGHTS][example])
+                features[records.MASKED_LM_WEIGHTS][example][real])
+            used_slots = predictions.stop
             packed[records.NEXT_SENTENCE_LABELS][row, slot] = labels[example]
             packed[NEXT_SENTENCE_POSITIONS][row, slot] = start
             packed[NEXT_SENTENCE_WEIGHTS][row, slot] = 1.0
@@ -207,7 +244,7 @@ def packed_feature_shapes(max_seq_length, max_predictions_per_seq,
                           max_sequences_per_pack):
     """{feature: (dtype, per-row shape)} of packed rows."""
     k = max_sequences_per_pack
-    predictions = k * max_predictions_per_seq
+    predictions = predictions_per_row(max_predictions_per_seq, k)
     return {
         records.INPUT_IDS: (tf.int32, [max_seq_length]),
         records.INPUT_MASK: (tf.int32, [max_seq_length]),
@@ -226,7 +263,7 @@ def packed_feature_shapes(max_seq_length, max_predictions_per_seq,
 def packed_dataset(examples, batch_size, max_seq_length,
                    max_predictions_per_seq, max_sequences_per_pack,
                    is_training, *, buffer_size=PACKING_BUFFER_SEQUENCES,
-                   stats=None):
+                   stats=None, seed=None):
     """Batches of packed rows from a stream of unpacked examples.
 
     Args:
@@ -242,6 +279,7 @@ def packed_dataset(examples, batch_size, max_seq_length,
       buffer_size: examples packed together.
       stats: a `PackingStats` to count into (default: a new one, which
         logs the fill rate).
+      seed: the training row shuffle's seed (None: a random one).
 
     Returns:
       A `tf.data.Dataset` of packed feature dicts [batch_size, ...] (see
@@ -283,6 +321,7 @@ def packed_dataset(examples, batch_size, max_seq_length,
         pack, num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True).unbatch()
     if is_training:
+        rows = rows.shuffle(ROW_SHUFFLE_BUFFER, seed=seed)
         return rows.batch(batch_size, drop_remainder=True).prefetch(
             tf.data.AUTOTUNE)
 

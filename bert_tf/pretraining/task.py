@@ -472,7 +472,7 @@ class PretrainingTask(base.Task):
         return sequence_packing.packed_dataset(
             unpacked.unbatch(), per_replica_batch_size, data.max_seq_length,
             data.max_predictions_per_seq, data.max_sequences_per_pack,
-            is_training)
+            is_training, seed=data.seed)
 
     def loss_denominators(self, features):
         if self.objective == LTR:

@@ -62,6 +62,14 @@ def test_best_fit_decreasing_by_hand():
     # 23 real tokens in 3 rows of 10 (unpacked: 5 rows of 10).
 
 
+def test_masked_lm_slots_are_a_packing_constraint():
+    # Rows of 10 tokens and 5 predictions: 4 + 3 predictions do not share
+    # a row though their tokens would; 3 + 2 do.
+    assert sequence_packing.pack_lengths(
+        [3, 3, 2], 10, 3, predictions=[4, 3, 2], max_predictions=5) == [
+        [0], [1, 2]]
+
+
 def test_at_most_k_sequences_per_row():
     assert sequence_packing.pack_lengths([1] * 7, 10, 3) == [
         [0, 1, 2], [3, 4, 5], [6]]
@@ -93,7 +101,8 @@ def test_packed_row_by_hand():
         records.SEGMENT_IDS: [[0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1]],
         sequence_packing.POSITION_IDS: [[0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4]],
         sequence_packing.SEQUENCE_IDS: [[1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2]],
-        records.MASKED_LM_POSITIONS: [[3, 4, 7, 6]],
+        # p + k = 4 slots: the three real predictions, then padding.
+        records.MASKED_LM_POSITIONS: [[3, 4, 7, 0]],
         records.MASKED_LM_IDS: [[13, 14, 11, 0]],
         records.MASKED_LM_WEIGHTS: [[1, 1, 1, 0]],
         records.NEXT_SENTENCE_LABELS: [[0, 1]],
@@ -119,9 +128,12 @@ def test_packed_dataset_keeps_every_sequence_and_pads_the_eval_batch():
     assert weights.sum() == 20 == stats.sequences
     assert sum(batch[records.INPUT_MASK].sum() for batch in batches) == (
         features[records.INPUT_MASK].sum()) == stats.tokens
-    # 8 to 16 real tokens per sequence, so any three fill a row of 48:
+    # 8 to 16 real tokens per sequence, so any three fit in a row of 48
+    # tokens (and these examples' predictions in its 4 + 3 slots):
     # buffers of 8, 8 and 4 sequences make 3, 3 and 2 rows.
     assert stats.rows == 8
+    assert all((batch[records.MASKED_LM_WEIGHTS].sum(axis=1) <= 7).all()
+               for batch in batches)
     assert stats.packed_fill == pytest.approx(stats.tokens / (8 * ROW))
     assert stats.unpacked_fill == pytest.approx(stats.tokens / (20 * ROW))
 
