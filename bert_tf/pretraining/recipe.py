@@ -73,6 +73,12 @@ def run(config):
     from bert_tf.training.trainer import Trainer
 
     config.validate()
+    if config.pack_sequences:
+        import keras  # pylint: disable=import-outside-toplevel
+        if keras.backend.backend() != "tensorflow":
+            raise ValueError(
+                f"--pack_sequences runs on Keras' TensorFlow backend, not "
+                f"KERAS_BACKEND={keras.backend.backend()}")
     bert_config = finetune.load_bert_config(config)
     bert_config.check_max_seq_length(config.max_seq_length)
     # The one expansion of the globs: the readers get these files.
