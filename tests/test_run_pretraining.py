@@ -504,15 +504,23 @@ def _sample_text_args(cased_tiny_dir, records_file, output_dir, *extra):
             "--eval_batch_size=8", "--max_eval_steps=3", *extra]
 
 
-def test_packed_eval_gives_the_unpacked_metrics(cased_tiny_dir,
-                                                sample_text_records,
-                                                tmp_path):
+@pytest.mark.parametrize("source", ["records", "dynamic_masking"])
+def test_packed_eval_gives_the_unpacked_metrics(
+        cased_tiny_dir, golden_dir, sample_text_records, tmp_path, source):
     """From Google's-format checkpoint, --pack_sequences evaluates the same
     sequences (those of 3 unpacked batches) in fewer rows, to the same
-    masked-LM and next-sentence accuracy and loss."""
+    masked-LM and next-sentence accuracy and loss; from records, or from
+    text masked on the fly (evaluation's masks are seeded)."""
+    inputs = sample_text_records
+    if source == "dynamic_masking":
+        inputs = golden_dir / "create_pretraining_data" / "corpus.txt"
+
     def evaluate(name, *extra):
+        if source == "dynamic_masking":
+            extra += ("--dynamic_masking=True", "--do_lower_case=False",
+                      f"--vocab_file={cased_tiny_dir}/vocab.txt")
         return run_pretraining.run(parse(_sample_text_args(
-            cased_tiny_dir, sample_text_records, tmp_path / name,
+            cased_tiny_dir, inputs, tmp_path / name,
             f"--init_checkpoint={cased_tiny_dir}/bert_model.ckpt",
             "--do_train=False", "--do_eval=True", *extra)))
 

@@ -393,6 +393,10 @@ class PretrainingTask(base.Task):
     """
 
     name = "pretraining"
+    # Packed rows (`sequence_packing`) add two per-token features; the
+    # trainer cuts them with the others to a batch's real length.
+    sequence_features = base.Task.sequence_features + (
+        sequence_packing.POSITION_IDS, sequence_packing.SEQUENCE_IDS)
 
     def __init__(self, bert_config, data_config, objective=MLM_NSP,
                  init_checkpoint=None):
