@@ -12,7 +12,7 @@ unchanged:
 
 New flags (--distribution_strategy, --dtype, --optimizer,
 --num_accumulation_steps, --enable_xla, --dynamic_masking,
---pretraining_objective, ...) default to the original's behaviour. Restarting
+--pretraining_objective, --pack_sequences, ...) default to the original's behaviour. Restarting
 with the same --output_dir resumes from its newest checkpoint.
 
 --pretraining_objective picks among the objectives of the BERT paper's
@@ -115,6 +115,22 @@ def define_flags(flag_values=FLAGS):
         "two documents, one segment (for mlm or ltr; RoBERTa's recipe is "
         "--pretraining_objective=mlm --dynamic_masking "
         "--packing=full_sentences).", flag_values=flag_values)
+    flags.DEFINE_bool(
+        "pack_sequences", False,
+        "Pack up to --max_sequences_per_pack sequences (records or "
+        "--dynamic_masking's) into each row of --max_seq_length tokens as "
+        "they are read, so little of the compute is spent on padding. "
+        "Each sequence attends only to itself, with its own positions, "
+        "masked-LM predictions and next-sentence prediction at its [CLS]: "
+        "losses, metrics and checkpoints are those of the same sequences "
+        "unpacked. --train_batch_size and --eval_batch_size then count "
+        "rows, each holding several sequences; evaluation packs the "
+        "sequences of --max_eval_steps unpacked batches.",
+        flag_values=flag_values)
+    flags.DEFINE_integer(
+        "max_sequences_per_pack", 3,
+        "With --pack_sequences: the most sequences one row holds.",
+        flag_values=flag_values)
     for name in ("input_file", "bert_config_file", "output_dir"):
         flags.mark_flag_as_required(name, flag_values=flag_values)
 

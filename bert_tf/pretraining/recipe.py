@@ -37,6 +37,8 @@ class PretrainingConfig(finetune.RunConfig):
     do_whole_word_mask: bool = False
     pretraining_objective: str = "mlm_nsp"
     packing: str = "sentence_pairs"
+    pack_sequences: bool = False
+    max_sequences_per_pack: int = 3
 
     def validate(self):
         """Checks the fields that need no input file read; raises
@@ -51,6 +53,10 @@ class PretrainingConfig(finetune.RunConfig):
         runner_flags.require(self, "bert_config_file", "output_dir",
                              "input_file")
         runner_flags.check_file("bert_config_file", self.bert_config_file)
+        if self.pack_sequences and self.max_sequences_per_pack < 1:
+            raise ValueError(
+                f"--max_sequences_per_pack={self.max_sequences_per_pack} "
+                f"must be at least 1")
 
 
 def run(config):
@@ -67,6 +73,12 @@ def run(config):
     from bert_tf.training.trainer import Trainer
 
     config.validate()
+    if config.pack_sequences:
+        import keras  # pylint: disable=import-outside-toplevel
+        if keras.backend.backend() != "tensorflow":
+            raise ValueError(
+                f"--pack_sequences runs on Keras' TensorFlow backend, not "
+                f"KERAS_BACKEND={keras.backend.backend()}")
     bert_config = finetune.load_bert_config(config)
     bert_config.check_max_seq_length(config.max_seq_length)
     # The one expansion of the globs: the readers get these files.
@@ -105,7 +117,10 @@ def run(config):
         short_seq_prob=config.short_seq_prob,
         do_whole_word_mask=config.do_whole_word_mask,
         packing=config.packing,
-        seed=config.seed)
+        seed=config.seed,
+        pack_sequences=config.pack_sequences,
+        max_sequences_per_pack=config.max_sequences_per_pack,
+        max_eval_batches=config.max_eval_steps)
 
     # The strategy comes before any other TensorFlow work: multi-worker and
     # TPU strategies must configure the runtime before it starts.
