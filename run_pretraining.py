@@ -12,7 +12,7 @@ unchanged:
 
 New flags (--distribution_strategy, --dtype, --optimizer,
 --num_accumulation_steps, --enable_xla, --dynamic_masking,
---pretraining_objective, ...) default to the original's behaviour. Restarting
+--pretraining_objective, --pack_sequences, ...) default to the original's behaviour. Restarting
 with the same --output_dir resumes from its newest checkpoint.
 
 --pretraining_objective picks among the objectives of the BERT paper's

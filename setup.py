@@ -1,6 +1,10 @@
 """bert_tf: Google's BERT rebuilt on TensorFlow 2 and Keras 3."""
 
+import importlib.util
+import os
+
 from setuptools import Extension, find_packages, setup
+from setuptools.command.build_ext import build_ext
 
 # TensorFlow Model Garden: the independent reference the tests compare with
 # (Google's BERT in Model Garden) and the peer of benchmarks/. bert_tf itself
@@ -35,6 +39,37 @@ ONNX = [
     "tokenizers>=0.20,<1",
 ]
 
+
+
+class BuildExtWithTables(build_ext):
+    """build_ext that first writes the native tokenizer's Unicode tables.
+
+    bert_tf/text/native_tables.py computes them from the building Python's
+    `unicodedata` (loaded by path: bert_tf's package imports need its
+    dependencies, which a build environment may lack).
+    """
+
+    def build_extension(self, ext):
+        if ext.name == "bert_tf.text._wordpiece_native":
+            include = os.path.join(self.build_temp, "wordpiece_tables")
+            try:
+                spec = importlib.util.spec_from_file_location(
+                    "native_tables",
+                    os.path.join("bert_tf", "text", "native_tables.py"))
+                tables = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(tables)
+                os.makedirs(include, exist_ok=True)
+                tables.write_header(
+                    os.path.join(include, "_wordpiece_tables.h"))
+            except Exception as error:  # noqa: BLE001 (optional: go on)
+                print(f"warning: {ext.name} not built: its Unicode tables "
+                      f"could not be written ({error}); the pure-Python "
+                      "tokenizer will be used")
+                return
+            ext.include_dirs.append(include)
+        super().build_extension(ext)
+
+
 setup(
     name="bert_tf",
     version="0.1.0",
@@ -53,7 +88,13 @@ setup(
     ext_modules=[
         Extension("bert_tf.pretraining._native",
                   ["bert_tf/pretraining/_native.c"], optional=True),
+        # FullTokenizer in C (bert_tf/text/tokenization.py), with Unicode
+        # tables generated for the building Python. Optional likewise:
+        # without it the pure-Python tokenizer gives the same ids.
+        Extension("bert_tf.text._wordpiece_native",
+                  ["bert_tf/text/_wordpiece_native.c"], optional=True),
     ],
+    cmdclass={"build_ext": BuildExtWithTables},
     py_modules=[
         "create_pretraining_data",
         "create_pretraining_data_beam",

@@ -278,9 +278,9 @@ def tagging(model_dir, output_dir, data_dir, options):
     tokenizer = tokenization.FullTokenizer(vocab, run["do_lower_case"])
     max_seq_length, doc_stride = run["max_seq_length"], run["doc_stride"]
     arrays = tagging_features.windows_to_arrays(
-        tagging_features.convert_sentences(sentences, label_list,
-                                           max_seq_length, doc_stride,
-                                           tokenizer), max_seq_length)
+        tagging_features.convert_sentences(
+            sentences, label_list, tagging_features.TaggingWindowConfig(
+                max_seq_length, doc_stride), tokenizer), max_seq_length)
     def export_as(serving_dtype):
         return tagging_export_lib.tagging_export(
             _config(model_dir), vocab, run["do_lower_case"],
@@ -360,7 +360,9 @@ def span(model_dir, output_dir, dev_file, max_seq_length=48, doc_stride=24,
                    for f, start, end in zip(features, outputs["start_logits"],
                                             outputs["end_logits"])]
         predictions, _, _ = squad_postprocess.compute_predictions(
-            examples, features, results, 20, max_answer_length, True)
+            examples, features, results,
+            squad_postprocess.SquadPostprocessConfig(
+                max_answer_length=max_answer_length), True)
         return predictions
 
     def decisions(outputs):

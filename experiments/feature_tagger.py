@@ -256,6 +256,7 @@ def run(flag_values):
     from bert_tf.features import extraction
     from bert_tf.modeling import BertModel
     from bert_tf.tasks.tagging import examples as tagging_examples
+    from bert_tf.tasks.tagging import features as tagging_features
     from bert_tf.tasks.tagging import metrics as tagging_metrics
     from bert_tf.tasks.tagging import task as tagging
     from bert_tf.text import tokenization
@@ -293,8 +294,10 @@ def run(flag_values):
                 tokenizer = tokenization.FullTokenizer(
                     flag_values.vocab_file, flag_values.do_lower_case)
             tagging_set = tagging.make_tagging_set(
-                files[split], label_list, flag_values.max_seq_length,
-                flag_values.doc_stride, tokenizer)
+                files[split], label_list,
+                tagging_features.TaggingWindowConfig(
+                    max_seq_length=flag_values.max_seq_length,
+                    doc_stride=flag_values.doc_stride), tokenizer)
             save_vectors(path, sentence_word_vectors(tagging_set, extractor,
                                                      tokenizer))
         vectors[split] = load_vectors(path)

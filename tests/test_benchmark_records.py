@@ -140,6 +140,12 @@ def test_the_page_is_what_the_records_make():
     assert page == performance_page.render(records.read_records()), (
         "docs/performance.md differs from benchmarks/results/: run python "
         "benchmarks/performance_page.py")
+    pretraining = performance_page.PRETRAINING_PAGE.read_text(
+        encoding="utf-8")
+    assert pretraining == performance_page.with_packing_table(
+        pretraining, records.read_records()), (
+        "docs/pretraining.md's packing table differs from "
+        "benchmarks/results/: run python benchmarks/performance_page.py")
 
 
 def test_the_page_marks_what_is_not_a_headline(tmp_path):

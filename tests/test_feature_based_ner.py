@@ -16,6 +16,7 @@ import pytest
 
 from bert_tf.features import extraction
 from bert_tf.tasks.tagging import examples as tagging_examples
+from bert_tf.tasks.tagging import features as tagging_features
 from bert_tf.tasks.tagging import task as tagging
 from bert_tf.text import tokenization
 from experiments import feature_tagger
@@ -61,8 +62,9 @@ def test_word_vectors_are_extract_features_at_first_pieces(golden_dir,
     tagging_file = tagging_examples.read_tagging_file(str(conll), "conll")
     tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=False)
     tagging_set = tagging.make_tagging_set(
-        tagging_file, tagging_examples.labels_of(tagging_file), 32, 16,
-        tokenizer)
+        tagging_file, tagging_examples.labels_of(tagging_file),
+        tagging_features.TaggingWindowConfig(max_seq_length=32,
+                                             doc_stride=16), tokenizer)
     encoder = BertModel(BertConfig.from_json_file(
         str(model_dir / "bert_config.json")))
     encoder.build()

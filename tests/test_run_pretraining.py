@@ -474,3 +474,88 @@ def test_sentence_order_and_roberta_recipe_with_dynamic_masking(
         "--packing=full_sentences"]))
     assert sorted(_eval_results(roberta_dir)) == [
         "global_step", "loss", "masked_lm_accuracy", "masked_lm_loss"]
+
+
+# -- --pack_sequences ----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sample_text_records(cased_tiny_dir, golden_dir, tmp_path_factory):
+    """create_pretraining_data.py's records of the golden corpus, at
+    sequence 128 with many short sequences (what packing is for)."""
+    from bert_tf.pretraining import corpus as pretraining_corpus
+    from bert_tf.pretraining import instances as pretraining_instances
+    path = tmp_path_factory.mktemp("sample_text") / "records.tfrecord"
+    written = pretraining_instances.create_pretraining_data(
+        input_files=[str(golden_dir / "create_pretraining_data" /
+                         "corpus.txt")],
+        output_files=[str(path)],
+        tokenizer=pretraining_corpus.load_tokenizer(
+            str(cased_tiny_dir / "vocab.txt"), False),
+        max_seq_length=128, max_predictions_per_seq=20, dupe_factor=1,
+        short_seq_prob=0.5, num_logged_examples=0)
+    assert written >= 24
+    return path
+
+
+def _sample_text_args(cased_tiny_dir, records_file, output_dir, *extra):
+    return [f"--input_file={records_file}", f"--output_dir={output_dir}",
+            f"--bert_config_file={cased_tiny_dir}/bert_config.json",
+            "--max_seq_length=128", "--max_predictions_per_seq=20",
+            "--eval_batch_size=8", "--max_eval_steps=3", *extra]
+
+
+@pytest.mark.parametrize("source", ["records", "dynamic_masking"])
+def test_packed_eval_gives_the_unpacked_metrics(
+        cased_tiny_dir, golden_dir, sample_text_records, tmp_path, source):
+    """From Google's-format checkpoint, --pack_sequences evaluates the same
+    sequences (those of 3 unpacked batches) in fewer rows, to the same
+    masked-LM and next-sentence accuracy and loss; from records, or from
+    text masked on the fly (evaluation's masks are seeded)."""
+    inputs = sample_text_records
+    if source == "dynamic_masking":
+        inputs = golden_dir / "create_pretraining_data" / "corpus.txt"
+
+    def evaluate(name, *extra):
+        if source == "dynamic_masking":
+            extra += ("--dynamic_masking=True", "--do_lower_case=False",
+                      f"--vocab_file={cased_tiny_dir}/vocab.txt")
+        return run_pretraining.run(parse(_sample_text_args(
+            cased_tiny_dir, inputs, tmp_path / name,
+            f"--init_checkpoint={cased_tiny_dir}/bert_model.ckpt",
+            "--do_train=False", "--do_eval=True", *extra)))
+
+    unpacked = evaluate("unpacked")
+    packed = evaluate("packed", "--pack_sequences=True")
+    for name in ("masked_lm_accuracy", "masked_lm_loss",
+                 "next_sentence_accuracy", "next_sentence_loss"):
+        np.testing.assert_allclose(packed[name], unpacked[name], atol=1e-5,
+                                   err_msg=name)
+
+
+def test_packed_training_writes_googles_variable_names(
+        cased_tiny_dir, sample_text_records, tmp_path):
+    output_dir = tmp_path / "out"
+    run_pretraining.run(parse(_sample_text_args(
+        cased_tiny_dir, sample_text_records, output_dir,
+        "--do_train=True", "--do_eval=False", "--train_batch_size=4",
+        "--num_train_steps=1", "--num_warmup_steps=0",
+        "--pack_sequences=True", "--max_sequences_per_pack=2")))
+    released = {name for name, _ in tf.train.list_variables(
+        str(cased_tiny_dir / "bert_model.ckpt"))}
+    written = {name for name, _ in tf.train.list_variables(
+        str(output_dir / "model.ckpt-1"))}
+    assert released and released <= written
+    assert {name.rsplit("/", 1)[0] for name in written - released
+            if name.endswith(("/adam_m", "/adam_v"))} == released
+    assert written - released - {
+        f"{name}/adam_{moment}" for name in released
+        for moment in "mv"} == {"global_step"}
+
+
+def test_pack_sequences_refuses_the_left_to_right_objective(data_dir,
+                                                            tmp_path):
+    with pytest.raises(ValueError, match="--pack_sequences is for the "
+                                         "masked-LM objectives"):
+        run_pretraining.run(parse(google_args(
+            data_dir, tmp_path / "out", pack_sequences="True",
+            pretraining_objective="ltr")))

@@ -32,6 +32,7 @@ is removed, with its temporary directory, by the next export to the same
 `--export_dir`.
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -109,13 +110,10 @@ def packing_description(export, input_names, input_rank, output_names,
             description[name] = bool(getattr(export, name))
     answerer = getattr(export, "_answerer", None)
     if answerer is not None:
-        for name in ("doc_stride", "max_query_length", "n_best_size",
-                     "max_answer_length", "version_2_with_negative",
-                     "null_score_diff_threshold"):
-            description[name] = getattr(answerer, name)
+        description.update(dataclasses.asdict(answerer.config))
     windows = getattr(export, "_windows", None)
     if windows is not None:
-        description["doc_stride"] = windows.doc_stride
+        description["doc_stride"] = windows.config.doc_stride
         crf = getattr(export.model, "crf", None)
         description["crf_transitions"] = (
             None if crf is None else crf.transitions.numpy().tolist())

@@ -340,17 +340,14 @@ class EmbeddingExport(_TextExport):
 class SquadExport(_TextExport):
     """SQuAD question answering, as run_squad.py (see `squad_answers`)."""
 
-    def __init__(self, model, tokenizer, max_seq_length, doc_stride,
-                 max_query_length, n_best_size=20, max_answer_length=30,
-                 version_2_with_negative=False,
-                 null_score_diff_threshold=0.0, pad_to_multiple_of=None,
-                 enable_xla=False):
+    def __init__(self, model, tokenizer, max_seq_length, config,
+                 pad_to_multiple_of=None, enable_xla=False):
         """Args:
           model: a `SquadModel`.
           tokenizer: a `GraphFullTokenizer`.
-          max_seq_length, doc_stride, max_query_length, n_best_size,
-          max_answer_length, version_2_with_negative,
-          null_score_diff_threshold: `run_squad.py`'s flags.
+          max_seq_length: `run_squad.py`'s flag.
+          config: a `SquadPostprocessConfig` (`run_squad.py`'s windows and
+            answer flags).
           pad_to_multiple_of: run_squad.py's flag: None (its default) runs
             windows at `max_seq_length`, whose n-best lists rank the
             padding's logits as Google's do.
@@ -367,9 +364,7 @@ class SquadExport(_TextExport):
                          or max_seq_length,
                          enable_xla=enable_xla)
         self._answerer = squad_answers.SquadAnswerer(
-            tokenizer, max_seq_length, doc_stride, max_query_length,
-            n_best_size, max_answer_length, version_2_with_negative,
-            null_score_diff_threshold)
+            tokenizer, max_seq_length, config)
 
     def serve_ids(self, input_ids, input_mask, segment_ids):
         outputs = self._run_model({INPUT_IDS: input_ids,
@@ -410,16 +405,15 @@ class TaggingExport(_TextExport):
     ID_INPUTS = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS, WORD_POSITIONS,
                  WORD_MASK)
 
-    def __init__(self, model, tokenizer, max_seq_length, doc_stride,
-                 label_list,
+    def __init__(self, model, tokenizer, window_config, label_list,
                  pad_to_multiple_of=sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF,
                  enable_xla=False):
         """Args:
           model: a `TaggingModel` (with a CRF: Viterbi decoding in the
             graph).
           tokenizer: a `GraphFullTokenizer`.
-          max_seq_length: the runner's `--max_seq_length`.
-          doc_stride: the runner's `--doc_stride`.
+          window_config: a `TaggingWindowConfig` (the runner's
+            `--max_seq_length` and `--doc_stride`).
           label_list: the label strings in label-id order
             (`label_list.txt`).
           pad_to_multiple_of: a request's windows run at their longest
@@ -430,12 +424,12 @@ class TaggingExport(_TextExport):
         Raises:
           ValueError: lengths that cannot work.
         """
-        super().__init__(model, tokenizer, max_seq_length,
+        super().__init__(model, tokenizer, window_config.max_seq_length,
                          name="tagging_export",
                          pad_to_multiple_of=pad_to_multiple_of,
                          enable_xla=enable_xla)
-        self._windows = tagging_windows.TaggingWindows(
-            tokenizer, max_seq_length, doc_stride)
+        self._windows = tagging_windows.TaggingWindows(tokenizer,
+                                                       window_config)
         self.label_names = tf.constant(list(label_list), tf.string)
 
     def _predict(self, features):

@@ -171,7 +171,7 @@ class BertModel(keras.Model):
         return self.embeddings.word_embeddings
 
     def call(self, input_ids, input_mask=None, segment_ids=None,
-             training=False):
+             training=False, position_ids=None, sequence_ids=None):
         """Encodes a batch of token sequences.
 
         Args:
@@ -181,6 +181,13 @@ class BertModel(keras.Model):
           segment_ids: optional int tensor [batch_size, seq_length],
             segment A = 0, B = 1 (default: all zeros).
           training: whether to apply dropout.
+          position_ids: optional int tensor [batch_size, seq_length], each
+            token's position (default: 0 .. seq_length - 1).
+          sequence_ids: optional int tensor [batch_size, seq_length], for
+            rows that pack several sequences: the sequence of each token.
+            Tokens attend only to their own sequence's tokens. Together
+            with `position_ids` restarting at each sequence, every
+            sequence's outputs are those it has alone in a row.
 
         Returns:
           A dict of tensors in the compute dtype:
@@ -205,19 +212,26 @@ class BertModel(keras.Model):
                       else ops.convert_to_tensor(input_mask))
         segment_ids = (ops.zeros_like(input_ids) if segment_ids is None
                        else ops.convert_to_tensor(segment_ids))
+        optional = tuple(
+            (arg_name, ops.convert_to_tensor(tensor))
+            for arg_name, tensor in (("position_ids", position_ids),
+                                     ("sequence_ids", sequence_ids))
+            if tensor is not None)
         for arg_name, tensor in (("input_mask", input_mask),
-                                 ("segment_ids", segment_ids)):
+                                 ("segment_ids", segment_ids)) + optional:
             if not _compatible_shapes(tensor.shape, input_ids.shape):
                 raise ValueError(
                     f"{arg_name} must have the shape of input_ids "
                     f"{_shape_text(input_ids)}, got {_shape_text(tensor)}")
 
         embedding_output = self.embeddings(
-            input_ids, segment_ids, training=training)
+            input_ids, segment_ids, training=training,
+            position_ids=position_ids)
         # One mask for all layers, float32: [batch, 1, 1, seq], or
-        # [batch, 1, seq, seq] with causal attention.
+        # [batch, 1, seq, seq] with causal attention or sequence ids.
         attention_bias = attention_bias_from_mask(
-            input_mask, causal=self.causal_attention)
+            input_mask, causal=self.causal_attention,
+            sequence_ids=sequence_ids)
         encoder_outputs = self.encoder(
             embedding_output, attention_bias, training=training)
         sequence_output = encoder_outputs[-1]

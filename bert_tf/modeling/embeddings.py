@@ -15,6 +15,9 @@ class BertEmbeddings(keras.layers.Layer):
     embeddings = dropout(LayerNorm(word[input_ids] + token_type[segment_ids]
                                    + position[0:seq_length]))
 
+    (or + position[position_ids], for rows that pack several sequences, each
+    numbered from 0).
+
     Variables (under the enclosing "bert" scope): `embeddings/word_embeddings`
     [vocab_size, hidden_size], `embeddings/token_type_embeddings`
     [type_vocab_size, hidden_size], `embeddings/position_embeddings`
@@ -48,13 +51,16 @@ class BertEmbeddings(keras.layers.Layer):
             autocast=False)
         self.layer_norm.build((None, None, config.hidden_size))
 
-    def call(self, input_ids, segment_ids, training=False):
+    def call(self, input_ids, segment_ids, training=False,
+             position_ids=None):
         """Embeds a batch of token ids.
 
         Args:
           input_ids: int tensor [batch_size, seq_length].
           segment_ids: int tensor [batch_size, seq_length].
           training: whether to apply dropout.
+          position_ids: optional int tensor [batch_size, seq_length], each
+            token's position (default: 0 .. seq_length - 1 in every row).
 
         Returns:
           Tensor [batch_size, seq_length, hidden_size] in the compute dtype.
@@ -86,9 +92,14 @@ class BertEmbeddings(keras.layers.Layer):
         words = gather_rows(self.word_embeddings.value, input_ids)
         token_types = gather_rows(
             self.token_type_embeddings.value, segment_ids)
-        # Positions 0..seq_length-1, broadcast over the batch:
-        # [1, seq, hidden].
-        positions = self.position_embeddings.value[:seq_length][None]
+        if position_ids is None:
+            # Positions 0..seq_length-1, broadcast over the batch:
+            # [1, seq, hidden].
+            positions = self.position_embeddings.value[:seq_length][None]
+        else:
+            # [batch, seq, hidden]
+            positions = gather_rows(self.position_embeddings.value,
+                                    position_ids)
         embeddings = words + token_types + positions
         embeddings = self.layer_norm(embeddings)
         return dropout(embeddings, self.config.hidden_dropout_prob, training,

@@ -437,7 +437,7 @@ class LayerNorm(keras.layers.Layer):
 MASK_ADDER = -10000.0
 
 
-def attention_bias_from_mask(input_mask, causal=False):
+def attention_bias_from_mask(input_mask, causal=False, sequence_ids=None):
     """Turns the padding mask into the bias added to every layer's scores.
 
     Google's `create_attention_mask_from_input_mask` builds a
@@ -448,19 +448,26 @@ def attention_bias_from_mask(input_mask, causal=False):
     section 5.1), so the full [from_seq, to_seq] square is built. Either way
     it is computed once per forward pass and shared by every layer.
 
-    A key that is padding, or in the future, or both, gets exactly -10000:
-    the two masks are multiplied (logical and) before the bias is formed.
+    With `sequence_ids` (rows that pack several sequences), a query sees
+    only the keys of its own sequence: the square is block-diagonal.
+
+    A key that is padding, or in the future, or in another sequence, or
+    several of these, gets exactly -10000: the masks are multiplied
+    (logical and) before the bias is formed.
 
     Args:
       input_mask: int or bool tensor [batch_size, seq_length]; 1 for real
         tokens, 0 for padding.
       causal: also hide from each query position every later key position.
+      sequence_ids: optional int tensor [batch_size, seq_length], the
+        sequence each token belongs to; also hide from each query every key
+        of another sequence.
 
     Returns:
       float32 tensor, `(1 - mask) * -10000`:
         [batch_size, 1, 1, seq_length] by default;
-        [batch_size, 1, seq_length, seq_length] with `causal`, indexed
-        [batch, head (broadcast), query, key].
+        [batch_size, 1, seq_length, seq_length] with `causal` or
+        `sequence_ids`, indexed [batch, head (broadcast), query, key].
     """
     mask = ops.cast(input_mask, "float32")
     # [batch, 1, 1, to_seq]: one row, repeated over heads and queries.
@@ -473,6 +480,12 @@ def attention_bias_from_mask(input_mask, causal=False):
         causal_mask = ops.tril(ops.ones([seq_length, seq_length], "float32"))
         # [batch, 1, 1, to] * [1, 1, from, to] -> [batch, 1, from, to].
         mask = mask * causal_mask[None, None, :, :]
+    if sequence_ids is not None:
+        # [batch, 1, from, to]: 1 where query and key share a sequence.
+        same_sequence = ops.cast(ops.equal(
+            ops.expand_dims(ops.expand_dims(sequence_ids, 1), 3),
+            ops.expand_dims(ops.expand_dims(sequence_ids, 1), 2)), "float32")
+        mask = mask * same_sequence
     return (1.0 - mask) * MASK_ADDER
 
 

@@ -14,10 +14,13 @@ documents. Google's reader, reproduced here exactly:
   characters neither adds a sentence nor ends the document);
 * documents without sentences are dropped.
 
-What is fast about it: `FullTokenizer` splits a line into whitespace-
-separated words (`BasicTokenizer.split_words`) and tokenizes each word on its
-own, so the ids of a line are the concatenation of the ids of its words;
-each distinct word is tokenized once and its ids cached. Blocks of lines are
+What is fast about it: with the native tokenizer built (the usual case),
+a block of lines is tokenized in one call into an array of ids
+(`FullTokenizer.encode_flat`). Without it, `FullTokenizer` splits a line
+into whitespace-separated words (`BasicTokenizer.split_words`) and
+tokenizes each word on its own, so the ids of a line are the concatenation
+of the ids of its words; each distinct word is tokenized once and its ids
+cached. Either way, blocks of lines are
 cut into chunks that `num_workers` processes tokenize in parallel, each with
 its own cache (the rare words that make most of a vocabulary mostly occur in
 one chunk only, so little work is repeated); chunks come back in order as
@@ -217,6 +220,17 @@ class _LineTokenizer:
           concatenated, and `array('i')` with each line's number of ids, or
           -1 for a line that is empty once stripped (a document break).
         """
+        if self._tokenizer.is_native:
+            stripped = [line.strip() for line in lines]
+            try:
+                ids, lengths = self._tokenizer.encode_flat(stripped)
+            except tokenization.UnknownVocabularyEntryError:
+                pass  # No "[UNK]" entry: the word loop below names a word.
+            else:
+                for index, line in enumerate(stripped):
+                    if not line:
+                        lengths[index] = -1  # A document break.
+                return ids, lengths
         ids = array("i")
         lengths = array("i")
         extend = ids.extend

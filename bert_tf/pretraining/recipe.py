@@ -82,6 +82,19 @@ class PretrainingConfig(finetuning.RunConfig):
         "--pretraining_objective=mlm --dynamic_masking "
         "--packing=full_sentences).",
         choices=("sentence_pairs", "full_sentences"))
+    pack_sequences: bool = setting(
+        False,
+        "Pack up to --max_sequences_per_pack sequences (records or "
+        "--dynamic_masking's) into each row of --max_seq_length tokens as "
+        "they are read, so little of the compute is spent on padding. "
+        "Each sequence attends only to itself, with its own positions, "
+        "masked-LM predictions and next-sentence prediction at its [CLS]: "
+        "losses, metrics and checkpoints are those of the same sequences "
+        "unpacked. --train_batch_size and --eval_batch_size then count "
+        "rows, each holding several sequences; evaluation packs the "
+        "sequences of --max_eval_steps unpacked batches.")
+    max_sequences_per_pack: int = setting(
+        3, "With --pack_sequences: the most sequences one row holds.")
 
     REQUIRED_FLAGS = ("input_file", "bert_config_file", "output_dir")
 
@@ -98,6 +111,10 @@ class PretrainingConfig(finetuning.RunConfig):
         checks.require(self, "bert_config_file", "output_dir",
                              "input_file")
         checks.check_file("bert_config_file", self.bert_config_file)
+        if self.pack_sequences and self.max_sequences_per_pack < 1:
+            raise ValueError(
+                f"--max_sequences_per_pack={self.max_sequences_per_pack} "
+                f"must be at least 1")
 
 
 def run(config):
@@ -114,6 +131,12 @@ def run(config):
     from bert_tf.training.trainer import Trainer
 
     config.validate()
+    if config.pack_sequences:
+        import keras  # pylint: disable=import-outside-toplevel
+        if keras.backend.backend() != "tensorflow":
+            raise ValueError(
+                f"--pack_sequences runs on Keras' TensorFlow backend, not "
+                f"KERAS_BACKEND={keras.backend.backend()}")
     bert_config = finetuning.load_bert_config(config)
     bert_config.check_max_seq_length(config.max_seq_length)
     # The one expansion of the globs: the readers get these files.
@@ -152,7 +175,10 @@ def run(config):
         short_seq_prob=config.short_seq_prob,
         do_whole_word_mask=config.do_whole_word_mask,
         packing=config.packing,
-        seed=config.seed)
+        seed=config.seed,
+        pack_sequences=config.pack_sequences,
+        max_sequences_per_pack=config.max_sequences_per_pack,
+        max_eval_batches=config.max_eval_steps)
 
     # The strategy comes before any other TensorFlow work: multi-worker and
     # TPU strategies must configure the runtime before it starts.

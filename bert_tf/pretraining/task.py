@@ -43,6 +43,7 @@ import tensorflow as tf
 from bert_tf.modeling import BertModel, MaskedLMHead, NextSentenceHead
 from bert_tf.modeling import save_signature
 from bert_tf.pretraining import records
+from bert_tf.pretraining import sequence_packing
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
 
@@ -231,21 +232,38 @@ class BertPretrainingModel(save_signature.TaskModel):
         return specs
 
     def call(self, features, training=False):
+        """The objective's logits (see the class docstring).
+
+        Packed rows (`bert_tf.pretraining.sequence_packing`'s features, with
+        `position_ids` and `sequence_ids`) give masked-LM logits at the
+        row's `masked_lm_positions` and next-sentence logits
+        [batch, sequences per row, 2] at each sequence's [CLS].
+        """
         if self.objective == LTR:
             return self._left_to_right_outputs(features, training)
+        packed = sequence_packing.SEQUENCE_IDS in features
         encoder_outputs = self.bert(
             features[records.INPUT_IDS],
             input_mask=features[records.INPUT_MASK],
             segment_ids=features[records.SEGMENT_IDS],
-            training=training)
+            training=training,
+            position_ids=features.get(sequence_packing.POSITION_IDS),
+            sequence_ids=features.get(sequence_packing.SEQUENCE_IDS))
         outputs = {
             "masked_lm_logits": self.masked_lm(
                 encoder_outputs["sequence_output"],
                 features[records.MASKED_LM_POSITIONS]),
         }
         if self.objective in SENTENCE_PAIR_OBJECTIVES:
+            if packed:
+                # The pooler on each sequence's [CLS]: [batch, k, hidden].
+                pooled_output = self.bert.pooler(
+                    encoder_outputs["sequence_output"],
+                    features[sequence_packing.NEXT_SENTENCE_POSITIONS])
+            else:
+                pooled_output = encoder_outputs["pooled_output"]
             outputs["next_sentence_logits"] = self.next_sentence(
-                encoder_outputs["pooled_output"])
+                pooled_output)
         return outputs
 
     def _left_to_right_outputs(self, features, training):
@@ -269,6 +287,17 @@ class BertPretrainingModel(save_signature.TaskModel):
 
 
 # -- the task ------------------------------------------------------------------
+
+def _next_sentence_weights(features):
+    """float32 [sequences]: 1 per sequence of the batch (packed rows mark
+    their empty slots 0)."""
+    if sequence_packing.NEXT_SENTENCE_WEIGHTS in features:
+        return tf.reshape(tf.cast(
+            features[sequence_packing.NEXT_SENTENCE_WEIGHTS], tf.float32),
+            [-1])
+    labels = tf.reshape(features[records.NEXT_SENTENCE_LABELS], [-1])
+    return tf.ones_like(labels, tf.float32)
+
 
 @dataclasses.dataclass(frozen=True)
 class PretrainingDataConfig:
@@ -296,6 +325,15 @@ class PretrainingDataConfig:
         documents, one segment; for the objectives without a sentence-pair
         loss, mlm and ltr).
       seed: shuffling (and dynamic masking) seed; None for a random one.
+      pack_sequences: pack up to `max_sequences_per_pack` sequences into
+        each row, as they are read (`sequence_packing`): a batch is
+        `batch_size` rows, holding more sequences than rows.
+      max_sequences_per_pack: with `pack_sequences`, the sequences a row
+        holds at most.
+      max_eval_batches: with `pack_sequences`, evaluation packs the
+        sequences of this many unpacked batches (the trainer's
+        `max_eval_steps`; None: all), so that it evaluates the sequences
+        an unpacked evaluation does.
     """
     input_patterns: Sequence[str]
     max_seq_length: int = 128
@@ -308,6 +346,9 @@ class PretrainingDataConfig:
     do_whole_word_mask: bool = False
     packing: str = "sentence_pairs"
     seed: Optional[int] = None
+    pack_sequences: bool = False
+    max_sequences_per_pack: int = 3
+    max_eval_batches: Optional[int] = None
 
     def __post_init__(self):
         if isinstance(self.input_patterns, str):
@@ -338,6 +379,10 @@ class PretrainingDataConfig:
             raise ValueError(
                 f"--packing={self.packing} makes sequences from raw text: "
                 f"it needs --dynamic_masking")
+        if self.pack_sequences and self.max_sequences_per_pack < 1:
+            raise ValueError(
+                f"--max_sequences_per_pack={self.max_sequences_per_pack} "
+                f"must be at least 1")
 
 
 class PretrainingTask(base.Task):
@@ -348,6 +393,10 @@ class PretrainingTask(base.Task):
     """
 
     name = "pretraining"
+    # Packed rows (`sequence_packing`) add two per-token features; the
+    # trainer cuts them with the others to a batch's real length.
+    sequence_features = base.Task.sequence_features + (
+        sequence_packing.POSITION_IDS, sequence_packing.SEQUENCE_IDS)
 
     def __init__(self, bert_config, data_config, objective=MLM_NSP,
                  init_checkpoint=None):
@@ -372,6 +421,11 @@ class PretrainingTask(base.Task):
                 f"--pretraining_objective={objective} needs sentence pairs; "
                 f"--packing={data_config.packing} makes one segment per "
                 f"sequence (use mlm, RoBERTa's recipe, or ltr)")
+        if data_config.pack_sequences and objective == LTR:
+            raise ValueError(
+                "--pack_sequences is for the masked-LM objectives (mlm_nsp, "
+                "mlm, mlm_sop); --pretraining_objective=ltr reads unpacked "
+                "rows")
         self.bert_config = bert_config
         self.data_config = data_config
         self.objective = objective
@@ -380,12 +434,18 @@ class PretrainingTask(base.Task):
     def build_model(self):
         return BertPretrainingModel(self.bert_config, objective=self.objective)
 
-    def build_inputs(self, mode, per_replica_batch_size, input_context=None):
+    def build_inputs(self, mode, per_replica_batch_size, input_context=None,
+                     pack=True):
+        """See `base.Task.build_inputs`; `pack=False` gives the unpacked
+        batches even with `pack_sequences` (what packing reads)."""
         # Imported here: the data pipeline is only needed to train/evaluate.
         from bert_tf.pretraining import dataset as pretraining_dataset
         from bert_tf.pretraining import dynamic_masking
         data = self.data_config
         is_training = mode == base.TRAIN
+        if data.pack_sequences and pack:
+            return self._packed_inputs(is_training, per_replica_batch_size,
+                                       input_context)
         if data.dynamic_masking:
             return dynamic_masking.dynamic_masking_dataset(
                 data.input_patterns, data.vocab_file, data.do_lower_case,
@@ -402,6 +462,22 @@ class PretrainingTask(base.Task):
             data.max_seq_length, data.max_predictions_per_seq, is_training,
             input_context=input_context, seed=data.seed)
 
+    def _packed_inputs(self, is_training, per_replica_batch_size,
+                       input_context):
+        """Batches of packed rows (`sequence_packing`) made from the
+        sequences the unpacked input gives, in its order; evaluation packs
+        those of the first `max_eval_batches` unpacked batches."""
+        data = self.data_config
+        unpacked = self.build_inputs(
+            base.TRAIN if is_training else base.EVAL, per_replica_batch_size,
+            input_context, pack=False)
+        if not is_training and data.max_eval_batches is not None:
+            unpacked = unpacked.take(data.max_eval_batches)
+        return sequence_packing.packed_dataset(
+            unpacked.unbatch(), per_replica_batch_size, data.max_seq_length,
+            data.max_predictions_per_seq, data.max_sequences_per_pack,
+            is_training, seed=data.seed)
+
     def loss_denominators(self, features):
         if self.objective == LTR:
             _, target_weights = next_token_targets(
@@ -410,10 +486,9 @@ class PretrainingTask(base.Task):
         weights = tf.cast(features[records.MASKED_LM_WEIGHTS], tf.float32)
         if self.objective == MLM:
             return {"masked_lm_weight": tf.reduce_sum(weights)}
-        labels = features[records.NEXT_SENTENCE_LABELS]
         return {
             "masked_lm_weight": tf.reduce_sum(weights),
-            "num_examples": tf.cast(tf.shape(labels)[0], tf.float32),
+            "num_examples": tf.reduce_sum(_next_sentence_weights(features)),
         }
 
     @property
@@ -451,14 +526,18 @@ class PretrainingTask(base.Task):
             # "No NSP": the next-sentence head gets no loss and no update.
             return mlm_loss, metrics
 
-        nsp_logits = tf.cast(outputs["next_sentence_logits"], tf.float32)
+        # [sequences, 2]: one row per sequence, packed or not.
+        nsp_logits = tf.reshape(
+            tf.cast(outputs["next_sentence_logits"], tf.float32), [-1, 2])
         nsp_labels = tf.reshape(
             tf.cast(features[records.NEXT_SENTENCE_LABELS], tf.int32), [-1])
+        nsp_weights = _next_sentence_weights(features)  # [sequences]
         nsp_losses = next_sentence_example_losses(nsp_logits, nsp_labels)
-        nsp_loss_sum = tf.reduce_sum(nsp_losses)
+        nsp_loss_sum = tf.reduce_sum(nsp_weights * nsp_losses)
         nsp_predictions = tf.argmax(nsp_logits, axis=-1, output_type=tf.int32)
         nsp_correct = tf.reduce_sum(
-            tf.cast(tf.equal(nsp_predictions, nsp_labels), tf.float32))
+            nsp_weights * tf.cast(tf.equal(nsp_predictions, nsp_labels),
+                                  tf.float32))
 
         # Google's normalizer, over the global batch.
         loss = mlm_loss + nsp_loss_sum / tf.maximum(
@@ -466,8 +545,7 @@ class PretrainingTask(base.Task):
         metrics.update({
             "next_sentence_loss_sum": nsp_loss_sum,
             "next_sentence_correct": nsp_correct,
-            "next_sentence_count": tf.cast(tf.shape(nsp_labels)[0],
-                                           tf.float32),
+            "next_sentence_count": tf.reduce_sum(nsp_weights),
         })
         return loss, metrics
 

@@ -25,13 +25,54 @@ Character classes, as in Google's code (Python's `unicodedata` semantics):
 * Words are then split with Python's `str.split()`, which (as in Google's
   code) also splits at U+2028 and U+2029, the only Python whitespace
   characters that survive cleaning.
+
+Where the C extension `_wordpiece_native` is built (setup.py builds it
+with the package), `FullTokenizer` runs these rules in C, many times
+faster, with the same results; the pure-Python classes here are its
+reference and its fallback (`FullTokenizer(..., native=False)` uses them).
 """
 
 import collections
 import re
 import unicodedata
+from array import array
+
+from absl import logging
 
 from bert_tf import file_io
+
+try:
+    from bert_tf.text import _wordpiece_native
+except ImportError:  # Built without a C compiler: the Python tokenizer.
+    _wordpiece_native = None
+
+_native_note_logged = False
+
+
+def native_available():
+    """Whether `FullTokenizer` can run in C on this Python.
+
+    The extension's character tables come from the `unicodedata` of the
+    Python that built it; where that Unicode version is not this Python's
+    (an extension built by another interpreter), or the extension is not
+    built, the pure-Python tokenizer runs and a one-line note says so once.
+    """
+    global _native_note_logged
+    if (_wordpiece_native is not None
+            and _wordpiece_native.UNIDATA_VERSION
+            == unicodedata.unidata_version):
+        return True
+    if not _native_note_logged:
+        _native_note_logged = True
+        reason = ("is not built" if _wordpiece_native is None else
+                  "was built for Unicode %s, this Python has %s" % (
+                      _wordpiece_native.UNIDATA_VERSION,
+                      unicodedata.unidata_version))
+        logging.warning(
+            "bert_tf: the native tokenizer (bert_tf/text/_wordpiece_native) "
+            "%s; using the pure-Python FullTokenizer (same ids, slower; "
+            "`pip install` bert_tf with a C compiler to build it).", reason)
+    return False
 
 # CJK ideograph blocks, as in Google's `_is_chinese_char` (inclusive ranges).
 _CJK_RANGES = (
@@ -420,10 +461,12 @@ class WordpieceTokenizer:
 class FullTokenizer:
     """Google's end-to-end tokenizer: basic tokens, then word pieces."""
 
-    def __init__(self, vocab_file, do_lower_case=True):
+    def __init__(self, vocab_file, do_lower_case=True, native=True):
         """Args:
           vocab_file: the model's `vocab.txt`.
           do_lower_case: True for uncased models, False for cased ones.
+          native: run in C where the extension is built (the same ids);
+            False: the pure-Python tokenizer, the reference.
 
         Raises:
           FileNotFoundError, ValueError: see `load_vocab`.
@@ -434,6 +477,17 @@ class FullTokenizer:
         self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
         self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
         self._word_cache = {}
+        self._native = None
+        if native and native_available():
+            self._native = _wordpiece_native.Tokenizer(
+                self.vocab, do_lower_case, self.wordpiece_tokenizer.unk_token,
+                self.wordpiece_tokenizer.max_input_chars_per_word,
+                self.basic_tokenizer._tokenize_word)
+
+    @property
+    def is_native(self):
+        """Whether this tokenizer runs in C (`native_available`)."""
+        return self._native is not None
 
     @property
     def do_lower_case(self):
@@ -441,6 +495,8 @@ class FullTokenizer:
 
     def tokenize(self, text):
         """Word pieces of `text` (str, or bytes read as UTF-8)."""
+        if self._native is not None:
+            return self._native.tokenize(text)
         words = self.basic_tokenizer.split_words(text)
         cache = self._word_cache
         try:
@@ -454,6 +510,62 @@ class FullTokenizer:
                 cache[word] = self.word_pieces(word)
         return [piece for word in words for piece in cache[word]]
 
+    def encode(self, text):
+        """Ids of the word pieces of `text`: `convert_tokens_to_ids(
+        tokenize(text))`, without the token strings where native."""
+        if self._native is not None:
+            try:
+                return self._native.encode(text)
+            except KeyError:
+                pass  # No "[UNK]" in the vocabulary: the error below.
+        return self.convert_tokens_to_ids(self.tokenize(text))
+
+    def encode_batch(self, texts):
+        """`[encode(text) for text in texts]`, in one native call.
+
+        Natively the texts are tokenized without holding the GIL, so
+        several Python threads can tokenize batches at once.
+
+        Args:
+          texts: a sequence of `str` (or UTF-8 `bytes`).
+
+        Returns:
+          A list with a list of ids for each text.
+        """
+        if self._native is not None:
+            try:
+                return self._native.encode_batch(texts)
+            except KeyError:
+                pass  # No "[UNK]" in the vocabulary: the error below.
+        return [self.convert_tokens_to_ids(self.tokenize(text))
+                for text in texts]
+
+    def encode_flat(self, texts):
+        """The ids of `texts` as two `array("i")`: all ids, concatenated,
+        and the number of ids of each text (for callers that keep ids in
+        arrays: no Python object per id where native). Releases the GIL
+        as `encode_batch` does.
+
+        Returns:
+          (ids, lengths), `array("i")` each.
+        """
+        if self._native is not None:
+            try:
+                ids_bytes, lengths_bytes = self._native.encode_flat(texts)
+            except KeyError:
+                pass  # No "[UNK]" in the vocabulary: the error below.
+            else:
+                ids, lengths = array("i"), array("i")
+                ids.frombytes(ids_bytes)
+                lengths.frombytes(lengths_bytes)
+                return ids, lengths
+        ids, lengths = array("i"), array("i")
+        for text in texts:
+            text_ids = self.convert_tokens_to_ids(self.tokenize(text))
+            ids.extend(text_ids)
+            lengths.append(len(text_ids))
+        return ids, lengths
+
     def word_pieces(self, word):
         """Word pieces of one word of `BasicTokenizer.split_words`, uncached.
 
@@ -463,6 +575,8 @@ class FullTokenizer:
         Returns:
           A tuple of word pieces.
         """
+        if self._native is not None:
+            return tuple(self._native.tokenize(word))
         pieces = []
         tokenize_token = self.wordpiece_tokenizer.tokenize_token
         for token in self.basic_tokenizer._tokenize_word(word):

@@ -108,8 +108,9 @@ def _tagging_arrays(workspace):
                  for words in TAGGING_SENTENCES]
     arrays = tagging_features.windows_to_arrays(
         tagging_features.convert_sentences(
-            sentences, TAGGING_LABELS, TAGGING_SEQ_LENGTH, TAGGING_STRIDE,
-            tokenizer), TAGGING_SEQ_LENGTH)
+            sentences, TAGGING_LABELS, tagging_features.TaggingWindowConfig(
+                TAGGING_SEQ_LENGTH, TAGGING_STRIDE), tokenizer),
+        TAGGING_SEQ_LENGTH)
     return sentences, arrays
 
 
@@ -348,7 +349,9 @@ def _assert_squad(workspace, squad_run, outputs, atol=1e-4):
         np.asarray(end, np.float32)) for feature, start, end in zip(
             features, outputs["start_logits"], outputs["end_logits"])]
     predictions, nbest, _ = squad_postprocess.compute_predictions(
-        examples, features, results, n_best_size=7, max_answer_length=6,
+        examples, features, results,
+        squad_postprocess.SquadPostprocessConfig(n_best_size=7,
+                                                 max_answer_length=6),
         do_lower_case=True)
     expected_predictions, expected_nbest = squad_run
     assert dict(predictions) == expected_predictions

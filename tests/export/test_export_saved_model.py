@@ -228,8 +228,9 @@ def _tagging_windows(workspace):
     sentences = [TaggedSentence(words, None, [1] * len(words))
                  for words in TAGGING_SENTENCES]
     arrays = tagging_features.windows_to_arrays(
-        tagging_features.convert_sentences(sentences, TAGGING_LABELS, 16, 5,
-                                           tokenizer), 16)
+        tagging_features.convert_sentences(
+            sentences, TAGGING_LABELS,
+            tagging_features.TaggingWindowConfig(16, 5), tokenizer), 16)
     return sentences, arrays
 
 

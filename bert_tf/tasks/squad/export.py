@@ -32,9 +32,10 @@ def squad_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
       ValueError: lengths that cannot work.
       CheckpointError: the checkpoint lacks `cls/squad/...` or a variable.
     """
+    from bert_tf.tasks.squad.postprocess import SquadPostprocessConfig
     from bert_tf.tasks.squad.task import SquadModel
     builders.check_length(max_seq_length, bert_config, pad_to_multiple_of,
-                  serving_dtype)
+                          serving_dtype)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
     recurrent_kernel = checkpoints.checkpoint_shapes(init_checkpoint).get(
         builders.BILSTM_RECURRENT_KERNEL)
@@ -43,11 +44,14 @@ def squad_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
             bert_config, causal_attention=causal_attention,
             bilstm_units=(None if recurrent_kernel is None
                           else recurrent_kernel[0]))
+    config = SquadPostprocessConfig(
+        doc_stride=doc_stride, max_query_length=max_query_length,
+        n_best_size=n_best_size, max_answer_length=max_answer_length,
+        version_2_with_negative=version_2_with_negative,
+        null_score_diff_threshold=null_score_diff_threshold)
     export = serving.SquadExport(
-        model, tokenizer, max_seq_length, doc_stride, max_query_length,
-        n_best_size, max_answer_length, version_2_with_negative,
-        null_score_diff_threshold, pad_to_multiple_of=pad_to_multiple_of,
-        enable_xla=enable_xla)
+        model, tokenizer, max_seq_length, config,
+        pad_to_multiple_of=pad_to_multiple_of, enable_xla=enable_xla)
     builders.load_strictly(model, init_checkpoint)
     return export
 

@@ -1,5 +1,9 @@
 """SQuAD question answering as TensorFlow ops: windows in, answer text out.
 
+The in-graph twin of `tasks/squad/features.py` (windows) and
+`tasks/squad/postprocess.py` (answers), for raw-text SavedModels: both take
+their settings from one `postprocess.SquadPostprocessConfig` and give the
+same answers from the same logits (tests/tasks/squad/test_squad_twins.py).
 One question and its context go through exactly the steps of
 `run_squad.py`, inside the graph:
 
@@ -19,8 +23,10 @@ One question and its context go through exactly the steps of
    `max_answer_length` pieces; they are ranked by start + end logit
    (summed in float64, ties kept in window, start-rank, end-rank order,
    as Google's stable sort).
-5. A candidate's text is Google's `get_final_text`: the span's original
-   words, narrowed to the characters its pieces cover. When normalization
+5. A candidate's text is Google's `get_final_text`: its pieces' text
+   ("##" dropped) is looked up in the span's words as the tokenizer
+   normalizes them, at its first occurrence (Google's `str.find`), and
+   that stretch of the original words is the answer. When normalization
    changed the words' length (a stripped accent, a deleted control
    character) or a piece is "[UNK]", the whole words are the answer, as in
    Google's code.
@@ -28,13 +34,6 @@ One question and its context go through exactly the steps of
    probabilities are the softmax of their scores. SQuAD 2.0 adds the null
    answer "" (the lowest [CLS] score over windows) and predicts it when it
    beats the best non-null score by more than `null_score_diff_threshold`.
-
-One known difference from Google's `get_final_text`: Google looks the
-normalized answer up with `str.find` in the normalized words and takes the
-first match; here the answer is where its pieces are. The two differ only
-when the same normalized text also occurs earlier in the answer's first
-word, and then only in letter case or accents (e.g. "Aa" answered with its
-second "a").
 """
 
 import tensorflow as tf
@@ -58,37 +57,20 @@ def _cumulative(values):
 class SquadAnswerer:
     """Builds the windows of one question and extracts its answers."""
 
-    def __init__(self, tokenizer, max_seq_length, doc_stride,
-                 max_query_length, n_best_size, max_answer_length,
-                 version_2_with_negative=False,
-                 null_score_diff_threshold=0.0):
+    def __init__(self, tokenizer, max_seq_length, config):
         """Args:
           tokenizer: a `GraphFullTokenizer`.
-          max_seq_length, doc_stride, max_query_length, n_best_size,
-          max_answer_length, version_2_with_negative,
-          null_score_diff_threshold: `run_squad.py`'s flags.
+          max_seq_length: `run_squad.py`'s flag: the windows' length.
+          config: a `postprocess.SquadPostprocessConfig`, the Python
+            post-processing's.
 
         Raises:
           ValueError: the lengths cannot work (Google's checks).
         """
-        if max_seq_length <= max_query_length + 3:
-            raise ValueError(
-                f"The max_seq_length ({max_seq_length}) must be greater "
-                f"than max_query_length ({max_query_length}) + 3")
-        for name, value in (("doc_stride", doc_stride),
-                            ("max_query_length", max_query_length),
-                            ("n_best_size", n_best_size),
-                            ("max_answer_length", max_answer_length)):
-            if value <= 0:
-                raise ValueError(f"--{name}={value} must be positive")
+        config.check(max_seq_length)
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
-        self.doc_stride = doc_stride
-        self.max_query_length = max_query_length
-        self.n_best_size = n_best_size
-        self.max_answer_length = max_answer_length
-        self.version_2_with_negative = version_2_with_negative
-        self.null_score_diff_threshold = null_score_diff_threshold
+        self.config = config
         self.cls_id = tokenizer.token_id("[CLS]")
         self.sep_id = tokenizer.token_id("[SEP]")
         self.unk_id = tokenizer.token_id("[UNK]")
@@ -96,7 +78,8 @@ class SquadAnswerer:
     @property
     def num_answers(self):
         """Length of the n-best outputs (one more for the null answer)."""
-        return self.n_best_size + int(self.version_2_with_negative)
+        return self.config.n_best_size + int(
+            self.config.version_2_with_negative)
 
     def output_signature(self):
         """`tf.map_fn`'s `fn_output_signature` for `answer`."""
@@ -127,7 +110,8 @@ class SquadAnswerer:
         return {
             "words": words,
             "word_lengths": tf.strings.length(words, unit="UTF8_CHAR"),
-            "word_first_basic": tf.cast(pieces.row_splits[:-1], tf.int32),
+            # [words + 1]: each word's first basic token, then their count.
+            "word_basic_splits": tf.cast(pieces.row_splits, tf.int32),
             "word_tok_lengths": tf.math.unsorted_segment_sum(
                 basic_lengths, basic_word, num_words),
             "basic": basic.flat_values,
@@ -154,12 +138,12 @@ class SquadAnswerer:
         document = self._document(context)
         doc_ids = document["ids"]
         query = self.tokenizer.tokenize(question[tf.newaxis]).flat_values
-        query = query[:self.max_query_length]
+        query = query[:self.config.max_query_length]
         query_length = tf.size(query)
         max_tokens_for_doc = self.max_seq_length - query_length - 3
         spans = windows_lib.sliding_windows(
             tf.size(doc_ids)[tf.newaxis], max_tokens_for_doc,
-            self.doc_stride)
+            self.config.doc_stride)
         starts = spans["starts"]
         lengths = spans["lengths"]
         num_windows = tf.size(starts)
@@ -196,7 +180,7 @@ class SquadAnswerer:
 
     def _candidates(self, windows, start_logits, end_logits):
         """Valid (window, start, end) spans in Google's order of discovery."""
-        num_best = min(self.n_best_size, self.max_seq_length)
+        num_best = min(self.config.n_best_size, self.max_seq_length)
         starts = tf.math.top_k(start_logits, num_best).indices  # [w, nb]
         ends = tf.math.top_k(end_logits, num_best).indices
         offset = windows["doc_offset"]
@@ -214,7 +198,7 @@ class SquadAnswerer:
         end = ends[:, tf.newaxis, :]
         valid = (valid_start[:, :, tf.newaxis] & valid_end[:, tf.newaxis, :]
                  & (end >= start)
-                 & (end - start + 1 <= self.max_answer_length))
+                 & (end - start + 1 <= self.config.max_answer_length))
         start_logit = tf.cast(tf.gather(start_logits, starts, batch_dims=1),
                               tf.float64)[:, :, tf.newaxis]
         end_logit = tf.cast(tf.gather(end_logits, ends, batch_dims=1),
@@ -243,10 +227,18 @@ class SquadAnswerer:
         last_piece = window_starts + end - offset
         first_word = tf.gather(document["piece_word"], first_piece)
         last_word = tf.gather(document["piece_word"], last_piece)
-        words = document["words"]
 
+        # orig_text: the span's words; tok_text: their basic tokens, each
+        # sequence joined with single spaces.
         orig_text = tf.strings.reduce_join(
-            tf.gather(words, tf.ragged.range(first_word, last_word + 1)),
+            tf.gather(document["words"],
+                      tf.ragged.range(first_word, last_word + 1)),
+            axis=1, separator=" ")
+        basic_splits = document["word_basic_splits"]
+        first_basic = tf.gather(basic_splits, first_word)
+        tok_text = tf.strings.reduce_join(
+            tf.gather(document["basic"], tf.ragged.range(
+                first_basic, tf.gather(basic_splits, last_word + 1))),
             axis=1, separator=" ")
 
         unknown = _cumulative(tf.cast(
@@ -263,27 +255,52 @@ class SquadAnswerer:
         length_changed = (span_length(orig_before)
                           != span_length(tok_before))
 
+        # Characters are counted in the document's basic tokens joined with
+        # single spaces: basic token k starts at basic_before[k] + k.
         basic_before = _cumulative(document["basic_lengths"])
+        basic_starts = basic_before[:-1] + tf.range(
+            tf.size(document["basic_lengths"]))
+        span_start = (tf.gather(basic_before, first_basic) + first_basic)
 
-        def chars_before(piece, word, byte_offsets):
-            """Normalized characters of `word` before a byte of a piece."""
+        def tok_position(piece, byte_offsets):
+            """Where a byte offset of a piece falls in `tok_text`."""
             basic = tf.gather(document["piece_basic"], piece)
-            first_basic = tf.gather(document["word_first_basic"], word)
             byte_length = tf.cast(tf.gather(byte_offsets, piece), tf.int32)
             in_basic = tf.strings.length(
                 tf.strings.substr(tf.gather(document["basic"], basic),
                                   tf.zeros_like(byte_length), byte_length),
                 unit="UTF8_CHAR")
-            return (tf.gather(basic_before, basic)
-                    - tf.gather(basic_before, first_basic) + in_basic)
+            return tf.gather(basic_starts, basic) + in_basic - span_start
 
-        # Positions among the span's characters without spaces.
-        ns_start = chars_before(first_piece, first_word,
-                                document["piece_starts"])
-        ns_end = (tf.gather(tok_before, last_word)
-                  - tf.gather(tok_before, first_word)
-                  + chars_before(last_piece, last_word,
-                                 document["piece_ends"]) - 1)
+        # pred_text: the pieces joined, "##" dropped: where they are in
+        # tok_text.
+        pred_start = tok_position(first_piece, document["piece_starts"])
+        pred_length = (tok_position(last_piece, document["piece_ends"])
+                       - pred_start)
+        pred_text = tf.strings.substr(tok_text, pred_start, pred_length,
+                                      unit="UTF8_CHAR")
+        # Google's `tok_text.find(pred_text)`: its first occurrence, which
+        # is at or before where the pieces are.
+        tries = tf.ragged.range(pred_start + 1)
+        span = tf.cast(tries.value_rowids(), tf.int32)
+        matches = tf.equal(
+            tf.strings.substr(tf.gather(tok_text, span), tries.flat_values,
+                              tf.gather(pred_length, span), unit="UTF8_CHAR"),
+            tf.gather(pred_text, span))
+        found_start = tf.math.unsorted_segment_min(
+            tf.where(matches, tries.flat_values, tf.gather(pred_start, span)),
+            span, tf.size(pred_start))
+
+        def ns_position(tok_position):
+            """A character of `tok_text` among its non-space ones."""
+            absolute = span_start + tok_position
+            basic = tf.searchsorted(basic_starts[tf.newaxis],
+                                    absolute[tf.newaxis], side="right")[0]
+            return (absolute - (tf.cast(basic, tf.int32) - 1)
+                    - tf.gather(basic_before, first_basic))
+
+        ns_start = ns_position(found_start)
+        ns_end = ns_position(found_start + pred_length - 1)
 
         def position_in_orig_text(ns_position):
             # Each word before the character's word adds one space.
@@ -315,7 +332,7 @@ class SquadAnswerer:
                                  candidates["start"], candidates["end"])
         start_logit = candidates["start_logit"]
         end_logit = candidates["end_logit"]
-        if self.version_2_with_negative:
+        if self.config.version_2_with_negative:
             null_scores = (tf.cast(start_logits[:, 0], tf.float64)
                            + tf.cast(end_logits[:, 0], tf.float64))
             has_windows = tf.size(null_scores) > 0
@@ -346,11 +363,11 @@ class SquadAnswerer:
         distinct, index = tf.unique(texts)
         first = tf.math.unsorted_segment_min(
             tf.range(tf.size(texts)), index, tf.size(distinct))
-        count = tf.minimum(tf.size(distinct), self.n_best_size)
+        count = tf.minimum(tf.size(distinct), self.config.n_best_size)
         nbest_text = distinct[:count]
         nbest_start = tf.gather(start_logit, first[:count])
         nbest_end = tf.gather(end_logit, first[:count])
-        if self.version_2_with_negative:
+        if self.config.version_2_with_negative:
             # The null answer is always listed (after the n best if they
             # crowded it out).
             missing_null = tf.reduce_all(tf.not_equal(nbest_text, ""))
@@ -373,7 +390,7 @@ class SquadAnswerer:
         nbest_scores = nbest_start + nbest_end
         probabilities = tf.nn.softmax(nbest_scores)
 
-        if self.version_2_with_negative:
+        if self.config.version_2_with_negative:
             non_null = tf.not_equal(nbest_text, "")
             has_non_null = tf.reduce_any(non_null)
             best = tf.argmax(tf.cast(non_null, tf.int32), output_type=tf.int32)
@@ -381,7 +398,7 @@ class SquadAnswerer:
             score_diff = tf.where(has_non_null, score_null - best_score,
                                   score_null)
             predicts_null = (~has_non_null) | (
-                score_diff > self.null_score_diff_threshold)
+                score_diff > self.config.null_score_diff_threshold)
             answer = tf.where(predicts_null, "", tf.gather(nbest_text, best))
             best = tf.where(predicts_null,
                             tf.argmin(tf.cast(non_null, tf.int32),

@@ -20,6 +20,11 @@ For each question, over all its features (windows):
    `null score - best non-null score > null_score_diff_threshold`, in which
    case "" (that difference goes to null_odds.json).
 
+The settings are one `SquadPostprocessConfig`, which the raw-text
+export's in-graph twin of this module, `graph_answers.SquadAnswerer`, takes
+too: both select the same answers from the same logits
+(tests/tasks/squad/test_squad_twins.py holds them equal).
+
 Output files are Google's: `predictions.json` (id -> text),
 `nbest_predictions.json` (id -> [{text, probability, start_logit,
 end_logit}]) and, for 2.0, `null_odds.json` (id -> score difference), as
@@ -39,6 +44,7 @@ the next question.
 """
 
 import collections
+import dataclasses
 import json
 import math
 
@@ -68,6 +74,55 @@ _NbestPrediction = collections.namedtuple(
 
 # The original's score before any window's null score is seen.
 _NO_NULL_SCORE = 1000000
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadPostprocessConfig:
+    """How a question becomes windows and its windows' logits an answer.
+
+    run_squad.py's flags of the names, with their defaults. The Python path
+    (`tasks/squad/features.py` cuts the windows, `compute_predictions`
+    selects the answers) and its in-graph twin (`graph_answers
+    .SquadAnswerer`, in raw-text SavedModels) both read them from here;
+    a run records them in its description, and an export of the run reads
+    them back.
+
+    Attributes:
+      doc_stride: context pieces between the starts of two windows.
+      max_query_length: question pieces kept.
+      n_best_size: start and end positions combined into candidates, and
+        the length of each n-best list.
+      max_answer_length: longest answer, in word pieces.
+      version_2_with_negative: SQuAD 2.0: questions may have no answer.
+      null_score_diff_threshold: 2.0: predict no answer when its score
+        beats the best answer's by more than this.
+    """
+    doc_stride: int = 128
+    max_query_length: int = 64
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    version_2_with_negative: bool = False
+    null_score_diff_threshold: float = 0.0
+
+    @classmethod
+    def from_fields(cls, values):
+        """The config of an object (a run's config, parsed flags) with
+        attributes of the same names."""
+        return cls(**{field.name: getattr(values, field.name)
+                      for field in dataclasses.fields(cls)})
+
+    def check(self, max_seq_length):
+        """Google's `validate_flags_or_throw` length check, and every
+        count positive; raises ValueError naming the flag."""
+        if max_seq_length <= self.max_query_length + 3:
+            raise ValueError(
+                f"The max_seq_length ({max_seq_length}) must be greater "
+                f"than max_query_length ({self.max_query_length}) + 3")
+        for name in ("doc_stride", "max_query_length", "n_best_size",
+                     "max_answer_length"):
+            if getattr(self, name) <= 0:
+                raise ValueError(
+                    f"--{name}={getattr(self, name)} must be positive")
 
 
 def best_indexes(logits, n_best_size):
@@ -180,24 +235,23 @@ def _span_text(example, feature, start_index, end_index, do_lower_case,
     return get_final_text(tok_text, orig_text, do_lower_case, verbose_logging)
 
 
-def predict_example(example, features, results, n_best_size,
-                    max_answer_length, do_lower_case,
-                    version_2_with_negative=False,
-                    null_score_diff_threshold=0.0, verbose_logging=False):
+def predict_example(example, features, results, config, do_lower_case,
+                    verbose_logging=False):
     """The answer of one question from the outputs of its features.
 
     Args:
       example: the `SquadExample`.
       features: its `SquadFeatures` (windows), in order.
       results: the `RawResult` of each feature, in the same order.
-      n_best_size, max_answer_length, do_lower_case,
-      version_2_with_negative, null_score_diff_threshold, verbose_logging:
-        as `write_predictions`.
+      config, do_lower_case, verbose_logging: as `compute_predictions`.
 
     Returns:
       `(answer text, n-best list of OrderedDicts, null score difference)`;
-      the difference is None unless `version_2_with_negative`.
+      the difference is None unless `config.version_2_with_negative`.
     """
+    n_best_size = config.n_best_size
+    max_answer_length = config.max_answer_length
+    version_2_with_negative = config.version_2_with_negative
     prelim_predictions = []
     score_null = _NO_NULL_SCORE
     min_null_feature_index = 0
@@ -285,16 +339,13 @@ def predict_example(example, features, results, n_best_size,
         return "", nbest_json, score_null
     score_diff = (score_null - best_non_null.start_logit
                   - best_non_null.end_logit)
-    if score_diff > null_score_diff_threshold:
+    if score_diff > config.null_score_diff_threshold:
         return "", nbest_json, score_diff
     return best_non_null.text, nbest_json, score_diff
 
 
-def compute_predictions(all_examples, all_features, all_results, n_best_size,
-                        max_answer_length, do_lower_case,
-                        version_2_with_negative=False,
-                        null_score_diff_threshold=0.0,
-                        verbose_logging=False):
+def compute_predictions(all_examples, all_features, all_results, config,
+                        do_lower_case, verbose_logging=False):
     """Answers, n-best lists and null odds of every question.
 
     Args:
@@ -303,18 +354,16 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size,
         model inputs may have been dropped).
       all_results: `RawResult`s (any order), or a mapping unique_id ->
         `RawResult`.
-      n_best_size: start and end positions considered, and n-best length.
-      max_answer_length: longest answer, in pieces.
+      config: a `SquadPostprocessConfig` (its `n_best_size`,
+        `max_answer_length`, `version_2_with_negative` and
+        `null_score_diff_threshold`; the windows are the features').
       do_lower_case: the tokenizer's setting (for `get_final_text`).
-      version_2_with_negative: SQuAD 2.0 (null answers).
-      null_score_diff_threshold: predict "" when the null score exceeds the
-        best non-null score by more than this.
       verbose_logging: log text-alignment failures.
 
     Returns:
       `(predictions, nbest, null_odds)`: OrderedDicts keyed by question id,
       in example order; `null_odds` is empty unless
-      `version_2_with_negative`.
+      `config.version_2_with_negative`.
 
     Raises:
       ValueError: a feature has no result (naming it and its question).
@@ -341,12 +390,11 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size,
                     f"question {example.qas_id}")
             results.append(result)
         text, nbest, score_diff = predict_example(
-            example, features, results, n_best_size, max_answer_length,
-            do_lower_case, version_2_with_negative,
-            null_score_diff_threshold, verbose_logging)
+            example, features, results, config, do_lower_case,
+            verbose_logging)
         predictions[example.qas_id] = text
         nbest_by_id[example.qas_id] = nbest
-        if version_2_with_negative:
+        if config.version_2_with_negative:
             null_odds[example.qas_id] = score_diff
     return predictions, nbest_by_id, null_odds
 
@@ -365,25 +413,32 @@ def write_predictions(all_examples, all_features, all_results, n_best_size,
                       output_null_log_odds_file,
                       version_2_with_negative=False,
                       null_score_diff_threshold=0.0, verbose_logging=False):
-    """Google's `write_predictions`: computes and writes the output files.
+    """Google's `write_predictions`, with its arguments: computes and writes
+    the output files.
 
     Args:
-      all_examples .. do_lower_case: as `compute_predictions`.
+      all_examples, all_features, all_results: as `compute_predictions`.
+      n_best_size, max_answer_length: `SquadPostprocessConfig`'s fields.
+      do_lower_case: as `compute_predictions`.
       output_prediction_file: predictions.json.
       output_nbest_file: nbest_predictions.json.
       output_null_log_odds_file: null_odds.json (written only for 2.0).
-      version_2_with_negative, null_score_diff_threshold, verbose_logging:
-        as `compute_predictions`.
+      version_2_with_negative, null_score_diff_threshold:
+        `SquadPostprocessConfig`'s fields.
+      verbose_logging: as `compute_predictions`.
 
     Returns:
       The predictions dict (question id -> answer text).
     """
     logging.info("Writing predictions to: %s", output_prediction_file)
     logging.info("Writing nbest to: %s", output_nbest_file)
+    config = SquadPostprocessConfig(
+        n_best_size=n_best_size, max_answer_length=max_answer_length,
+        version_2_with_negative=version_2_with_negative,
+        null_score_diff_threshold=null_score_diff_threshold)
     predictions, nbest, null_odds = compute_predictions(
-        all_examples, all_features, all_results, n_best_size,
-        max_answer_length, do_lower_case, version_2_with_negative,
-        null_score_diff_threshold, verbose_logging)
+        all_examples, all_features, all_results, config, do_lower_case,
+        verbose_logging)
     write_json(output_prediction_file, predictions)
     write_json(output_nbest_file, nbest)
     if version_2_with_negative:

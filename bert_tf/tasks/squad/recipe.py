@@ -24,16 +24,13 @@ from bert_tf.finetuning import checks
 from bert_tf.finetuning.fields import not_a_flag
 from bert_tf.finetuning.fields import override
 from bert_tf.finetuning.fields import setting
+from bert_tf.tasks.squad import postprocess as squad_postprocess
 
 PROGRAM = "run_squad.py"
 TRAIN_RECORD_FILE = "train.tf_record"
 PREDICT_RECORD_FILE = "eval.tf_record"
 # Google shuffles the training examples with this seed before writing them.
 TRAIN_EXAMPLE_SHUFFLE_SEED = 12345
-# The post-processing fields a run records in its description.
-_DESCRIBED_FIELDS = ("doc_stride", "max_query_length", "n_best_size",
-                     "max_answer_length", "version_2_with_negative",
-                     "null_score_diff_threshold")
 
 
 @dataclasses.dataclass
@@ -105,6 +102,11 @@ class SquadConfig(finetuning.FineTuningConfig):
 
     PREDICTING_PHASES = ("do_predict",)
 
+    def postprocess_config(self):
+        """The windows and answer settings, for both post-processing twins
+        (`postprocess.SquadPostprocessConfig`)."""
+        return squad_postprocess.SquadPostprocessConfig.from_fields(self)
+
     def validate(self, bert_config, reads_train_file=True,
                  reads_predict_file=True):
         """Google's `validate_flags_or_throw`, plus checks of the new
@@ -129,15 +131,7 @@ class SquadConfig(finetuning.FineTuningConfig):
                 "If `do_predict` is True, then `predict_file` must be "
                 "specified.")
         bert_config.check_max_seq_length(self.max_seq_length)
-        if self.max_seq_length <= self.max_query_length + 3:
-            raise ValueError(
-                f"The max_seq_length ({self.max_seq_length}) must be greater "
-                f"than max_query_length ({self.max_query_length}) + 3")
-        for name in ("doc_stride", "max_query_length", "n_best_size",
-                     "max_answer_length"):
-            if getattr(self, name) <= 0:
-                raise ValueError(
-                    f"--{name}={getattr(self, name)} must be positive")
+        self.postprocess_config().check(self.max_seq_length)
         finetuning.bilstm_units(self, "span", bert_config)
 
 
@@ -158,7 +152,6 @@ def run(config, train_articles=None, predict_articles=None):
       ValueError: a bad field or input, named.
     """
     from bert_tf.tasks.squad import examples as squad_examples
-    from bert_tf.tasks.squad import postprocess as squad_postprocess
     from bert_tf.tasks import base
     from bert_tf.tasks.squad import task as squad
     from bert_tf.training import trainer as trainer_lib
@@ -166,7 +159,8 @@ def run(config, train_articles=None, predict_articles=None):
     bert_config = finetuning.load_bert_config(config)
     config.validate(bert_config, reads_train_file=train_articles is None,
                     reads_predict_file=predict_articles is None)
-    version_2 = config.version_2_with_negative
+    postprocess_config = config.postprocess_config()
+    version_2 = postprocess_config.version_2_with_negative
     # Before anything is written: no output may be an input.
     checks.check_outputs_are_not_inputs(
         config, (squad_postprocess.PREDICTIONS_FILE,
@@ -206,7 +200,7 @@ def run(config, train_articles=None, predict_articles=None):
     output_dir = config.output_dir
     finetuning.write_run_description(
         config, run_setup, PROGRAM, finetuning.SQUAD,
-        **{name: getattr(config, name) for name in _DESCRIBED_FIELDS})
+        **dataclasses.asdict(postprocess_config))
 
     train_file = None
     if train_examples is not None:
@@ -215,8 +209,8 @@ def run(config, train_articles=None, predict_articles=None):
         random.Random(TRAIN_EXAMPLE_SHUFFLE_SEED).shuffle(train_examples)
         train_file = os.path.join(output_dir, TRAIN_RECORD_FILE)
         num_train_features, _ = _write_features(
-            train_examples, run_setup.tokenizer, config, train_file,
-            is_training=True)
+            train_examples, run_setup.tokenizer, config.max_seq_length,
+            postprocess_config, train_file, is_training=True)
         logging.info("***** Running training *****")
         logging.info("  Num orig examples = %d", len(train_examples))
         logging.info("  Num split examples = %d", num_train_features)
@@ -231,12 +225,9 @@ def run(config, train_articles=None, predict_articles=None):
             train_file=train_file,
             predict_file=predict_file if config.do_predict else None,
             max_seq_length=config.max_seq_length, seed=config.seed),
-        squad.SquadPostprocessConfig(
-            n_best_size=config.n_best_size,
-            max_answer_length=config.max_answer_length,
+        squad.SquadPredictionConfig(
+            postprocess=postprocess_config,
             do_lower_case=config.do_lower_case,
-            version_2_with_negative=version_2,
-            null_score_diff_threshold=config.null_score_diff_threshold,
             verbose_logging=config.verbose_logging,
             gold_articles=gold_articles),
         init_checkpoint=run_setup.init_checkpoint,
@@ -252,8 +243,9 @@ def run(config, train_articles=None, predict_articles=None):
         return results
 
     num_predict_features, predict_features = _write_features(
-        predict_examples, run_setup.tokenizer, config, predict_file,
-        is_training=False, keep_for_prediction=True)
+        predict_examples, run_setup.tokenizer, config.max_seq_length,
+        postprocess_config, predict_file, is_training=False,
+        keep_for_prediction=True)
     logging.info("***** Running predictions *****")
     logging.info("  Num orig examples = %d", len(predict_examples))
     logging.info("  Num split examples = %d", num_predict_features)
@@ -274,9 +266,11 @@ def run(config, train_articles=None, predict_articles=None):
     return results
 
 
-def _write_features(examples, tokenizer, config, path, is_training,
-                    keep_for_prediction=False):
-    """Converts examples to features, streaming them into a record file.
+def _write_features(examples, tokenizer, max_seq_length, postprocess_config,
+                    path, is_training, keep_for_prediction=False):
+    """Converts examples to features, streaming them into a record file:
+    windows of `max_seq_length` pieces, cut as `postprocess_config` (a
+    `SquadPostprocessConfig`) says.
 
     Returns:
       `(number of features, kept)`: with `keep_for_prediction`, `kept` lists
@@ -287,8 +281,9 @@ def _write_features(examples, tokenizer, config, path, is_training,
     kept = []
     with squad_features.FeatureWriter(path, is_training) as writer:
         for feature in squad_features.generate_features(
-                examples, tokenizer, config.max_seq_length,
-                config.doc_stride, config.max_query_length, is_training):
+                examples, tokenizer, max_seq_length,
+                postprocess_config.doc_stride,
+                postprocess_config.max_query_length, is_training):
             writer.process_feature(feature)
             if keep_for_prediction:
                 kept.append(feature.without_model_inputs())

@@ -120,27 +120,21 @@ def span_example_losses(outputs, features):
 
 
 @dataclasses.dataclass(frozen=True)
-class SquadPostprocessConfig:
-    """How logits become answers (Google's run_squad.py flags of the names).
+class SquadPredictionConfig:
+    """How the prediction pass turns logits into answers and scores them.
 
     Attributes:
-      n_best_size: start and end positions combined into candidates, and
-        the length of each n-best list.
-      max_answer_length: longest answer, in word pieces.
+      postprocess: a `postprocess.SquadPostprocessConfig` (run_squad.py's
+        answer flags).
       do_lower_case: the tokenizer's setting (to align answers with text).
-      version_2_with_negative: SQuAD 2.0: questions may have no answer.
-      null_score_diff_threshold: 2.0: predict no answer when its score beats
-        the best answer's by more than this.
       verbose_logging: log every answer whose text could not be aligned.
       gold_file: the SQuAD JSON whose answers score the predictions (the
         `--predict_file` when it has answers); None: not scored.
       gold_articles: instead of `gold_file`, its `data` list, already read.
     """
-    n_best_size: int = 20
-    max_answer_length: int = 30
+    postprocess: squad_postprocess.SquadPostprocessConfig = (
+        squad_postprocess.SquadPostprocessConfig())
     do_lower_case: bool = True
-    version_2_with_negative: bool = False
-    null_score_diff_threshold: float = 0.0
     verbose_logging: bool = False
     gold_file: Optional[str] = None
     gold_articles: Optional[list] = None
@@ -235,7 +229,7 @@ class SquadTask(base.Task):
     sequence_outputs = {START_LOGITS: PADDING_LOGIT, END_LOGITS: PADDING_LOGIT}
 
     def __init__(self, bert_config, data_config,
-                 postprocess_config=SquadPostprocessConfig(),
+                 prediction_config=SquadPredictionConfig(),
                  init_checkpoint=None, causal_attention=False,
                  bilstm_units=None):
         """Creates the task.
@@ -243,7 +237,7 @@ class SquadTask(base.Task):
         Args:
           bert_config: a `BertConfig`.
           data_config: a `SquadDataConfig`.
-          postprocess_config: a `SquadPostprocessConfig`.
+          prediction_config: a `SquadPredictionConfig`.
           init_checkpoint: see `base.Task.init_checkpoint`.
           causal_attention: fine-tune the encoder left to right only (see
             `BertModel`).
@@ -257,7 +251,7 @@ class SquadTask(base.Task):
         bert_config.check_max_seq_length(data_config.max_seq_length)
         self.bert_config = bert_config
         self.data_config = data_config
-        self.postprocess_config = postprocess_config
+        self.prediction_config = prediction_config
         self.init_checkpoint = init_checkpoint
         self.causal_attention = causal_attention
         self.bilstm_units = bilstm_units
@@ -350,7 +344,7 @@ class SquadTask(base.Task):
         state.check_complete()
         if state.examples is None:
             return {}
-        options = self.postprocess_config
+        options = self.prediction_config
         # Rows of the logit arrays, not copies.
         raw_results = {
             feature.unique_id: squad_postprocess.RawResult(
@@ -360,9 +354,8 @@ class SquadTask(base.Task):
         state.predictions, state.nbest, state.null_odds = (
             squad_postprocess.compute_predictions(
                 state.examples, state.features, raw_results,
-                options.n_best_size, options.max_answer_length,
-                options.do_lower_case, options.version_2_with_negative,
-                options.null_score_diff_threshold, options.verbose_logging))
+                options.postprocess, options.do_lower_case,
+                options.verbose_logging))
         del raw_results
         state.start_logits = state.end_logits = None  # Not needed any more.
         dataset = options.gold_articles
@@ -370,7 +363,7 @@ class SquadTask(base.Task):
             if not options.gold_file:
                 return {}
             dataset = squad_examples.load_squad_json(options.gold_file)
-        if options.version_2_with_negative:
+        if options.postprocess.version_2_with_negative:
             return dict(squad_evaluate.evaluate_v2(dataset, state.predictions,
                                                    state.null_odds))
         return squad_evaluate.evaluate_v1(dataset, state.predictions)
@@ -382,7 +375,7 @@ class SquadTask(base.Task):
             return []
         outputs = [(squad_postprocess.PREDICTIONS_FILE, state.predictions),
                    (squad_postprocess.NBEST_PREDICTIONS_FILE, state.nbest)]
-        if self.postprocess_config.version_2_with_negative:
+        if self.prediction_config.postprocess.version_2_with_negative:
             outputs.append((squad_postprocess.NULL_ODDS_FILE,
                             state.null_odds))
         paths = []

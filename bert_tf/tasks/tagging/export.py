@@ -37,9 +37,10 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
       CheckpointError: the checkpoint lacks a variable or has another
         shape (e.g. another number of labels).
     """
+    from bert_tf.tasks.tagging.features import TaggingWindowConfig
     from bert_tf.tasks.tagging.task import TaggingModel
     builders.check_length(max_seq_length, bert_config, pad_to_multiple_of,
-                  serving_dtype)
+                          serving_dtype)
     if not label_list:
         raise ValueError("tagging needs at least one label")
     shapes = checkpoints.checkpoint_shapes(init_checkpoint)
@@ -57,10 +58,12 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
             causal_attention=causal_attention,
             bilstm_units=(None if recurrent_kernel is None
                           else recurrent_kernel[0]))
-    export = serving.TaggingExport(model, tokenizer, max_seq_length,
-                                   doc_stride, label_list,
-                                   enable_xla=enable_xla,
-                                   **builders.lengths(pad_to_multiple_of))
+    export = serving.TaggingExport(
+        model, tokenizer,
+        TaggingWindowConfig(max_seq_length=max_seq_length,
+                            doc_stride=doc_stride),
+        label_list, enable_xla=enable_xla,
+        **builders.lengths(pad_to_multiple_of))
     builders.load_strictly(model, init_checkpoint)
     return export
 

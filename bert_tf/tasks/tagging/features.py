@@ -29,6 +29,11 @@ plus scalars `sentence_index` and `first_word` (the index in the sentence
 of the window's first word), which put predictions back in place. Tagging
 heads produce logits at every position; the task gathers them at
 `word_positions`, so a CRF sees the window's words as one sequence.
+
+The window settings are one `TaggingWindowConfig`, which the raw-text
+export's in-graph twin of this module, `graph_windows.TaggingWindows`,
+takes too: both cut the same windows and put each word's prediction back
+from the same window (tests/tasks/tagging/test_tagging_twins.py).
 """
 
 import dataclasses
@@ -50,6 +55,33 @@ FIRST_WORD = "first_word"
 SEQUENCE_FEATURES = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS, WORD_POSITIONS,
                      WORD_MASK, LABEL_IDS, LABEL_WEIGHTS)
 SCALAR_FEATURES = (SENTENCE_INDEX, FIRST_WORD)
+
+
+@dataclasses.dataclass(frozen=True)
+class TaggingWindowConfig:
+    """How a sentence is cut into windows: run_tagging.py's flags of the
+    names, with their defaults.
+
+    The Python path (`convert_sentences`, `assemble_sentence_predictions`)
+    and its in-graph twin (`graph_windows.TaggingWindows`, in raw-text
+    SavedModels) both read them from here.
+
+    Attributes:
+      max_seq_length: window length, [CLS] and [SEP] included (>= 3).
+      doc_stride: pieces between the starts of consecutive windows.
+    """
+    max_seq_length: int = 128
+    doc_stride: int = 64
+
+    def check(self):
+        """Raises ValueError, naming the flag, for lengths that cannot
+        work."""
+        if self.max_seq_length < 3:
+            raise ValueError(f"--max_seq_length={self.max_seq_length} leaves "
+                             "no room for a word between [CLS] and [SEP]")
+        if self.doc_stride < 1:
+            raise ValueError(
+                f"--doc_stride={self.doc_stride} must be positive")
 
 
 @dataclasses.dataclass
@@ -75,21 +107,21 @@ def word_pieces(words, tokenizer, max_pieces_per_word):
     return pieces
 
 
-def convert_sentence(sentence, sentence_index, label_map, max_seq_length,
-                     doc_stride, tokenizer):
+def convert_sentence(sentence, sentence_index, label_map, config,
+                     tokenizer):
     """The windows of one sentence.
 
     Args:
       sentence: a `TaggedSentence` (labels may be None).
       sentence_index: its index in the set.
       label_map: label -> id.
-      max_seq_length: window length, [CLS] and [SEP] included.
-      doc_stride: pieces between the starts of consecutive windows.
+      config: a `TaggingWindowConfig`.
       tokenizer: a `FullTokenizer`.
 
     Returns:
       A list of `TaggingWindow`s; together they own every word once.
     """
+    max_seq_length = config.max_seq_length
     max_pieces = max_seq_length - 2
     per_word = word_pieces(sentence.words, tokenizer, max_pieces)
     pieces, piece_word, first_piece = [], [], []
@@ -97,7 +129,8 @@ def convert_sentence(sentence, sentence_index, label_map, max_seq_length,
         first_piece.append(len(pieces))
         pieces.extend(word_tokens)
         piece_word.extend([word_index] * len(word_tokens))
-    spans = windows_lib.doc_spans(len(pieces), max_pieces, doc_stride)
+    spans = windows_lib.doc_spans(len(pieces), max_pieces,
+                                  config.doc_stride)
     owners = windows_lib.max_context_owners(spans, len(pieces))
     label_ids = ([label_map[label] for label in sentence.labels]
                  if sentence.labels is not None
@@ -130,23 +163,23 @@ def convert_sentence(sentence, sentence_index, label_map, max_seq_length,
     return windows
 
 
-def convert_sentences(sentences, label_list, max_seq_length, doc_stride,
-                      tokenizer):
+def convert_sentences(sentences, label_list, config, tokenizer):
     """The windows of every sentence, in order.
+
+    Args:
+      sentences: `TaggedSentence`s.
+      label_list: id -> label.
+      config: a `TaggingWindowConfig`.
+      tokenizer: a `FullTokenizer`.
 
     Raises:
       ValueError: `max_seq_length` < 3 or `doc_stride` < 1.
     """
-    if max_seq_length < 3:
-        raise ValueError(f"--max_seq_length={max_seq_length} leaves no room "
-                         "for a word between [CLS] and [SEP]")
-    if doc_stride < 1:
-        raise ValueError(f"--doc_stride={doc_stride} must be positive")
+    config.check()
     label_map = {label: index for index, label in enumerate(label_list)}
     windows = []
     for index, sentence in enumerate(sentences):
-        windows.extend(convert_sentence(sentence, index, label_map,
-                                        max_seq_length, doc_stride,
+        windows.extend(convert_sentence(sentence, index, label_map, config,
                                         tokenizer))
     return windows
 

@@ -1,5 +1,10 @@
 """Token tagging as TensorFlow ops: sentences in, windows of words out.
 
+The in-graph twin of `tasks/tagging/features.py` (`convert_sentences`,
+`assemble_sentence_predictions`), for raw-text SavedModels: both take their
+settings from one `features.TaggingWindowConfig` and cut the same windows
+(tests/tasks/tagging/test_tagging_twins.py).
+
 A batch of sentences goes through the steps of `run_tagging.py`
 (`tagging_features.convert_sentence`), inside the graph:
 
@@ -40,23 +45,17 @@ def word_separator_pattern():
 class TaggingWindows:
     """Builds the windows of a batch of sentences and reads labels back."""
 
-    def __init__(self, tokenizer, max_seq_length, doc_stride):
+    def __init__(self, tokenizer, config):
         """Args:
           tokenizer: a `GraphFullTokenizer`.
-          max_seq_length: window length, [CLS] and [SEP] included (>= 3).
-          doc_stride: pieces between the starts of consecutive windows.
+          config: a `features.TaggingWindowConfig`, the Python windows'.
 
         Raises:
           ValueError: lengths that cannot work (the runner's checks).
         """
-        if max_seq_length < 3:
-            raise ValueError(f"--max_seq_length={max_seq_length} leaves no "
-                             "room for a word between [CLS] and [SEP]")
-        if doc_stride < 1:
-            raise ValueError(f"--doc_stride={doc_stride} must be positive")
+        config.check()
         self.tokenizer = tokenizer
-        self.max_seq_length = max_seq_length
-        self.doc_stride = doc_stride
+        self.config = config
         self.cls_id = tokenizer.token_id("[CLS]")
         self.sep_id = tokenizer.token_id("[SEP]")
         self.unk_id = tokenizer.token_id("[UNK]")
@@ -83,7 +82,8 @@ class TaggingWindows:
         unknown = tf.ragged.boolean_mask(
             tf.fill([num_words, 1], self.unk_id), empty[:, tf.newaxis])
         pieces = tf.concat([tf.cast(pieces, tf.int32), unknown], axis=1)
-        pieces = pieces[:, :self.max_seq_length - 2]
+        max_seq_length = self.config.max_seq_length
+        pieces = pieces[:, :max_seq_length - 2]
         word_lengths = tf.cast(pieces.row_lengths(), tf.int32)
         # Global piece numbers: sentence after sentence, word after word.
         word_first_piece = tf.cumsum(word_lengths, exclusive=True)
@@ -91,7 +91,7 @@ class TaggingWindows:
             word_lengths, tf.cast(words.value_rowids(), tf.int32),
             tf.shape(text)[0])
         spans = windows_lib.sliding_windows(
-            sentence_pieces, self.max_seq_length - 2, self.doc_stride)
+            sentence_pieces, max_seq_length - 2, self.config.doc_stride)
         window_pieces = spans["pieces"]
         num_windows = tf.shape(spans["starts"])[0]
         # The window's first piece and the piece after its last, globally.
@@ -113,7 +113,7 @@ class TaggingWindows:
             tf.fill([num_windows, 1], self.cls_id),
             tf.gather(pieces.flat_values, window_pieces),
             tf.fill([num_windows, 1], self.sep_id)], axis=1)
-        shape = [num_windows, self.max_seq_length]
+        shape = [num_windows, max_seq_length]
         inputs = {
             features_lib.INPUT_IDS: ids.to_tensor(0, shape=shape),
             features_lib.INPUT_MASK: tf.ones_like(ids).to_tensor(

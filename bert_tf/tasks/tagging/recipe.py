@@ -91,13 +91,14 @@ class TaggingConfig(finetuning.FineTuningConfig):
             raise ValueError(
                 "--label_list_file needs --do_train (without training, the "
                 "labels are the training run's label_list.txt)")
-        if self.doc_stride <= 0:
-            raise ValueError(
-                f"--doc_stride={self.doc_stride} must be positive")
-        if self.max_seq_length < 3:
-            raise ValueError(f"--max_seq_length={self.max_seq_length} "
-                             "leaves no room for a word between [CLS] and "
-                             "[SEP]")
+        self.window_config().check()
+
+    def window_config(self):
+        """The window settings, for both window twins
+        (`features.TaggingWindowConfig`)."""
+        from bert_tf.tasks.tagging import features as tagging_features
+        return tagging_features.TaggingWindowConfig(
+            max_seq_length=self.max_seq_length, doc_stride=self.doc_stride)
 
 
 def saved_label_list(config, label_list_path):
@@ -213,8 +214,8 @@ def run(config, train_examples=None, eval_examples=None,
         if tagging_file is None:
             return None
         return tagging.make_tagging_set(
-            tagging_file, label_list, config.max_seq_length,
-            config.doc_stride, run_setup.tokenizer)
+            tagging_file, label_list, config.window_config(),
+            run_setup.tokenizer)
 
     train_set, eval_set, predict_set = map(
         make_set, (train_file, eval_file, predict_file))

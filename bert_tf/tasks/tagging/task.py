@@ -180,19 +180,18 @@ class TaggingSet:
         return len(self.arrays[features_lib.INPUT_IDS])
 
 
-def make_tagging_set(tagging_file, label_list, max_seq_length, doc_stride,
-                     tokenizer):
-    """Reads nothing: converts a read file into a `TaggingSet`.
+def make_tagging_set(tagging_file, label_list, window_config, tokenizer):
+    """Reads nothing: converts a read file into a `TaggingSet`, its windows
+    cut as `window_config` (a `features.TaggingWindowConfig`) says.
 
     Raises:
       TaggingDataError: a label not in `label_list` (file and line named).
     """
     tagging_examples.check_labels(tagging_file, label_list)
     windows = features_lib.convert_sentences(
-        tagging_file.sentences, label_list, max_seq_length, doc_stride,
-        tokenizer)
-    return TaggingSet(tagging_file,
-                      features_lib.windows_to_arrays(windows, max_seq_length))
+        tagging_file.sentences, label_list, window_config, tokenizer)
+    return TaggingSet(tagging_file, features_lib.windows_to_arrays(
+        windows, window_config.max_seq_length))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,6 +31,11 @@ def _tokenizer(tmp_path, words, do_lower_case=True):
     return tokenization.FullTokenizer(str(path), do_lower_case=do_lower_case)
 
 
+def _answers(**fields):
+    """run_squad.py's answer settings: its defaults, but `fields`."""
+    return squad_postprocess.SquadPostprocessConfig(**fields)
+
+
 def _logits(length, peaks, base=-10.0):
     values = np.full([length], base, np.float32)
     for position, value in peaks.items():
@@ -119,8 +124,7 @@ def test_answer_text_is_projected_onto_the_context(one_window, start, end,
     result = RawResult(feature.unique_id, _logits(20, {start: 5.0}),
                        _logits(20, {end: 5.0}))
     predictions, nbest, _ = squad_postprocess.compute_predictions(
-        [example], [feature], [result], n_best_size=20,
-        max_answer_length=30, do_lower_case=True)
+        [example], [feature], [result], _answers(), do_lower_case=True)
     assert predictions == {"hand": expected}
     assert nbest["hand"][0]["text"] == expected
     assert nbest["hand"][0]["start_logit"] == 5.0
@@ -134,7 +138,7 @@ def test_invalid_pairs_are_skipped(one_window):
     end = _logits(20, {14: 10.0, 5: 9.0, 6: 7.0})
     result = RawResult(feature.unique_id, start, end)
     predictions, nbest, _ = squad_postprocess.compute_predictions(
-        [example], [feature], [result], 20, 30, True)
+        [example], [feature], [result], _answers(), True)
     texts = [entry["text"] for entry in nbest["hand"]]
     # (6, 6) and (5, 5) both score 15; (6, 6) was found first and wins.
     assert texts[:3] == ["brown", "quick", "quick brown"]
@@ -144,14 +148,14 @@ def test_invalid_pairs_are_skipped(one_window):
     end = _logits(20, {18: 50.0, 5: 1.0})
     predictions, _, _ = squad_postprocess.compute_predictions(
         [example], [feature], [RawResult(feature.unique_id, start, end)],
-        20, 30, True)
+        _answers(), True)
     assert predictions["hand"] == "quick"
     # Spans longer than max_answer_length are skipped.
     start = _logits(20, {5: 5.0, 9: 1.0})
     end = _logits(20, {9: 5.0})
     predictions, _, _ = squad_postprocess.compute_predictions(
         [example], [feature], [RawResult(feature.unique_id, start, end)],
-        20, max_answer_length=4, do_lower_case=True)
+        _answers(max_answer_length=4), do_lower_case=True)
     assert predictions["hand"] == "Ophélie"
 
 
@@ -161,7 +165,7 @@ def test_nbest_probabilities_by_hand(one_window):
     end = _logits(20, {5: 1.0, 6: 0.0}, base=-100.0)
     _, nbest, _ = squad_postprocess.compute_predictions(
         [example], [feature], [RawResult(feature.unique_id, start, end)],
-        n_best_size=2, max_answer_length=30, do_lower_case=True)
+        _answers(n_best_size=2), do_lower_case=True)
     entries = nbest["hand"]
     assert [e["text"] for e in entries] == ["quick", "quick brown"]
     # softmax([3, 2])
@@ -202,8 +206,9 @@ def test_version_2_null_decision_by_hand(four_windows):
     example, features = four_windows
     results = _v2_results(features)
     predictions, nbest, null_odds = squad_postprocess.compute_predictions(
-        [example], features, results, 20, 30, True,
-        version_2_with_negative=True, null_score_diff_threshold=0.0)
+        [example], features, results,
+        _answers(version_2_with_negative=True, null_score_diff_threshold=0.0),
+        True)
     # score_null - best non-null = 0.75 - (2 + 1.5)
     assert null_odds == {"v2": -2.75}
     assert predictions == {"v2": "w3 w4"}
@@ -213,8 +218,9 @@ def test_version_2_null_decision_by_hand(four_windows):
         0.5, 0.25)
     # The threshold moves the decision: -2.75 > -3 -> no answer.
     predictions, _, null_odds = squad_postprocess.compute_predictions(
-        [example], features, results, 20, 30, True,
-        version_2_with_negative=True, null_score_diff_threshold=-3.0)
+        [example], features, results,
+        _answers(version_2_with_negative=True,
+                 null_score_diff_threshold=-3.0), True)
     assert predictions == {"v2": ""}
     assert null_odds == {"v2": -2.75}
 
@@ -227,9 +233,9 @@ def test_version_2_without_a_valid_span_predicts_no_answer(four_windows,
                          _logits(8, {7: 9.0}, base=-1e4)) for f in features]
     with caplog.at_level(logging.WARNING):
         predictions, _, null_odds = squad_postprocess.compute_predictions(
-            [example], features, results, n_best_size=1,
-            max_answer_length=30, do_lower_case=True,
-            version_2_with_negative=True)
+            [example], features, results,
+            _answers(n_best_size=1, version_2_with_negative=True),
+            do_lower_case=True)
     assert predictions == {"v2": ""}
     assert null_odds["v2"] == pytest.approx(-2e4)
     assert "question v2 has no valid non-null answer span" in caplog.text
@@ -238,7 +244,7 @@ def test_version_2_without_a_valid_span_predicts_no_answer(four_windows,
 def test_example_without_features_gets_the_originals_placeholder():
     example = SquadExample(qas_id="empty", question_text="q", doc_tokens=[])
     predictions, nbest, _ = squad_postprocess.compute_predictions(
-        [example], [], [], 20, 30, True)
+        [example], [], [], _answers(), True)
     assert predictions == {"empty": "empty"}
     assert nbest["empty"][0]["probability"] == 1.0
 
@@ -249,7 +255,7 @@ def test_missing_result_is_named(four_windows):
     with pytest.raises(ValueError, match="no model output for feature "
                                          "1000000003 of question v2"):
         squad_postprocess.compute_predictions([example], features, results,
-                                              20, 30, True)
+                                              _answers(), True)
 
 
 def test_write_predictions_files(tmp_path, four_windows):
@@ -319,9 +325,9 @@ def test_predictions_match_model_garden(tmp_path, uncased_vocab_file,
                                          version_2))
                for f in features]
     ours = squad_postprocess.compute_predictions(
-        examples, features, results, n_best_size=20, max_answer_length=30,
-        do_lower_case=True, version_2_with_negative=version_2,
-        null_score_diff_threshold=threshold)
+        examples, features, results,
+        _answers(version_2_with_negative=version_2,
+                 null_score_diff_threshold=threshold), do_lower_case=True)
 
     mg_examples = squad_lib.read_squad_examples(path, False, version_2)
     mg_features = []

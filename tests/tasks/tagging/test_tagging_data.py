@@ -186,7 +186,8 @@ def test_features_first_piece_labels(tokenizer):
     labels = ["B-PER", "I-PER", "O"]
     (window,) = features_lib.convert_sentence(
         sentence, 0, {label: i for i, label in enumerate(labels)},
-        max_seq_length=10, doc_stride=3, tokenizer=tokenizer)
+        features_lib.TaggingWindowConfig(max_seq_length=10, doc_stride=3),
+        tokenizer)
     # [CLS] peter black ##burn ##s [UNK] [SEP]
     assert window.input_ids[:7] == [2, 7, 8, 9, 10, 1, 3]
     assert window.word_positions[:3] == [1, 2, 5]
@@ -202,7 +203,9 @@ def test_long_sentences_split_into_windows_no_word_dropped(tokenizer):
     for max_seq_length in (4, 5, 7, 9):
         for stride in (1, 2, 3):
             windows = features_lib.convert_sentences(
-                [sentence], ["O"], max_seq_length, stride, tokenizer)
+                [sentence], ["O"],
+                features_lib.TaggingWindowConfig(max_seq_length, stride),
+                tokenizer)
             arrays = features_lib.windows_to_arrays(windows, max_seq_length)
             owned = []
             for window in windows:
@@ -220,6 +223,6 @@ def test_long_sentences_split_into_windows_no_word_dropped(tokenizer):
     # first window wins ties (SQuAD's rule).
     windows = features_lib.convert_sentences(
         [examples_lib.TaggedSentence(["a", "b", "c"], ["O"] * 3, [1, 2, 3])],
-        ["O"], 4, 1, tokenizer)
+        ["O"], features_lib.TaggingWindowConfig(4, 1), tokenizer)
     assert [(w.first_word, w.label_weights[:2]) for w in windows] == [
         (0, [1, 1]), (1, [0, 1])]
