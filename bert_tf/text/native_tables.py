@@ -9,9 +9,8 @@ are those of the Python that builds (and, wheels being per Python version,
 runs) it; the extension records the Unicode version and `tokenization.py`
 falls back to the pure-Python tokenizer where it differs from the running
 Python's. tests/text/test_native_tokenization.py regenerates the tables and
-compares them with the built extension's.
-
-    python -m bert_tf.text.native_tables OUTPUT.h
+compares them with the built extension's. It is a build step
+(`write_header`), not a program.
 
 Each code point has a class: flags, and the characters that lower-casing
 plus accent stripping (`str.lower`, NFD, drop category Mn) turn it into.
@@ -162,9 +161,3 @@ def write_header(path):
     text = header(build())
     with open(path, "w", encoding="ascii") as file:
         file.write(text)
-
-
-if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m bert_tf.text.native_tables OUTPUT.h")
-    write_header(sys.argv[1])
