@@ -326,8 +326,9 @@ def test_a_directory_of_checkpoints_only_loads_with_its_config_and_vocab(
 def test_multi_label_predict_reads_the_runs_record(tmp_path,
                                                   cased_tiny_dir):
     """A multi-label run is served from its bert_tf_run.json (labels and
-    threshold; test_run_classifier_multi_label.py checks the predictions
-    against the runner's test_results.tsv); a record without its threshold
+    threshold; tests/tasks/classification/
+    test_run_classifier_multi_label.py checks the predictions against the
+    runner's test_results.tsv); a record without its threshold
     is an error naming the file, before any model is built."""
     run_dir = tmp_path / "multi_label_run"
     shutil.copytree(cased_tiny_dir, run_dir)

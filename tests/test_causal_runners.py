@@ -22,10 +22,11 @@ import run_classifier
 import run_multiple_choice
 import run_squad
 import run_tagging
-from test_run_squad import LENGTH_FLAGS as SQUAD_LENGTH_FLAGS
-from test_run_squad import TINY_CONFIG as SQUAD_CONFIG
-from test_run_squad import VOCAB as SQUAD_VOCAB
-from test_run_squad import cue_squad
+from tests.tasks.squad.test_run_squad import (
+    LENGTH_FLAGS as SQUAD_LENGTH_FLAGS)
+from tests.tasks.squad.test_run_squad import TINY_CONFIG as SQUAD_CONFIG
+from tests.tasks.squad.test_run_squad import VOCAB as SQUAD_VOCAB
+from tests.tasks.squad.test_run_squad import cue_squad
 
 WORDS = [f"w{i}" for i in range(30)]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS

@@ -118,7 +118,8 @@ def test_length_buckets_flag_values(text, expected):
                                "integer"),
 ])
 def test_bad_length_flags_are_named(tmp_path, flag, message):
-    from test_run_classifier import VOCAB, TINY_CONFIG
+    from tests.tasks.classification.test_run_classifier import (
+        TINY_CONFIG, VOCAB)
     import json
     (tmp_path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
     (tmp_path / "bert_config.json").write_text(json.dumps(TINY_CONFIG))

@@ -2,7 +2,7 @@
 attention that never crosses sequences, and a packed batch's loss,
 gradients, eval metrics and checkpoint names equal to the unpacked batch's
 of the same sequences (the unpacked path is Google's, held to its golden
-outputs by tests/modeling and tests/test_run_pretraining.py).
+outputs by tests/modeling and tests/pretraining/test_run_pretraining.py).
 """
 
 import numpy as np

@@ -82,7 +82,8 @@ def _probabilities(output_dir):
 def test_learns_and_predicts(workspace, label_flags, columns):
     output_dir = workspace / f"out_{columns[0]}"
     # In this process (`run`): the same files as `python run_classifier.py`
-    # (test_run_classifier.py runs it in a process of its own).
+    # (tests/tasks/classification/test_run_classifier.py runs it in a
+    # process of its own).
     run_in_process(run_classifier, "--do_train", "--do_eval", "--do_predict",
                    f"--data_dir={workspace / 'data'}",
                    f"--output_dir={output_dir}", *FLAGS, *label_flags,
