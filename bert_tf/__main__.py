@@ -5,7 +5,9 @@ Google's names and flags (`python run_classifier.py ...`). bert_tf's own
 programs are modules run as `python -m <module>`, each with `--help`; this
 is the one list of them. Each program defines its flags in
 `define_flags(flag_values)` and ends a run on bad input with
-`<program>: error: <message>` (`bert_tf.cli`).
+`<program>: error: <message>` (`bert_tf.cli`). The fine-tuning tasks follow,
+from `bert_tf.tasks.registry` (each task's name, program and summary: the
+`TaskSpec`s of the built-in tasks; docs/adding-a-task.md adds one).
 """
 
 import ast
@@ -52,7 +54,20 @@ def program_list():
     lines += ["", "bert_tf's programs (`python -m <module> --help`):"]
     lines += [f"  {command:<{width}}  {summary(name)}".rstrip()
               for command, name in zip(modules, MODULES)]
+    lines += ["", "Fine-tuning tasks (`bert_tf.finetune(task=...)`, "
+              "`export_saved_model.py --task_name`):"]
+    lines += task_lines()
     return "\n".join(lines)
+
+
+def task_lines():
+    """One line per registered task: its name, its program and its
+    summary (the registry's specs import no TensorFlow)."""
+    from bert_tf.tasks import registry
+    specs = registry.specs()
+    width = max(len(spec.name) for spec in specs)
+    return [f"  {spec.name:<{width}}  {spec.program}: {spec.summary}"
+            for spec in specs]
 
 
 if __name__ == "__main__":

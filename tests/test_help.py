@@ -172,6 +172,14 @@ def test_python_m_bert_tf_lists_every_program():
     for name in programs.MODULES:
         assert re.search(rf"^  python -m {re.escape(name)} +\S",
                          process.stdout, re.M), name
+    # The tasks, from the registry: each with its program.
+    tasks = process.stdout.split("Fine-tuning tasks", 1)[1]
+    for task, program in (("classification", "run_classifier.py"),
+                          ("squad", "run_squad.py"),
+                          ("tagging", "run_tagging.py"),
+                          ("multiple_choice", "run_multiple_choice.py")):
+        assert re.search(rf"^  {task} +{re.escape(program)}: \S", tasks,
+                         re.M), task
 
 
 @pytest.mark.parametrize("module", [

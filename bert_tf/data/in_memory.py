@@ -1,7 +1,9 @@
 """Batches of feature arrays held in memory, for the tasks whose examples
 are converted in the recipe's process (tagging, multiple choice,
-multi-label); `bert_tf.tasks.base.InMemoryArraysTask` reads them through
-`in_memory_dataset`.
+multi-label, and a task added outside bert_tf as docs/adding-a-task.md
+shows); `bert_tf.tasks.base.InMemoryArraysTask` reads them through
+`in_memory_dataset`, and their losses and metrics weight rows by
+`example_weights`.
 
 Evaluation on TPUs needs every batch of one static shape. As the classifier
 pads its evaluation set with `PaddingInputExample`s (Google's rule:

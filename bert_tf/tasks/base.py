@@ -11,9 +11,11 @@ in-order prediction loop (`bert_tf.training.prediction`) and writing
 
 How a new task plugs in
 -----------------------
-A new fine-tuning task is one folder in `bert_tf/tasks/` (see
-docs/adding-a-task.md) whose `task.py` holds its model, data config and a
-`Task` subclass:
+A new fine-tuning task is one folder (in `bert_tf/tasks/`, or in your own
+package) whose `task.py` holds its model, data config and a `Task`
+subclass, and whose `spec.py` declares it to `bert_tf.tasks.registry` (its
+recipe, export and Python conversions; docs/adding-a-task.md). The
+`Task` part:
 
 1. Training: implement `build_model`, `build_inputs`, `compute_loss`,
    `metric_names` and `aggregate_metrics` (below). `Trainer.train` needs
