@@ -30,7 +30,8 @@ Nothing here is a second implementation of what the programs do:
   checkpoint's `cls/predictions/...` variables.
 - With another Keras backend than TensorFlow (`KERAS_BACKEND=jax`), `embed`
   and a classification run's `predict` run the pure-Python tokenizer and the
-  Keras model (`_PythonServed`): there are no TensorFlow exports there.
+  Keras model (`bert_tf.export.served.PythonServed`): there are no
+  TensorFlow exports there.
 
 `load` takes one of three kinds of directory:
 
@@ -54,10 +55,12 @@ import numpy as np  # noqa: E402
 
 from bert_tf import finetuning  # noqa: E402
 from bert_tf.data import python_inputs  # noqa: E402
+from bert_tf.export import served as served_lib  # noqa: E402
+from bert_tf.pretraining import fill_mask  # noqa: E402
 from bert_tf.tasks import registry  # noqa: E402
 
 SAVED_MODEL_FILE = "saved_model.pb"
-MASK = "[MASK]"
+MASK = fill_mask.MASK
 DEFAULT_MAX_SEQ_LENGTH = 128
 
 
@@ -235,8 +238,8 @@ class PretrainedModel:
           averaged over the real tokens, [CLS] and [SEP] included)}.
         """
         texts = python_inputs.strings("texts", texts)
-        if self._embedder is None and not _on_tensorflow():
-            self._embedder = _PythonServed(
+        if self._embedder is None and not served_lib.on_tensorflow():
+            self._embedder = served_lib.PythonServed(
                 None, self, self._encoder_with(head=None))
         if self._embedder is None:
             from bert_tf.export import builders
@@ -244,7 +247,7 @@ class PretrainedModel:
                 self.bert_config, self.vocab_file, self.do_lower_case,
                 self.checkpoint, self.max_seq_length,
                 causal_attention=self.causal_attention)
-            self._embedder = _Served(export)
+            self._embedder = served_lib.Served(export)
         rows = self._embedder.call_batched({"text": texts}, self.batch_size)
         return {name: rows[name] for name in ("pooled_output",
                                               "mean_pooled")}
@@ -270,47 +273,15 @@ class PretrainedModel:
             fine-tuned and sentence-embedding ones do not), a text has no
             `[MASK]`, or one is cut off by `max_seq_length`.
         """
-        from keras import ops
         texts = python_inputs.strings("texts", texts)
         if not isinstance(top_k, int) or not 1 <= top_k <= (
                 self.bert_config.vocab_size):
             raise ValueError(f"top_k={top_k!r} must be an int in [1, "
                              f"{self.bert_config.vocab_size}]")
         encoder, head = self._masked_lm_model()
-        tokenizer = self._python_tokenizer()
-        mask_id = tokenizer.vocab[MASK]
-        results = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = texts[start:start + self.batch_size]
-            ids, positions = [], []
-            for offset, text in enumerate(batch):
-                text_ids, text_positions = self._mask_ids(
-                    tokenizer, text, start + offset, mask_id)
-                ids.append(text_ids)
-                positions.append(text_positions)
-            input_ids, input_mask, mask_positions = _pad_masked_batch(
-                ids, positions)
-            sequence_output = encoder(
-                input_ids, input_mask=input_mask, training=False)[
-                    "sequence_output"]
-            logits = head(sequence_output, mask_positions)
-            probabilities = ops.convert_to_numpy(
-                ops.softmax(logits, axis=-1))  # [batch, masks, vocab]
-            # The top_k likeliest, lower ids first among equals (as
-            # tf.math.top_k orders them).
-            indices = np.argsort(-probabilities, axis=-1,
-                                 kind="stable")[..., :top_k]
-            probabilities = np.take_along_axis(probabilities, indices,
-                                               axis=-1)
-            for row, text_positions in enumerate(positions):
-                results.append([
-                    [{"token": tokenizer.inv_vocab[int(index)],
-                      "token_id": int(index),
-                      "probability": float(probability)}
-                     for index, probability in zip(indices[row, slot],
-                                                   probabilities[row, slot])]
-                    for slot in range(len(text_positions))])
-        return results
+        return fill_mask.likeliest_pieces(
+            encoder, head, self._python_tokenizer(), texts, top_k,
+            self.batch_size, self.max_seq_length)
 
     def _python_tokenizer(self):
         if self._tokenizer is None:
@@ -318,27 +289,6 @@ class PretrainedModel:
             self._tokenizer = tokenization.FullTokenizer(
                 self.vocab_file, do_lower_case=self.do_lower_case)
         return self._tokenizer
-
-    def _mask_ids(self, tokenizer, text, index, mask_id):
-        """`[CLS] pieces [SEP]` ids of one text and its masks' positions."""
-        parts = text.split(MASK)
-        if len(parts) == 1:
-            raise ValueError(f"texts[{index}]: no {MASK} in {text!r}")
-        pieces = []
-        for number, part in enumerate(parts):
-            if number:
-                pieces.append(MASK)
-            pieces.extend(tokenizer.tokenize(part))
-        ids = tokenizer.convert_tokens_to_ids(pieces)
-        room = self.max_seq_length - 2
-        if ids[room:].count(mask_id):
-            raise ValueError(
-                f"texts[{index}]: a {MASK} lies beyond max_seq_length="
-                f"{self.max_seq_length} word pieces")
-        ids = [tokenizer.vocab["[CLS]"]] + ids[:room] + [
-            tokenizer.vocab["[SEP]"]]
-        return ids, [i for i, token_id in enumerate(ids)
-                     if token_id == mask_id]
 
     def _masked_lm_model(self):
         """(encoder, masked-LM head) with the checkpoint's weights."""
@@ -384,32 +334,10 @@ class PretrainedModel:
         return encoder, head
 
 
-def _on_tensorflow():
-    """Whether Keras runs on TensorFlow (else: no exports, no in-graph
-    tokenizer; `_PythonServed` serves what it can)."""
-    import keras
-    return keras.backend.backend() == "tensorflow"
-
-
-def _pad_masked_batch(ids, positions):
-    """input_ids and input_mask of a batch, padded to the longest, and the
-    mask positions padded (with 0) to the most masks; int32 arrays."""
-    length = max(len(row) for row in ids)
-    masks = max(len(row) for row in positions)
-    input_ids = np.zeros([len(ids), length], np.int32)
-    input_mask = np.zeros([len(ids), length], np.int32)
-    mask_positions = np.zeros([len(ids), masks], np.int32)
-    for row, (row_ids, row_positions) in enumerate(zip(ids, positions)):
-        input_ids[row, :len(row_ids)] = row_ids
-        input_mask[row, :len(row_ids)] = 1
-        mask_positions[row, :len(row_positions)] = row_positions
-    return input_ids, input_mask, mask_positions
-
-
 class _TaskPredictor:
     """`predict` over a `serving_default` function (`_serving()`, a
-    `_Served`): inputs checked and batched, outputs turned into the
-    runner's results."""
+    `bert_tf.export.served.Served`): inputs checked and batched, outputs
+    turned into the runner's results."""
 
     def _serving(self):
         raise NotImplementedError
@@ -493,10 +421,10 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
 
     def _serving(self):
         # Built on first use: loading for `embed` alone needs no export.
-        if self._served is None and not _on_tensorflow():
+        if self._served is None and not served_lib.on_tensorflow():
             self._served = self._python_served()
         if self._served is None:
-            served = _Served(self._build_export())
+            served = served_lib.Served(self._build_export())
             served.labels = self.labels
             self._served = served
         return self._served
@@ -518,8 +446,9 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
                 "only (the other tasks need the TensorFlow backend)"
                 ) from None
         models = self._encoder_with(lambda encoder: head)
-        return _PythonServed(spec, self, models, label_list=label_list,
-                             has_text_b=has_text_b)
+        return served_lib.PythonServed(spec, self, models,
+                                       label_list=label_list,
+                                       has_text_b=has_text_b)
 
     def _build_export(self):
         """The export of the run's task (its spec's `export_from_run`)."""
@@ -545,7 +474,7 @@ class ExportedModel(_TaskPredictor):
         self.path = path
         self.batch_size = batch_size
         self._saved_model = tf.saved_model.load(path)
-        self._served = _Served.from_signature(
+        self._served = served_lib.Served.from_signature(
             self._saved_model.signatures["serving_default"], path)
         self.task = self._served.task
 
@@ -557,179 +486,6 @@ class ExportedModel(_TaskPredictor):
 
     def _serving(self):
         return self._served
-
-
-# -- the serving function, its inputs and outputs ----------------------------
-
-_EMBEDDINGS = "embeddings"
-
-
-class _Served:
-    """A `serving_default` concrete function and the task it serves,
-    recognized by its input and output names (as the exports define them)."""
-
-    def __init__(self, export):
-        from bert_tf.export import serving
-        function = export.signatures()[serving.SERVING_DEFAULT]
-        self._init(function, "the export")
-
-    @classmethod
-    def from_signature(cls, function, path):
-        served = cls.__new__(cls)
-        served._init(function, path)
-        return served
-
-    def _init(self, function, where):
-        import tensorflow as tf
-        self.function = function
-        # A SavedModel's signature takes keywords; an export's concrete
-        # function was traced on positional specs: their names are the same.
-        self.input_names = tuple(sorted(
-            spec.name for spec in tf.nest.flatten(
-                function.structured_input_signature)))
-        outputs = set(function.structured_outputs)
-        # The task whose export has these names; `text` alone and no
-        # labels: the embeddings export.
-        self.spec, self.task = None, None
-        for spec in registry.specs():
-            kind = spec.serves(self.input_names, outputs)
-            if kind:
-                self.spec, self.task = spec, kind
-                break
-        if self.spec is None:
-            if set(self.input_names) != {"text"}:
-                raise ValueError(
-                    f"bert_tf.load: {where}'s serving_default takes "
-                    f"{', '.join(self.input_names)}, which is no bert_tf "
-                    "export")
-            self.task = _EMBEDDINGS
-        self.labels = None
-
-    def call_batched(self, columns, batch_size):
-        """Runs the function on `columns` ({input: list}) batch by batch;
-        returns {output: numpy array of all rows} (tagging's ragged rows
-        padded to the longest)."""
-        import tensorflow as tf
-        count = len(next(iter(columns.values())))
-        batches = []
-        for start in range(0, count, batch_size):
-            inputs = {name: tf.constant(values[start:start + batch_size])
-                      for name, values in columns.items()}
-            batches.append({name: value.numpy() for name, value in
-                            self.function(**inputs).items()})
-        if not batches:
-            return {}
-        return {name: _concatenate([batch[name] for batch in batches])
-                for name in batches[0]}
-
-    # -- inputs --
-
-    def columns(self, inputs):
-        """{input name: list} of `inputs`, checked against the task."""
-        if isinstance(inputs, (str, bytes)) or not isinstance(
-                inputs, (list, tuple)):
-            raise ValueError(f"inputs must be a list, got "
-                             f"{type(inputs).__name__}")
-        if self.spec is None:
-            return {"text": [python_inputs.one_text(i, item, "a text")
-                             for i, item in enumerate(inputs)]}
-        return self.spec.columns(inputs, self.input_names)
-
-    # -- outputs --
-
-    def results(self, rows, count):
-        """One result dict per input from the function's output rows."""
-        if not count:
-            return []
-        if self.spec is None:
-            return [{"pooled_output": rows["pooled_output"][i],
-                     "mean_pooled": rows["mean_pooled"][i]}
-                    for i in range(count)]
-        return self.spec.results(rows, count, self.labels)
-
-
-class _PythonServed(_Served):
-    """`_Served` without TensorFlow: the pure-Python tokenizer and the Keras
-    model on any backend, giving the rows the export's `serving_default`
-    gives (embeddings: `pooled_output`, `mean_pooled`; classification:
-    `label`, `probabilities`)."""
-
-    def __init__(self, spec, pretrained, models, label_list=None,
-                 has_text_b=False):
-        """Args:
-          spec: the task's `TaskSpec` (its `python_head`), or None for
-            embeddings.
-          pretrained: the `PretrainedModel` (tokenizer, max_seq_length).
-          models: (BertModel, the task's head or None), loaded.
-          label_list: the task's labels in id order.
-          has_text_b: the task takes text pairs.
-        """
-        self.spec = spec
-        self.task = _EMBEDDINGS if spec is None else spec.name
-        self.input_names = (("text",) if spec is None else
-                            ("text_a", "text_b") if has_text_b
-                            else ("text_a",))
-        self.labels = label_list
-        self._tokenizer = pretrained._python_tokenizer()
-        self._max_seq_length = pretrained.max_seq_length
-        self._encoder, self._head = models
-
-    def _encode(self, text_a, text_b):
-        """Google's framing of one input: (ids, segment_ids), unpadded."""
-        from bert_tf.data.encoded_input import frame_pair
-        tokens_b = self._tokenizer.tokenize(text_b) if text_b else None
-        tokens, segment_ids = frame_pair(self._tokenizer.tokenize(text_a),
-                                         tokens_b, self._max_seq_length)
-        return self._tokenizer.convert_tokens_to_ids(tokens), segment_ids
-
-    def call_batched(self, columns, batch_size):
-        from keras import ops
-        texts_a = columns.get("text", columns.get("text_a"))
-        texts_b = columns.get("text_b", [None] * len(texts_a))
-        batches = []
-        for start in range(0, len(texts_a), batch_size):
-            encoded = [self._encode(a, b) for a, b in zip(
-                texts_a[start:start + batch_size],
-                texts_b[start:start + batch_size])]
-            length = max(len(ids) for ids, _ in encoded)
-            input_ids, input_mask, segment_ids = (
-                np.zeros([len(encoded), length], np.int32) for _ in range(3))
-            for row, (ids, segments) in enumerate(encoded):
-                input_ids[row, :len(ids)] = ids
-                input_mask[row, :len(ids)] = 1
-                segment_ids[row, :len(ids)] = segments
-            outputs = self._encoder(input_ids, input_mask=input_mask,
-                                    segment_ids=segment_ids, training=False)
-            pooled = ops.cast(outputs["pooled_output"], "float32")
-            if self.spec is None:
-                sequence = ops.convert_to_numpy(
-                    ops.cast(outputs["sequence_output"], "float32"))
-                mask = input_mask[:, :, None].astype(np.float32)
-                batches.append({
-                    "pooled_output": ops.convert_to_numpy(pooled),
-                    "mean_pooled": (sequence * mask).sum(axis=1)
-                    / mask.sum(axis=1)})
-                continue
-            probabilities = ops.convert_to_numpy(ops.softmax(
-                self._head(pooled, training=False), axis=-1))
-            batches.append({
-                "label": np.array([self.labels[i] for i in
-                                   probabilities.argmax(axis=-1)], object),
-                "probabilities": probabilities})
-        if not batches:
-            return {}
-        return {name: np.concatenate([batch[name] for batch in batches])
-                for name in batches[0]}
-
-
-def _concatenate(arrays):
-    """Rows of several batches; string matrices padded with "" to the
-    widest (tagging's words differ in number between batches)."""
-    if arrays[0].ndim == 2 and arrays[0].dtype == object:
-        width = max(array.shape[1] for array in arrays)
-        arrays = [np.pad(array, [(0, 0), (0, width - array.shape[1])],
-                         constant_values=b"") for array in arrays]
-    return np.concatenate(arrays)
 
 
 # -- fine-tuning ---------------------------------------------------------------

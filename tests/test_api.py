@@ -38,6 +38,7 @@ from runner_harness import REPO_ROOT, read_eval_results, run_in_process
 import bert_tf
 from bert_tf import api
 from bert_tf import checkpoints
+from bert_tf.export import served as served_lib
 from tests import modeling_harness
 from tests.modeling_harness import (np_bert_forward, np_gelu, np_layer_norm,
                                     np_softmax)
@@ -243,7 +244,7 @@ class _SignaturePredictor(api._TaskPredictor):
 
     def __init__(self, function):
         self.batch_size = 8
-        self._served = api._Served.from_signature(function, "a test")
+        self._served = served_lib.Served.from_signature(function, "a test")
 
     def _serving(self):
         return self._served
