@@ -236,6 +236,10 @@ class PretrainedModel:
           averaged over the real tokens, [CLS] and [SEP] included)}.
         """
         texts = _strings("texts", texts)
+        if not texts:
+            # As `predict([])` returns []: no rows, of the embeddings' width.
+            empty = np.zeros([0, self.bert_config.hidden_size], np.float32)
+            return {"pooled_output": empty, "mean_pooled": empty.copy()}
         if self._embedder is None and not _on_tensorflow():
             self._embedder = _PythonServed(
                 _EMBEDDINGS, self, self._encoder_with(head=None))

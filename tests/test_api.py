@@ -86,6 +86,16 @@ def test_embed_matches_googles_extract_features(tiny, golden_dir):
         tiny, golden_dir, _checkpoint_tensors(tiny.checkpoint), count=12)
 
 
+def test_embed_of_no_text_is_no_row(tiny, cased_tiny_dir):
+    """Issue 49 item 6: KeyError 'pooled_output', while predict([]) is []."""
+    hidden = json.loads((cased_tiny_dir / "bert_config.json").read_text())[
+        "hidden_size"]
+    embeddings = tiny.embed([])
+    assert sorted(embeddings) == ["mean_pooled", "pooled_output"]
+    for values in embeddings.values():
+        assert values.shape == (0, hidden) and values.dtype == np.float32
+
+
 def _numpy_masked_lm(weights, config, ids, positions):
     """Google's get_masked_lm_output in numpy: probabilities
     [masks, vocab] of one example."""

@@ -47,6 +47,7 @@ class MultipleChoiceConfig(finetune.FineTuningConfig):
                              f"one of {', '.join(DEFAULT_FILES)}")
 
 
+@finetune.releases_output_dir
 def run(config, train_examples=None, eval_examples=None,
         predict_examples=None):
     """Validates `config`, then trains, evaluates and/or predicts.

@@ -87,6 +87,7 @@ def _given_label_list(path):
     return label_list
 
 
+@finetune.releases_output_dir
 def run(config, train_examples=None, eval_examples=None,
         predict_examples=None):
     """Validates `config`, then trains, evaluates and/or predicts.
@@ -166,6 +167,9 @@ def run(config, train_examples=None, eval_examples=None,
         if tagging_file is not None:
             tagging_examples.check_labels(tagging_file, label_list)
 
+    if config.do_train:
+        finetune.check_finished_run_matches(config, finetune.TAGGING,
+                                            label_list)
     run_setup = finetune.start(config)
 
     def make_set(tagging_file):
