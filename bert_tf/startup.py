@@ -143,6 +143,21 @@ def quiet_start(argv=None, environ=None, abseil_cpp=True):
 
 
 
+def print_for_a_reader(text):
+    """Prints `text` to standard output, for a reader that may stop early:
+    when it closes the pipe (`python -m bert_tf | head -1`), the rest is
+    dropped instead of ending the program with Python's BrokenPipeError
+    traceback."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # What is left in the buffer goes nowhere (not even at exit's
+        # flush): the reader is gone.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 class _TensorFlowInfoFilter(python_logging.Filter):
     """Drops the INFO (and DEBUG) records logged from TensorFlow's or Keras'
     own files; warnings, errors and every other file's lines pass."""

@@ -257,3 +257,53 @@ def test_an_output_dir_that_is_a_file_is_named(golden_dir, tmp_path):
     assert error == (f"run_classifier.py: error: --output_dir: {output_file} "
                      "is a file, not a directory")
     assert output_file.read_text() == "mine\n"
+
+
+def _recipe_config(config_class, golden_dir, tmp_path, **fields):
+    model = golden_dir / "models" / "cased_tiny"
+    return config_class(
+        bert_config_file=str(model / "bert_config.json"),
+        vocab_file=str(model / "vocab.txt"), do_lower_case=False,
+        output_dir=str(tmp_path / "out"), do_train=True, **fields)
+
+
+@pytest.mark.parametrize("task, examples, message", [
+    ("classification", "abc",
+     "train_examples must be a list of InputExamples, not str"),
+    ("classification", [], "train_examples: no examples"),
+    ("classification", [("good", "1")],
+     "train_examples[0] must be an InputExample, not tuple"),
+    ("multiple_choice", [{"question": "q", "choices": ["a", "b"]}],
+     "train_examples[0] must be a MultipleChoiceExample, not dict"),
+    ("tagging", [(["a"], ["O"])],
+     "train_examples must be a TaggingFile, not list"),
+])
+def test_a_recipes_examples_of_the_wrong_kind_are_named(
+        golden_dir, tmp_path, task, examples, message):
+    """Issue 49 item 8: an AttributeError from inside the recipe, or (for
+    []) a request for label_list."""
+    import importlib
+    recipe = importlib.import_module(f"bert_tf.tasks.{task}.recipe")
+    config_class = {"classification": "ClassificationConfig",
+                    "multiple_choice": "MultipleChoiceConfig",
+                    "tagging": "TaggingConfig"}[task]
+    fields = {"task_name": "generic"} if task == "classification" else {}
+    config = _recipe_config(getattr(recipe, config_class), golden_dir,
+                            tmp_path, **fields)
+    with pytest.raises(ValueError) as error:
+        recipe.run(config, train_examples=examples)
+    assert str(error.value) == message
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_label_list_file_that_is_a_directory_is_named(golden_dir,
+                                                         tmp_path):
+    """Issue 49 item 8: "no such file", before."""
+    import run_tagging
+    (tmp_path / "train.txt").write_text("John B-PER\nruns O\n")
+    error = error_line_in_process(
+        run_tagging, *_model_flags(golden_dir), "--do_train=True",
+        f"--data_dir={tmp_path}", f"--label_list_file={tmp_path}",
+        f"--output_dir={tmp_path / 'out'}")
+    assert error == (f"run_tagging.py: error: --label_list_file={tmp_path} "
+                     "is a directory, not a file")

@@ -327,6 +327,47 @@ def releases_output_dir(recipe_run):
     return run
 
 
+def check_given_examples(config, given, example_class, argument="{}_examples",
+                         one=False):
+    """Refuses a recipe's in-memory examples of the wrong kind (a string,
+    dicts instead of examples) or none, naming the argument, before the
+    recipe reads, checks or writes anything.
+
+    Args:
+      config: the run's config (which phases run).
+      given: {"train"/"eval"/"predict": what the caller passed, or None}.
+      example_class: what each example must be (e.g. `InputExample`).
+      argument: the argument's name, with "{}" for the phase.
+      one: the argument is one `example_class` (a `TaggingFile`), not a
+        list of them.
+
+    Raises:
+      ValueError: naming the argument (and the example's index).
+    """
+    wanted = {"train": config.do_train, "eval": config.do_eval,
+              "predict": config.do_predict}
+    kind = example_class.__name__
+    a_kind = f"{'an' if kind[0] in 'AEIOU' else 'a'} {kind}"
+    for phase, examples in given.items():
+        if examples is None or not wanted[phase]:
+            continue
+        name = argument.format(phase)
+        if one:
+            if not isinstance(examples, example_class):
+                raise ValueError(f"{name} must be {a_kind}, not "
+                                 f"{type(examples).__name__}")
+            continue
+        if not isinstance(examples, (list, tuple)):
+            raise ValueError(f"{name} must be a list of {kind}s, not "
+                             f"{type(examples).__name__}")
+        if not examples:
+            raise ValueError(f"{name}: no examples")
+        for i, example in enumerate(examples):
+            if not isinstance(example, example_class):
+                raise ValueError(f"{name}[{i}] must be {a_kind}, not "
+                                 f"{type(example).__name__}")
+
+
 def check_training_settings(config):
     """Checks the fields the trainer and the optimizer read, with the others
     in `validate`: a run refused for one of them has not yet written its

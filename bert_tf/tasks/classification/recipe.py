@@ -108,6 +108,8 @@ def run(config, train_examples=None, eval_examples=None,
     reads_files = any(wanted[phase] and given[phase] is None
                       for phase in given)
     config.validate(reads_files=reads_files)
+    from bert_tf.tasks.classification.glue_processors import InputExample
+    finetune.check_given_examples(config, given, InputExample)
     # Before anything is written: no output may be an input.
     runner_flags.check_outputs_are_not_inputs(
         config, OUTPUT_FILES,
