@@ -9,6 +9,8 @@ requirement parser) and `ast`; what pip does with them is checked by
 import ast
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -217,3 +219,36 @@ def test_ci_runs_tensorflow_2_21_with_its_constraints():
     assert ('pip install -q -c constraints.txt -c constraints-tf2.21.txt '
             '-e ".[test]"') in ci
     assert '-m "smoke or golden"' in ci
+
+
+def test_a_passing_run_ends_quietly(tmp_path):
+    """Issue 49 item 16: a passing run ended with 83 SKIPPED lines and a
+    PytestUnraisableExceptionWarning traceback ending in KeyboardInterrupt
+    (JAX's gc callback). With the repository's pytest.ini: skips counted,
+    listed with -rs, and that warning left out."""
+    (tmp_path / "test_example.py").write_text(
+        "import gc\n"
+        "import pytest\n\n\n"
+        "def _xla_gc_callback(*args):  # JAX's, interrupted\n"
+        "    raise KeyboardInterrupt\n\n\n"
+        "def test_interrupted_gc_callback():\n"
+        "    gc.callbacks.append(_xla_gc_callback)\n"
+        "    try:\n"
+        "        gc.collect()\n"
+        "    finally:\n"
+        "        gc.callbacks.remove(_xla_gc_callback)\n\n\n"
+        "def test_skipped():\n"
+        "    pytest.skip('no reference here')\n")
+
+    def pytest_output(*options):
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+             "-c", str(REPO_ROOT / "pytest.ini"), f"--rootdir={tmp_path}",
+             *options, str(tmp_path / "test_example.py")],
+            capture_output=True, text=True, timeout=120).stdout
+
+    quiet = pytest_output()
+    assert "1 passed, 1 skipped" in quiet
+    assert "SKIPPED" not in quiet
+    assert "Unraisable" not in quiet and "KeyboardInterrupt" not in quiet
+    assert "SKIPPED [1] " in pytest_output("-rs")
