@@ -9,6 +9,7 @@ also exit with status 1, which a script reads as a failure.
 
 import ast
 import importlib
+import json
 import re
 import subprocess
 import sys
@@ -137,9 +138,39 @@ def test_run_classifier_help_as_a_user_sees_it():
             "bert_config_file", "task_name", "data_dir", "seed",
             "multi_label", "do_lower_case"} <= listed
     assert len(listed) > 40
+    # Issue 49 item 16: TensorFlow's TPU tensor tracer's flag, not ours.
+    assert "delta_threshold" not in listed
     # The docstring's example keeps its line continuations.
     assert "--task_name=MRPC --do_train=true --do_eval=true \\\n" in (
         process.stdout)
+
+
+@pytest.mark.parametrize("program", APP_RUN_PROGRAMS)
+def test_help_answers_without_importing_tensorflow(program):
+    """Issue 49 item 16: `run_classifier.py --help` took 7-13 s, most of
+    it importing TensorFlow, which no flag's definition needs. The
+    program's `--help`, run as `python <program>.py --help` runs it: exit
+    0, the help with its flags printed, TensorFlow and Keras never imported."""
+    script = (
+        "import contextlib, io, json, runpy, sys\n"
+        f"sys.argv = [{program + '.py'!r}, '--help']\n"
+        "out = io.StringIO()\n"
+        "try:\n"
+        "    with contextlib.redirect_stdout(out):\n"
+        f"        runpy.run_path({program + '.py'!r}, run_name='__main__')\n"
+        "    code = None\n"
+        "except SystemExit as exit:\n"
+        "    code = exit.code\n"
+        "print(json.dumps([code, sys.argv[0] + ':\\n  --' in out.getvalue(),\n"
+        "                  'tensorflow' in sys.modules,\n"
+        "                  'keras' in sys.modules]))\n")
+    process = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT,
+        env=runner_environment(), capture_output=True, text=True,
+        timeout=300)
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert json.loads(process.stdout.splitlines()[-1]) == [
+        0, True, False, False]
 
 
 # -- `python -m bert_tf`: the one list of programs ---------------------------
