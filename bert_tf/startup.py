@@ -164,8 +164,15 @@ def _start_up_lines_dropped():
     descriptor 2, which Python's `sys.stderr` cannot filter) is held; at
     its end every line but TensorFlow's start-up lines (`is_start_up_line`)
     is written out."""
-    sys.stderr.flush()
-    saved = os.dup(2)
+    if sys.stderr is not None:
+        sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:
+        # No standard error to hold (a closed descriptor 2): nothing to
+        # drop either.
+        yield
+        return
     held = tempfile.TemporaryFile()
     try:
         os.dup2(held.fileno(), 2)

@@ -11,6 +11,7 @@ import ast
 import importlib
 import json
 import re
+import shlex
 import subprocess
 import sys
 
@@ -244,7 +245,7 @@ def test_a_reader_that_stops_early_gets_no_traceback(command):
         error = process.stderr.read().decode()
         process.stderr.close()
         assert (process.wait(timeout=60), error) == (0, "")
-    shell_command = " ".join([sys.executable, *command])
+    shell_command = shlex.join([sys.executable, *command])
     for _ in range(3):
         process = subprocess.run(
             ["sh", "-c", f"{shell_command} | head -1"], cwd=REPO_ROOT,
