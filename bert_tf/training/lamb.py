@@ -125,7 +125,6 @@ def fused_lamb_update(variable_handle, first_moment_handle,
     assign_resource(variable_handle, tf.cast(next_param, variable_dtype))
 
 
-@keras.saving.register_keras_serializable(package="bert_tf")
 def backend_problem():
     """Why LAMB cannot run on this Keras backend, or None: its update is
     TensorFlow code."""
@@ -136,6 +135,7 @@ def backend_problem():
             "--optimizer=adamw (Google's AdamWeightDecay) there")
 
 
+@keras.saving.register_keras_serializable(package="bert_tf")
 class Lamb(AdamWeightDecay):
     """LAMB: Adam moments, weight decay, and a per-variable trust ratio.
 
