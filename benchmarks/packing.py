@@ -21,7 +21,9 @@ positions) and 128 (20). For each length:
 And a convergence check (`--parts=convergence`): the Wikipedia sample's
 documents split into training and held-out ones (every
 `HELD_OUT_EVERY`-th document held out), each made into records at
-`--convergence_seq_length`; for each of `--convergence_seeds`, the same
+`--convergence_seq_length` (with `--convergence_short_seq_prob`, by
+default 0.5, so that packing has short sequences to put together: with
+Google's 0.1 this corpus's long articles fill most rows); for each of `--convergence_seeds`, the same
 model shape trained from scratch by `run_pretraining.py` (its flags,
 parsed and run in this process) with and without `--pack_sequences` on the
 same first `--convergence_sequences` training records for
@@ -89,7 +91,7 @@ def wikipedia_corpus(work_dir):
 
 
 def make_records(work_dir, seq_length, dupe_factor, corpus=None,
-                 name="records"):
+                 name="records", short_seq_prob=0.1):
     """create_pretraining_data.py's records of a corpus.
 
     Args:
@@ -98,6 +100,8 @@ def make_records(work_dir, seq_length, dupe_factor, corpus=None,
       dupe_factor: create_pretraining_data.py's `--dupe_factor`.
       corpus: the text file; default the Wikipedia sample.
       name: the records file's name before `-<seq_length>.tfrecord`.
+      short_seq_prob: create_pretraining_data.py's `--short_seq_prob`
+        (Google's default 0.1).
 
     Returns:
       (records path, number of records).
@@ -111,7 +115,8 @@ def make_records(work_dir, seq_length, dupe_factor, corpus=None,
         tokenizer=pretraining_corpus.load_tokenizer(str(UNCASED_VOCAB), True),
         max_seq_length=seq_length,
         max_predictions_per_seq=MAX_PREDICTIONS[seq_length],
-        dupe_factor=dupe_factor, num_logged_examples=0)
+        dupe_factor=dupe_factor, short_seq_prob=short_seq_prob,
+        num_logged_examples=0)
     return path, count
 
 
@@ -286,10 +291,10 @@ def measure_convergence(args, record, work_dir, shape, short_shape):
         wikipedia_corpus(work_dir), train_corpus, held_out_corpus)
     all_train_records, train_count = make_records(
         work_dir, seq_length, args.dupe_factor, train_corpus,
-        "convergence-train")
+        "convergence-train", args.convergence_short_seq_prob)
     held_out_records, held_out_count = make_records(
         work_dir, seq_length, args.dupe_factor, held_out_corpus,
-        "convergence-held-out")
+        "convergence-held-out", args.convergence_short_seq_prob)
     if train_count < args.convergence_sequences:
         raise SystemExit(
             f"--convergence_sequences={args.convergence_sequences}: the "
@@ -305,8 +310,8 @@ def measure_convergence(args, record, work_dir, shape, short_shape):
             f"the held-out documents make only {held_out_count} records at "
             f"sequence {seq_length}, fewer than one evaluation batch of "
             f"{EVAL_BATCH_SIZE}")
-    _, packed_fill, fill_details = fill_rates(args, seq_length,
-                                              train_records)
+    unpacked_fill, packed_fill, fill_details = fill_rates(
+        args, seq_length, train_records)
     sequences = args.convergence_sequences * args.convergence_epochs
     batch = args.convergence_batch_size
     # The same sequences in both: a packed batch of `batch` rows holds
@@ -366,6 +371,8 @@ def measure_convergence(args, record, work_dir, shape, short_shape):
                      "training_sequences": sequences,
                      "batch_rows": batch, "steps": steps,
                      "learning_rate": args.convergence_learning_rate,
+                     "short_seq_prob": args.convergence_short_seq_prob,
+                     "unpacked_fill": round(unpacked_fill, 4),
                      "packed_fill": round(packed_fill, 4),
                      "sequences_per_packed_row":
                          fill_details["sequences_per_packed_row"],
@@ -403,7 +410,14 @@ def main():
     parser.add_argument("--convergence_seeds", default="1,2,3",
                         help="comma-separated; one packed and one unpacked "
                              "run each")
-    parser.add_argument("--convergence_sequences", type=int, default=1280,
+    parser.add_argument(
+        "--convergence_short_seq_prob", type=float, default=0.5,
+        help="create_pretraining_data.py's --short_seq_prob for the "
+             "convergence check's records (default 0.5: half of them "
+             "shorter, so that rows do hold several sequences; with "
+             "Google's 0.1 the sample's long articles fill 97%% of the "
+             "rows and packing would be barely exercised)")
+    parser.add_argument("--convergence_sequences", type=int, default=1024,
                         help="training records each run reads (the first "
                              "ones of the training documents')")
     parser.add_argument("--convergence_epochs", type=int, default=2,
@@ -438,6 +452,8 @@ def main():
                      "--convergence_batch_size must be positive")
     if not args.convergence_learning_rate > 0:
         parser.error("--convergence_learning_rate must be positive")
+    if not 0 <= args.convergence_short_seq_prob <= 1:
+        parser.error("--convergence_short_seq_prob must be in [0, 1]")
     record = harness.records.Record("packing", args)
     shape = (f"{args.num_layers} layers, hidden {args.hidden_size}, "
              f"{args.num_attention_heads} heads, intermediate "
