@@ -14,6 +14,9 @@ post-processing:
 - a run_classifier.py task (cola, mnli, mnli-mm, mrpc, xnli, sst-2, qqp,
   qnli, rte, wnli, sts-b, generic): `text_a` (and `text_b` for pair tasks)
   -> `probabilities`, `label`, `label_id`, `logits` (sts-b: `score`);
+  `label` is the name the training run beside `--init_checkpoint` gives
+  the label (its `bert_tf_run.json`: sst-2's `negative`, `positive`, as
+  `bert_tf.load` of the run answers), else the label itself;
   a `--multi_label` checkpoint (its run's `bert_tf_run.json` beside it
   says so): sigmoid `probabilities`, `predicted` (0/1 at the run's
   `--threshold`), `labels` (the predicted labels' names, "" elsewhere);

@@ -1,5 +1,5 @@
 """Writes docs/performance.md from the benchmarks' records (and the
-packing table of docs/pretraining.md).
+packing tables of docs/pretraining.md: speed and convergence).
 
 Every number on the page comes from a JSON record a benchmark wrote under
 `benchmarks/results/` (`benchmarks/records.py`); nothing is typed in. The
@@ -260,19 +260,45 @@ def _seeds_section(records_list):
     return lines + [""]
 
 
-def _packing_section(records_list, page=""):
-    """The newest packing record as a table: fill and training speed.
+def _packing_part(measurement):
+    """"speed" or "convergence": which part of benchmarks/packing.py made
+    the measurement (records before the convergence check hold speed
+    only)."""
+    return measurement["details"].get("part", "speed")
 
-    `page`: the page the record's link points into, from another page
+
+def _newest_packing(records_list, part):
+    """(the newest packing record with `part`'s measurements, those
+    measurements), or (None, [])."""
+    for record in reversed(records_list):
+        if record["benchmark"] != "packing":
+            continue
+        measurements = [measurement for measurement in record["measurements"]
+                        if _packing_part(measurement) == part]
+        if measurements:
+            return record, measurements
+    return None, []
+
+
+def _packing_section(records_list, page=""):
+    """The newest packing records as tables: fill and training speed, and
+    the convergence check.
+
+    `page`: the page the records' links point into, from another page
     ("performance.md").
     """
-    found = [record for record in records_list
-             if record["benchmark"] == "packing"]
-    if not found:
-        return ["No record of sequence packing yet: run "
-                "`python benchmarks/packing.py`.", ""]
-    record = found[-1]
-    first = record["measurements"][0]["details"]
+    record, measurements = _newest_packing(records_list, "speed")
+    if record is None:
+        lines = ["No record of sequence packing's speed yet: run "
+                 "`python benchmarks/packing.py`.", ""]
+    else:
+        lines = _packing_speed_table(record, measurements, page)
+    return lines + _packing_convergence_table(records_list, page)
+
+
+def _packing_speed_table(record, measurements, page):
+    """The fill and training-speed table of one packing record."""
+    first = measurements[0]["details"]
     status = "" if record["headline"] else (
         " It is **not a headline measurement** (see the record).")
     lines = [
@@ -289,7 +315,7 @@ def _packing_section(records_list, page=""):
         "packed | sequences per packed row | training, unpacked | "
         "training, packed | packed / unpacked |",
         "|---|---|---|---|---|---|---|---|"]
-    for measurement in record["measurements"]:
+    for measurement in measurements:
         details = measurement["details"]
         contenders = measurement["contenders"]
         unit = measurement["unit"]
@@ -301,6 +327,86 @@ def _packing_section(records_list, page=""):
             f"{_number(contenders['packed']['median'])} {unit} | "
             f"{_ratio_cell(measurement)} |")
     return lines + [""]
+
+
+def _seed_values(summary, unit):
+    """"a, b, c" of the rounds (one per seed)."""
+    digits = 3 if unit == "accuracy" else 2
+    return ", ".join(f"{value:.{digits + 1}f}" for value in summary["rounds"])
+
+
+def _packing_convergence_table(records_list, page):
+    """The convergence check's table (packed against unpacked training,
+    evaluated on held-out records, per seed) of the newest record with
+    one."""
+    record, measurements = _newest_packing(records_list, "convergence")
+    if record is None:
+        return ["No convergence check of sequence packing yet: run "
+                "`python benchmarks/packing.py --parts=convergence`.", ""]
+    details = measurements[0]["details"]
+    steps = details["steps"]
+    seeds = ", ".join(str(seed) for seed in details["seeds"])
+    within = sum(bool(m["details"]["within_seed_spread"])
+                 for m in measurements)
+    constant = [m for m in measurements if _same_in_every_run(m)]
+    status = "" if record["headline"] else (
+        " It is **not a headline measurement** (see the record).")
+    lines = [
+        f"Convergence, from [{record['file']}]({page}#{_anchor(record)}) "
+        f"(`{record['command']}`): the model shape {details['shape']} "
+        f"trained from scratch by `run_pretraining.py`, with and without "
+        f"`--pack_sequences`, on the same {details['training_records']} "
+        f"records (sequence {details['seq_length']}, made by "
+        f"`create_pretraining_data.py --short_seq_prob="
+        f"{details['short_seq_prob']:g}` from "
+        f"{details['training_documents']} documents of the Wikipedia "
+        f"sample: {details['unpacked_fill']:.0%} of the unpacked rows' "
+        f"tokens are real) for {details['epochs']} epochs: "
+        f"{details['training_sequences']} sequences, "
+        f"{details['batch_rows']} rows per batch, "
+        f"{steps['unpacked']} steps unpacked and {steps['packed']} packed "
+        f"({details['sequences_per_packed_row']:.2f} sequences per packed "
+        f"row), learning rate {details['learning_rate']:g} with 10% "
+        f"warmup; seeds {seeds}, the same seed giving both contenders the "
+        f"same initial weights and order of sequences. Each run's "
+        f"checkpoint is evaluated unpacked on "
+        f"{details['held_out_sequences']} records of "
+        f"{details['held_out_documents']} held-out documents. Packing "
+        f"is within the seed spread when the difference of the "
+        f"contenders' medians is at most the larger of their ranges over "
+        f"the seeds: {within} of {len(measurements)} metrics are."
+        + (" A metric with the same value in every run (marked) tells "
+           "nothing about packing: that is what models giving one answer "
+           "to every example score (early in training, the most frequent "
+           "masked token and the more frequent next-sentence label); the "
+           "losses still tell the runs apart." if constant else "")
+        + status,
+        "",
+        "| held-out metric | unpacked, per seed | packed, per seed | "
+        "packed − unpacked (medians) | seed spread | within it |",
+        "|---|---|---|---|---|---|"]
+    for measurement in measurements:
+        details = measurement["details"]
+        contenders = measurement["contenders"]
+        unit = measurement["unit"]
+        label = measurement["name"].rpartition(": ")[2]
+        digits = 4 if unit == "accuracy" else 3
+        lines.append(
+            f"| {label} ({unit}) | "
+            f"{_seed_values(contenders['unpacked'], unit)} | "
+            f"{_seed_values(contenders['packed'], unit)} | "
+            f"{details['difference_of_medians']:+.{digits}f} | "
+            f"{details['seed_spread']:.{digits}f} | "
+            f"{'yes' if details['within_seed_spread'] else '**no**'}"
+            f"{' (the same in every run)' if measurement in constant else ''}"
+            " |")
+    return lines + [""]
+
+
+def _same_in_every_run(measurement):
+    """Whether every seed of every contender gave the same value."""
+    return len({value for summary in measurement["contenders"].values()
+                for value in summary["rounds"]}) == 1
 
 
 def with_packing_table(text, records_list):

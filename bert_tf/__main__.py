@@ -71,4 +71,5 @@ def task_lines():
 
 
 if __name__ == "__main__":
-    print(program_list())
+    from bert_tf import startup
+    startup.print_for_a_reader(program_list())

@@ -238,6 +238,10 @@ class PretrainedModel:
           averaged over the real tokens, [CLS] and [SEP] included)}.
         """
         texts = python_inputs.strings("texts", texts)
+        if not texts:
+            # As `predict([])` returns []: no rows, of the embeddings' width.
+            empty = np.zeros([0, self.bert_config.hidden_size], np.float32)
+            return {"pooled_output": empty, "mean_pooled": empty.copy()}
         if self._embedder is None and not served_lib.on_tensorflow():
             self._embedder = served_lib.PythonServed(
                 None, self, self._encoder_with(head=None))

@@ -16,6 +16,7 @@
 import argparse
 import json
 import pathlib
+import subprocess
 import sys
 
 import pytest
@@ -122,6 +123,47 @@ def test_a_file_that_is_not_a_record_is_named(tmp_path):
         records.read_records(tmp_path)
 
 
+def _damaged(record, change):
+    """A copy of `record` with `change(copy)` applied."""
+    copy = json.loads(json.dumps(record))
+    change(copy)
+    return copy
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda r: r.pop("cpu_count"), "no field 'cpu_count'"),
+    (lambda r: r.update(headline="yes"), "headline is 'yes', not true or "
+                                         "false"),
+    (lambda r: r.update(measurements=[]), "measurements is [], not a "
+                                          "non-empty list"),
+    (lambda r: r["measurements"][0].pop("ratio"),
+     "no field 'measurements[0].ratio'"),
+    (lambda r: r["measurements"][0]["ratio"].update(value="3"),
+     "measurements[0].ratio.value is '3', not a number"),
+    (lambda r: r["measurements"][0]["contenders"]["ours"].update(rounds=[]),
+     "measurements[0].contenders['ours'].rounds is [], not a non-empty "
+     "list"),
+    (lambda r: r["measurements"][0]["contenders"].update(ours=[1.0]),
+     "measurements[0].contenders['ours'] is not an object"),
+])
+def test_a_record_with_a_missing_or_wrong_field_is_named(tmp_path, change,
+                                                          message):
+    """Issue 49 item 10: KeyError, TypeError or IndexError tracebacks, or
+    a message without the file's name, before."""
+    record = records.Record("example", _arguments(tmp_path))
+    record.add("times", {"ours": [1.0, 2.0], "peer": [4.0, 8.0]}, unit="s",
+               ratio=("ours", "peer"))
+    path = record.write()
+    path.write_text(json.dumps(_damaged(json.loads(path.read_text()),
+                                        change)))
+    process = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "performance_page.py"), "--check",
+         f"--results_dir={tmp_path}"], capture_output=True, text=True,
+        timeout=120)
+    assert process.returncode == 1
+    assert process.stderr == f"performance_page.py: {path}: {message}\n"
+
+
 @pytest.mark.parametrize("script", sorted(
     path.name for path in BENCHMARKS.glob("*.py")
     if path.name not in NOT_BENCHMARKS))
@@ -181,3 +223,54 @@ def test_the_gpu_check_page_quotes_the_jax_suites_records():
                               str(row["sequences_per_s"]),
                               f"{row['mfu'] * 100:.1f}%"))
     assert expected and quoted == expected
+
+
+def test_the_packing_section_shows_the_convergence_check(tmp_path):
+    """The seeds' values, the difference of the medians, the seed spread
+    and the verdict as the record holds them, next to the newest speed
+    table of an older record."""
+    speed = records.Record("packing", _arguments(tmp_path), argv=["speed"])
+    speed.add("training, sequence 128, 2 layers, hidden 128",
+              {"packed": [30.0, 30.0, 30.0], "unpacked": [20.0, 20.0, 20.0]},
+              unit="sequences/s", lower_is_better=False,
+              ratio=("packed", "unpacked"),
+              details={"seq_length": 128, "shape": "tiny", "records": 100,
+                       "dupe_factor": 1, "max_sequences_per_pack": 3,
+                       "unpacked_fill": 0.5, "packed_fill": 0.95,
+                       "sequences_per_packed_row": 1.9, "batch_rows": 8})
+    speed.write()
+    convergence = records.Record("packing", _arguments(tmp_path),
+                                 argv=["convergence"])
+    convergence.started = speed.started.replace(year=speed.started.year + 1)
+    common = {"part": "convergence", "seeds": [1, 2, 3], "seq_length": 128,
+              "shape": "tiny", "training_documents": 5,
+              "training_records": 64, "epochs": 2,
+              "training_sequences": 128, "batch_rows": 32,
+              "steps": {"unpacked": 4, "packed": 3}, "learning_rate": 1e-3,
+              "short_seq_prob": 0.5, "unpacked_fill": 0.7,
+              "sequences_per_packed_row": 1.35, "held_out_documents": 1,
+              "held_out_sequences": 32}
+    # Medians 0.12 and 0.10: 0.02 apart; ranges 0.04 and 0.01: within.
+    convergence.add("convergence, sequence 128, tiny: masked-LM accuracy",
+                    {"packed": [0.10, 0.12, 0.14],
+                     "unpacked": [0.10, 0.10, 0.11]},
+                    unit="accuracy", lower_is_better=False,
+                    details={**common, "difference_of_medians": 0.02,
+                             "seed_spread": 0.04,
+                             "within_seed_spread": True})
+    convergence.add("convergence, sequence 128, tiny: masked-LM loss",
+                    {"packed": [7.0, 7.0, 7.0], "unpacked": [6.0, 6.0, 6.0]},
+                    unit="nats", details={**common,
+                                          "difference_of_medians": 1.0,
+                                          "seed_spread": 0.0,
+                                          "within_seed_spread": False})
+    convergence.write()
+    section = "\n".join(performance_page._packing_section(
+        records.read_records(tmp_path)))
+    assert "| 128 | 100 | 50.0% | 95.0% | 1.90 |" in section
+    assert ("| masked-LM accuracy (accuracy) | 0.1000, 0.1000, 0.1100 | "
+            "0.1000, 0.1200, 0.1400 | +0.0200 | 0.0400 | yes |") in section
+    assert ("| masked-LM loss (nats) | 6.000, 6.000, 6.000 | "
+            "7.000, 7.000, 7.000 | +1.000 | 0.000 | **no** |") in section
+    assert "1 of 2 metrics are" in section
+    assert "4 steps unpacked and 3 packed" in section

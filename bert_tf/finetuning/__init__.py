@@ -31,6 +31,9 @@ from bert_tf.finetuning.core import phase_file_setting
 from bert_tf.finetuning.core import phase_input_file
 from bert_tf.finetuning.core import run_phases
 from bert_tf.finetuning.fields import setting
+from bert_tf.finetuning.checks import check_given_examples
+from bert_tf.finetuning.lock import releases_output_dir
+from bert_tf.finetuning.run_description import check_finished_run_matches
 from bert_tf.finetuning.run_description import RUN_DESCRIPTION_FILE
 from bert_tf.finetuning.run_description import BERT_CONFIG_FILE
 from bert_tf.finetuning.run_description import VOCAB_FILE

@@ -7,8 +7,6 @@ came from a command line or from Python.
 
 import os
 
-import tensorflow as tf
-
 from bert_tf import file_io
 from bert_tf.data import sequence_lengths
 
@@ -22,6 +20,7 @@ def require(config, *names):
 
 def check_file(flag_name, path):
     """Raises ValueError naming the flag when `path` is not an existing file."""
+    import tensorflow as tf
     if not tf.io.gfile.exists(path):
         raise ValueError(f"--{flag_name}: file {path} does not exist")
     if tf.io.gfile.isdir(path):
@@ -93,6 +92,7 @@ def require_weights_without_training(config, phases):
       ValueError: no `--do_train`, no `--init_checkpoint`, and no checkpoint
         in `--output_dir`.
     """
+    import tensorflow as tf
     if config.do_train or config.init_checkpoint:
         return
     from bert_tf.training import checkpoint_manager
@@ -123,3 +123,125 @@ def length_settings(config):
     buckets = sequence_lengths.parse_length_buckets(
         config.length_buckets, config.max_seq_length)
     return multiple, buckets
+
+
+def check_output_dir_is_no_file(output_dir):
+    """Refuses an `--output_dir` that names an existing file (the run would
+    end with "[Errno 17] File exists" when it makes the directory).
+
+    Raises:
+      ValueError: naming the flag and the file.
+    """
+    import tensorflow as tf
+    if tf.io.gfile.exists(output_dir) and not tf.io.gfile.isdir(output_dir):
+        raise ValueError(f"--output_dir: {output_dir} is a file, not a "
+                         "directory")
+
+
+def check_eval_results_are_a_runs(output_dir):
+    """Refuses to overwrite an `eval_results.txt` in `--output_dir` that no
+    run wrote (a run writes `name = value` lines; a user's own file of that
+    name would be replaced by the evaluation's).
+
+    Raises:
+      ValueError: naming the file.
+    """
+    import re
+    import tensorflow as tf
+    path = os.path.join(output_dir, "eval_results.txt")
+    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
+        return
+    from bert_tf import file_io
+    try:
+        text = file_io.read_bytes(path).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    if text and all(re.fullmatch(r"[^\s=]+ = \S.*", line)
+                    for line in text.splitlines()):
+        return
+    raise ValueError(
+        f"--output_dir: {path} is not a run's evaluation results (name = "
+        "value lines) and would be overwritten by this run's; move it or "
+        "use another --output_dir")
+
+
+def check_given_examples(config, given, example_class, argument="{}_examples",
+                         one=False):
+    """Refuses a recipe's in-memory examples of the wrong kind (a string,
+    dicts instead of examples) or none, naming the argument, before the
+    recipe reads, checks or writes anything.
+
+    Args:
+      config: the run's config (which phases run).
+      given: {"train"/"eval"/"predict": what the caller passed, or None}.
+      example_class: what each example must be (e.g. `InputExample`).
+      argument: the argument's name, with "{}" for the phase.
+      one: the argument is one `example_class` (a `TaggingFile`), not a
+        list of them.
+
+    Raises:
+      ValueError: naming the argument (and the example's index).
+    """
+    wanted = {"train": config.do_train, "eval": config.do_eval,
+              "predict": config.do_predict}
+    kind = example_class.__name__
+    a_kind = f"{'an' if kind[0] in 'AEIOU' else 'a'} {kind}"
+    for phase, examples in given.items():
+        if examples is None or not wanted[phase]:
+            continue
+        name = argument.format(phase)
+        if one:
+            if not isinstance(examples, example_class):
+                raise ValueError(f"{name} must be {a_kind}, not "
+                                 f"{type(examples).__name__}")
+            continue
+        if not isinstance(examples, (list, tuple)):
+            raise ValueError(f"{name} must be a list of {kind}s, not "
+                             f"{type(examples).__name__}")
+        if not examples:
+            raise ValueError(f"{name}: no examples")
+        for i, example in enumerate(examples):
+            if not isinstance(example, example_class):
+                raise ValueError(f"{name}[{i}] must be {a_kind}, not "
+                                 f"{type(example).__name__}")
+
+
+def check_training_settings(config):
+    """Checks the fields the trainer and the optimizer read, with the others
+    in `validate`: a run refused for one of them has not yet written its
+    records or run description into `--output_dir` (a finished run's among
+    them), nor divided by `--train_batch_size`.
+
+    Raises:
+      ValueError: naming the first bad flag.
+    """
+    import tensorflow as tf
+    import math
+    if config.do_train and not math.isfinite(config.num_train_epochs):
+        raise ValueError(f"--num_train_epochs={config.num_train_epochs} "
+                         "must be a finite number")
+    # The trainer's own checks (batch sizes, checkpoint settings, dtype),
+    # on the config the run will build (`make_trainer`).
+    from bert_tf.finetuning import runtime
+    trainer_config = runtime.make_trainer_config(
+        config, num_train_steps=0)
+    if config.do_train:
+        if not (config.learning_rate > 0
+                and math.isfinite(config.learning_rate)):
+            raise ValueError(f"--learning_rate={config.learning_rate} must "
+                             "be positive")
+        from bert_tf.training import optimization
+        if str(config.optimizer).lower() not in optimization.OPTIMIZER_NAMES:
+            raise ValueError(
+                f"--optimizer={config.optimizer!r} must be one of "
+                f"{', '.join(optimization.OPTIMIZER_NAMES)}")
+    import keras
+    if keras.backend.backend() == "jax":
+        from bert_tf.training import jax_steps
+        from bert_tf.training import lamb
+        problem = jax_steps.unsupported_settings(trainer_config, True)
+        if (problem is None and config.do_train
+                and config.optimizer.lower() == "lamb"):
+            problem = lamb.backend_problem()
+        if problem:
+            raise ValueError(problem)

@@ -295,6 +295,9 @@ class FineTuningConfig(RunConfig):
                              "output_dir")
         checks.check_file("bert_config_file", self.bert_config_file)
         checks.check_file("vocab_file", self.vocab_file)
+        checks.check_output_dir_is_no_file(self.output_dir)
+        if self.do_eval or self.do_predict:
+            checks.check_eval_results_are_a_runs(self.output_dir)
         if self.predict_batch_size <= 0:
             raise ValueError(f"--predict_batch_size="
                              f"{self.predict_batch_size} must be positive")
@@ -311,6 +314,7 @@ class FineTuningConfig(RunConfig):
         from bert_tf.text import tokenization
         tokenization.validate_case_matches_checkpoint(
             self.do_lower_case, self.init_checkpoint)
+        checks.check_training_settings(self)
 
     def require_a_phase(self):
         """Google's run_classifier.py check: some phase must run."""

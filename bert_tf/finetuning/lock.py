@@ -1,6 +1,9 @@
 """A training run's hold on its `--output_dir`
 (`bert_tf.training.run_lock`)."""
 
+import functools
+import os
+
 from bert_tf.training import distribution
 
 
@@ -20,3 +23,24 @@ def lock_output_dir(config, strategy):
     run_lock.lock_output_dir(config.output_dir, is_chief)
     if is_chief:
         run_lock.remove_stale_temporary_files(config.output_dir)
+
+
+def releases_output_dir(recipe_run):
+    """Decorates a task recipe's `run(config, ...)`: the lock on
+    `config.output_dir` that the run takes (`start`, the `Trainer`) is
+    released when it returns or fails, not when the Python process exits
+    (a notebook's failed call would keep a command-line run out). A lock the
+    caller held before stays held.
+    """
+    @functools.wraps(recipe_run)
+    def run(config, *args, **kwargs):
+        from bert_tf.training import run_lock
+        output_dir = getattr(config, "output_dir", None)
+        held = (not isinstance(output_dir, (str, os.PathLike))
+                or run_lock.holds_output_dir(output_dir))
+        try:
+            return recipe_run(config, *args, **kwargs)
+        finally:
+            if not held:
+                run_lock.release_output_dir(output_dir)
+    return run

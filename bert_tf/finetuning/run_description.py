@@ -52,6 +52,7 @@ def write_run_description(config, run, program, task, **settings):
         which are not overwritten).
     """
     from bert_tf.training import distribution
+    check_finished_run_matches(config, task, settings.get("label_list"))
     if not config.do_train or not distribution.is_chief(run.strategy):
         return
     if not isinstance(task, str) or not task:
@@ -209,3 +210,58 @@ def read_multi_label_head(output_dir):
         raise ValueError(f"{path}: 'threshold' is not a number")
     return {"label_list": labels, "threshold": float(threshold),
             "path": path}
+
+
+def check_finished_run_matches(config, task, label_list):
+    """Refuses a run into the `--output_dir` of a run that trained (a
+    checkpoint and its `bert_tf_run.json` there) when the run would resume
+    or use that model under another task or other labels, or (training)
+    rewrite its description with another `max_seq_length`: the old model
+    would be evaluated against, and served under, the new labels.
+
+    Args:
+      config: the run's `FineTuningConfig`.
+      task: the run's task kind (one of `TASK_KINDS`).
+      label_list: the run's labels in label-id order, or None (a task
+        without labels).
+
+    Raises:
+      ValueError: naming each setting that differs, the run's and this
+        one's.
+    """
+    try:
+        description = read_run_description(config.output_dir)
+    except (FileNotFoundError, ValueError):
+        return
+    from bert_tf.training import checkpoint_manager
+    checkpoint = checkpoint_manager.CheckpointManager(
+        config.output_dir, is_chief=False).latest_checkpoint
+    if checkpoint is None:
+        return
+    differences = []
+    if description.get("task") != task:
+        differences.append(f"task {description.get('task')} (this run: "
+                           f"{task})")
+    elif description.get("label_list") != (
+            None if label_list is None else list(label_list)):
+        differences.append(
+            f"labels {_listed(description.get('label_list'))} (this run: "
+            f"{_listed(label_list)})")
+    if config.do_train and description.get(
+            "max_seq_length") != config.max_seq_length:
+        differences.append(
+            f"max_seq_length {description.get('max_seq_length')} (this "
+            f"run: {config.max_seq_length})")
+    if differences:
+        raise ValueError(
+            f"--output_dir: {config.output_dir} holds a model trained "
+            f"({os.path.basename(checkpoint)}) with {'; '.join(differences)}"
+            ", which this run would use under its own; use another "
+            "--output_dir")
+
+
+def _listed(labels):
+    """Labels as a message shows them."""
+    if labels is None:
+        return "none"
+    return ", ".join(str(label) for label in labels)

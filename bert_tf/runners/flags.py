@@ -25,7 +25,6 @@ import typing
 
 from absl import app
 from absl import flags
-import tensorflow as tf
 
 from bert_tf import cli
 from bert_tf.finetuning import fields
@@ -124,6 +123,7 @@ def run_main(program, run, argv, flag_values):
 
 def _run_naming_damaged_records(run, flag_values):
     """`run(flag_values)`, a `DataLossError` turned into `DataLossMessage`."""
+    import tensorflow as tf
     try:
         return run(flag_values)
     except tf.errors.DataLossError as error:

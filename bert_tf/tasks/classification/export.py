@@ -98,12 +98,51 @@ def export_from_flags(flag_values, common):
         label_list, is_regression, has_text_b = _classification_labels(
             flag_values, task_name)
         return classifier_export(
-            label_list=label_list, is_regression=is_regression,
-            has_text_b=has_text_b, **common)
+            label_list=_run_label_names(flag_values, label_list),
+            is_regression=is_regression, has_text_b=has_text_b, **common)
     label_list, threshold = multi_label
     return classifier_export(
         label_list=label_list, has_text_b=bool(flag_values.text_b_column),
         multi_label=True, threshold=threshold, **common)
+
+
+def _run_label_names(flag_values, label_list):
+    """The names the export answers with for `label_list`: those of the
+    training run beside `--init_checkpoint` (its `bert_tf_run.json`'s
+    `label_names`: SST-2's `negative`, `positive` for its "0", "1"), as
+    `bert_tf.load` of that run answers, where the run trained these
+    labels; else the labels themselves.
+
+    Args:
+      flag_values: the parsed flags (`--init_checkpoint`).
+      label_list: the export's labels in label-id order, or None
+        (regression).
+
+    Returns:
+      The label strings the export serves, in label-id order.
+
+    Raises:
+      ValueError: the run's description is not one (naming the file).
+    """
+    import os
+
+    from bert_tf import checkpoints
+    from bert_tf import finetuning
+    if label_list is None:
+        return None
+    directory = os.path.dirname(
+        checkpoints.resolve_checkpoint(flag_values.init_checkpoint))
+    try:
+        description = finetuning.read_run_description(directory)
+    except FileNotFoundError:
+        return label_list
+    names = description.get("label_names")
+    if (description["task"] != finetuning.CLASSIFICATION
+            or description.get("label_list") != list(label_list)
+            or not isinstance(names, list)
+            or len(names) != len(label_list)):
+        return label_list
+    return [str(name) for name in names]
 
 
 def _classification_labels(flag_values, task_name):

@@ -42,7 +42,8 @@ def squad_articles(name, records):
                             f"finetune: {name}[{i}]: answer "
                             f"{answer['text']!r} is not in the context")
                 answers.append({"text": answer["text"],
-                                "answer_start": int(start)})
+                                "answer_start": _answer_start(name, i,
+                                                              start)})
             question["answers"] = answers
         paragraphs.append({"context": record["context"], "qas": [question]})
     return [{"title": name, "paragraphs": paragraphs}]
@@ -97,3 +98,15 @@ def _result(rows, i):
     if "null_score_diff" in rows:
         result["null_score_diff"] = float(rows["null_score_diff"][i])
     return result
+
+
+def _answer_start(name, i, start):
+    """An answer's `answer_start` as an int (a number or a string of
+    digits, as SQuAD's JSON may give it), else a ValueError naming the
+    question."""
+    if isinstance(start, str) and start.strip().isdigit():
+        return int(start)
+    if isinstance(start, int) and not isinstance(start, bool) and start >= 0:
+        return start
+    raise ValueError(f"finetune: {name}[{i}]: answer_start {start!r:.80} "
+                     "must be a character offset (an integer >= 0)")

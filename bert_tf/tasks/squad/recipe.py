@@ -135,6 +135,7 @@ class SquadConfig(finetuning.FineTuningConfig):
         finetuning.bilstm_units(self, "span", bert_config)
 
 
+@finetuning.releases_output_dir
 def run(config, train_articles=None, predict_articles=None):
     """Validates `config`, then trains and/or predicts (and scores).
 

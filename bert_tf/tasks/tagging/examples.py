@@ -41,7 +41,6 @@ import os
 import re
 from typing import List, Optional
 
-import tensorflow as tf
 
 from bert_tf import file_io
 
@@ -100,6 +99,7 @@ class TaggingFile:
 
 
 def _read_lines(path):
+    import tensorflow as tf
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"tagging file {path} does not exist")
     with tf.io.gfile.GFile(path, "rb") as reader:

@@ -42,6 +42,7 @@ def tagging_file(name, sentences):
     from bert_tf.tasks.tagging import examples as tagging_examples
     lines, tagged = [], []
     for i, item in enumerate(sentences):
+        _check_labels_are_a_list(name, i, item)
         if (isinstance(item, (list, tuple)) and len(item) == 2
                 and all(isinstance(part, (list, tuple)) for part in item)):
             words, labels = item
@@ -110,3 +111,13 @@ def _result(rows, i, label_list):
         result["entities"] = tagging.sentence_entities(
             words, labels, tagging.is_chunk_scheme(label_list))
     return result
+
+
+def _check_labels_are_a_list(name, i, item):
+    """Refuses `(words, "B-PER O")`: labels given as one string (read as
+    words otherwise, and blamed as such)."""
+    if (isinstance(item, (list, tuple)) and len(item) == 2
+            and isinstance(item[0], (list, tuple))
+            and isinstance(item[1], str)):
+        raise ValueError(f"finetune: {name}[{i}]: labels {item[1]!r:.80} "
+                         "must be a list of labels, one per word")
