@@ -62,3 +62,9 @@ def not_a_flag(config_class, name):
 def is_flag(field):
     """Whether a config field is one of its program's flags."""
     return "help" in field.metadata
+
+
+def values(config, names):
+    """{name: `config.<name>`} for each of `names`: the settings a config
+    hands on, field for field, to another object's keyword arguments."""
+    return {name: getattr(config, name) for name in names}

@@ -2,6 +2,7 @@
 strategy, the seed, the `TrainerConfig` and the optimizer."""
 
 from bert_tf.finetuning import checks
+from bert_tf.finetuning import fields
 from bert_tf.training import distribution
 from bert_tf.training import precision
 
@@ -14,13 +15,9 @@ def make_strategy(config):
     """
     precision.set_tensor_float_32(config.allow_tf32)
     return distribution.get_distribution_strategy(
-        config.distribution_strategy,
-        use_tpu=config.use_tpu,
-        tpu_name=config.tpu_name,
-        tpu_zone=config.tpu_zone,
-        gcp_project=config.gcp_project,
-        master=config.master,
-        num_tpu_cores=config.num_tpu_cores)
+        config.distribution_strategy, **fields.values(config, (
+            "use_tpu", "tpu_name", "tpu_zone", "gcp_project", "master",
+            "num_tpu_cores")))
 
 
 def set_seed(config):
@@ -52,6 +49,14 @@ def make_deterministic(seed):
     tf.config.experimental.enable_op_determinism()
 
 
+# The `TrainerConfig` fields a run's config sets as they are.
+_TRAINER_SETTINGS = (
+    "group_by_length", "output_dir", "train_batch_size", "eval_batch_size",
+    "save_checkpoints_steps", "iterations_per_loop",
+    "num_accumulation_steps", "keep_checkpoint_max", "log_steps",
+    "log_every_seconds", "dtype", "enable_xla", "seed")
+
+
 def make_trainer_config(config, *, num_train_steps, max_eval_steps=None):
     """A `TrainerConfig` from the shared settings.
 
@@ -67,21 +72,9 @@ def make_trainer_config(config, *, num_train_steps, max_eval_steps=None):
     config = TrainerConfig(
         pad_to_multiple_of=pad_to_multiple_of,
         length_buckets=length_buckets,
-        group_by_length=config.group_by_length,
-        output_dir=config.output_dir,
-        train_batch_size=config.train_batch_size,
-        eval_batch_size=config.eval_batch_size,
         num_train_steps=num_train_steps,
-        save_checkpoints_steps=config.save_checkpoints_steps,
-        iterations_per_loop=config.iterations_per_loop,
         max_eval_steps=max_eval_steps,
-        num_accumulation_steps=config.num_accumulation_steps,
-        keep_checkpoint_max=config.keep_checkpoint_max,
-        log_steps=config.log_steps,
-        log_every_seconds=config.log_every_seconds,
-        dtype=config.dtype,
-        enable_xla=config.enable_xla,
-        seed=config.seed)
+        **fields.values(config, _TRAINER_SETTINGS))
     config.validate()
     return config
 

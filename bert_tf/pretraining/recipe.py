@@ -21,6 +21,7 @@ from typing import Optional
 
 from bert_tf import finetuning
 from bert_tf.finetuning import checks
+from bert_tf.finetuning import fields
 from bert_tf.finetuning import runtime
 from bert_tf.finetuning.fields import setting
 
@@ -165,20 +166,12 @@ def run(config):
             config, num_train_steps=config.num_train_steps,
             num_warmup_steps=config.num_warmup_steps)
     data_config = PretrainingDataConfig(
-        input_patterns=input_files,
-        max_seq_length=config.max_seq_length,
-        max_predictions_per_seq=config.max_predictions_per_seq,
-        dynamic_masking=config.dynamic_masking,
-        vocab_file=config.vocab_file,
-        do_lower_case=config.do_lower_case,
-        masked_lm_prob=config.masked_lm_prob,
-        short_seq_prob=config.short_seq_prob,
-        do_whole_word_mask=config.do_whole_word_mask,
-        packing=config.packing,
-        seed=config.seed,
-        pack_sequences=config.pack_sequences,
-        max_sequences_per_pack=config.max_sequences_per_pack,
-        max_eval_batches=config.max_eval_steps)
+        input_patterns=input_files, max_eval_batches=config.max_eval_steps,
+        **fields.values(config, (
+            "max_seq_length", "max_predictions_per_seq", "dynamic_masking",
+            "vocab_file", "do_lower_case", "masked_lm_prob", "short_seq_prob",
+            "do_whole_word_mask", "packing", "seed", "pack_sequences",
+            "max_sequences_per_pack")))
 
     # The strategy comes before any other TensorFlow work: multi-worker and
     # TPU strategies must configure the runtime before it starts.

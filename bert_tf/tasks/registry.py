@@ -139,6 +139,46 @@ def module(name):
     return call
 
 
+def folder_spec(package, *, name, program, config_class, **settings):
+    """The `TaskSpec` of a task folder laid out as the built-in ones are:
+    `<package>.recipe` (the recipe, with the config class
+    `config_class`), `<package>.python_api` (`python_examples`, `serves`,
+    `columns`, `results`) and `<package>.export` (`export_from_run`,
+    `export_from_flags`).
+
+    Args:
+      package: the folder's package, e.g. "bert_tf.tasks.squad".
+      name: the task's name.
+      program: its command line, e.g. "run_squad.py".
+      config_class: the name of the recipe's config class.
+      **settings: the spec's other fields (`aliases`, `summary`, ...); a
+        string where a hook is expected names a function of
+        `<package>.python_api`.
+
+    Returns:
+      A `TaskSpec`.
+    """
+    recipe, python_api, export = (f"{package}.{part}" for part in (
+        "recipe", "python_api", "export"))
+    hooks = {field: hook(python_api, value)
+             for field, value in settings.items()
+             if field in _OPTIONAL_HOOKS and isinstance(value, str)}
+    return TaskSpec(
+        name=name, program=program, recipe=module(recipe),
+        config_class=attribute(recipe, config_class),
+        python_examples=hook(python_api, "python_examples"),
+        serves=hook(python_api, "serves"),
+        columns=hook(python_api, "columns"),
+        results=hook(python_api, "results"),
+        export_from_run=hook(export, "export_from_run"),
+        export_from_flags=hook(export, "export_from_flags"),
+        **{**settings, **hooks})
+
+
+# The optional hooks `folder_spec` takes by their python_api function name.
+_OPTIONAL_HOOKS = ("finetune_aliases", "finetune_sets", "python_head")
+
+
 _registered = []
 
 

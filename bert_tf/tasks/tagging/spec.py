@@ -2,20 +2,8 @@
 
 from bert_tf.tasks import registry
 
-_RECIPE = "bert_tf.tasks.tagging.recipe"
-_PYTHON_API = "bert_tf.tasks.tagging.python_api"
-_EXPORT = "bert_tf.tasks.tagging.export"
-
-SPEC = registry.TaskSpec(
-    name="tagging",
-    program="run_tagging.py",
-    recipe=registry.module(_RECIPE),
-    config_class=registry.attribute(_RECIPE, "TaggingConfig"),
-    python_examples=registry.hook(_PYTHON_API, "python_examples"),
-    serves=registry.hook(_PYTHON_API, "serves"),
-    columns=registry.hook(_PYTHON_API, "columns"),
-    results=registry.hook(_PYTHON_API, "results"),
-    export_from_run=registry.hook(_EXPORT, "export_from_run"),
-    export_from_flags=registry.hook(_EXPORT, "export_from_flags"),
+SPEC = registry.folder_spec(
+    "bert_tf.tasks.tagging", name="tagging", program="run_tagging.py",
+    config_class="TaggingConfig",
     summary="a label per word: named entities, parts of speech (CoNLL files)",
 )
