@@ -388,8 +388,8 @@ class PretrainedModel:
 def _on_tensorflow():
     """Whether Keras runs on TensorFlow (else: no exports, no in-graph
     tokenizer; `_PythonServed` serves what it can)."""
-    import keras
-    return keras.backend.backend() == "tensorflow"
+    from bert_tf import backend
+    return backend.name() == backend.TENSORFLOW
 
 
 def _pad_masked_batch(ids, positions):

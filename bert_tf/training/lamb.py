@@ -31,6 +31,7 @@ import re
 import keras
 import tensorflow as tf
 
+from bert_tf import backend
 from bert_tf.training.adam_weight_decay import AdamWeightDecay
 from bert_tf.training.adam_weight_decay import GOOGLE_WEIGHT_DECAY_EXCLUSIONS
 from bert_tf.training.adam_weight_decay import assign_resource
@@ -162,10 +163,10 @@ class Lamb(AdamWeightDecay):
           ValueError: see `AdamWeightDecay`; or a Keras backend other than
             TensorFlow (LAMB's update is TensorFlow code).
         """
-        if keras.backend.backend() != "tensorflow":
+        if backend.name() != backend.TENSORFLOW:
             raise ValueError(
                 "LAMB (--optimizer=lamb) runs on the TensorFlow backend only;"
-                f" KERAS_BACKEND is {keras.backend.backend()!r}: use "
+                f" KERAS_BACKEND is {backend.name()!r}: use "
                 "--optimizer=adamw (Google's AdamWeightDecay) there")
         super().__init__(
             learning_rate=learning_rate, weight_decay_rate=weight_decay_rate,
