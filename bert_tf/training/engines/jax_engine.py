@@ -1,4 +1,4 @@
-"""The training, evaluation and prediction steps of `Trainer` on JAX.
+"""The JAX engine: the steps of `Trainer` as `jax.jit`-compiled functions.
 
 On TensorFlow the trainer's steps are `tf.function`s under a `tf.distribute`
 strategy that update `tf.Variable`s in place. On the JAX backend
@@ -34,8 +34,16 @@ import jax.extend.core
 import keras
 from keras import ops
 import numpy as np
+import tensorflow as tf
 
 from bert_tf.modeling import layers as modeling_layers
+from bert_tf.training import prediction
+from bert_tf.training.engines import base
+
+# A dropout `keras.random.SeedGenerator`'s state, saved with each checkpoint
+# of a seeded run: another shape than TensorFlow's generator's, so another
+# name than `tensorflow_engine.DROPOUT_RANDOM_STATE`.
+KERAS_DROPOUT_SEED_STATE = "training/keras_dropout_seed_state"
 
 
 def _used_inputs(closed_jaxpr):
@@ -286,17 +294,78 @@ class JaxSteps:
         return lambda features: step(_values(self.model.variables), features)
 
 
-def unsupported_settings(config, strategy_is_default):
-    """What a `TrainerConfig` asks that the JAX steps cannot do, in words.
+class JaxEngine(base.Engine):
+    """The steps of `Trainer` on JAX, on one device; see `base.Engine`."""
 
-    Returns:
-      A message naming the first such setting, or None.
-    """
-    if not strategy_is_default:
-        return ("--distribution_strategy: on KERAS_BACKEND=jax a run uses "
+    # Without x64, JAX counts in int32.
+    step_dtype = "int32"
+
+    def __init__(self, task, config, strategy):
+        super().__init__(task, config, strategy)
+        if strategy is not tf.distribute.get_strategy():
+            raise ValueError(
+                "--distribution_strategy: on KERAS_BACKEND=jax a run uses "
                 "one device; leave the flag at its default")
-    if config.dtype not in ("float32", "mixed_bfloat16"):
-        return (f"--dtype={config.dtype}: on KERAS_BACKEND=jax training "
+        if config.dtype not in ("float32", "mixed_bfloat16"):
+            raise ValueError(
+                f"--dtype={config.dtype}: on KERAS_BACKEND=jax training "
                 "runs in float32 or mixed_bfloat16 (float16 needs the "
                 "TensorFlow backend's loss scaling)")
-    return None
+        self._steps = None
+
+    def _dropout_generator(self, seed):
+        # Every jitted step needs a generator to draw from.
+        return keras.random.SeedGenerator(seed)
+
+    def build(self, optimizer_factory=None):
+        super().build(optimizer_factory)
+        self._steps = JaxSteps(
+            self.task, self.model, self.trainable_variables, self.optimizer,
+            self.dropout_generator, self.config.num_accumulation_steps)
+
+    # -- state in/out ------------------------------------------------------
+
+    def random_state(self):
+        # Unseeded, the state is a random start: not worth keeping.
+        if self.dropout_generator is None or self.config.seed is None:
+            return {}
+        return {KERAS_DROPOUT_SEED_STATE: self.dropout_generator.state}
+
+    def checkpoint_values(self, tensors):
+        if "global_step" in tensors:
+            # JAX counts in int32 (without x64); Google's step is int64.
+            tensors = dict(tensors)
+            tensors["global_step"] = np.asarray(tensors["global_step"],
+                                                np.int64)
+        return tensors
+
+    # -- the steps ---------------------------------------------------------
+
+    def train_iterator(self, dataset_fn):
+        # One device: the task's pipeline, read as numpy.
+        return dataset_fn(tf.distribute.InputContext()).as_numpy_iterator()
+
+    def train_steps(self, iterator, num_steps, stop_request):
+        return self._steps.train_steps(iterator, num_steps,
+                                       lambda: stop_request.requested)
+
+    def eval_input(self, dataset_fn, per_replica_batch_size):
+        return dataset_fn(per_replica_batch_size,
+                          tf.distribute.InputContext()).as_numpy_iterator()
+
+    def eval_step(self, features, keep):
+        # One device: nothing to sum or gather.
+        return self._steps.eval_step(features, keep)
+
+    def predict(self, predict_batch, examples, global_batch_size,
+                pad_to_full_batches=False, num_examples=None,
+                description="records"):
+        # Full length, one compiled program; one device never pads.
+        del pad_to_full_batches
+        return prediction.predict_one_device(
+            self._steps.predict_step(predict_batch), examples,
+            global_batch_size, num_examples=num_examples,
+            description=description)
+
+    def compilation_in_words(self):
+        return "JAX (the whole step jit-compiled, one device)"
