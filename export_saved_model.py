@@ -14,6 +14,9 @@ post-processing:
 - a run_classifier.py task (cola, mnli, mnli-mm, mrpc, xnli, sst-2, qqp,
   qnli, rte, wnli, sts-b, generic): `text_a` (and `text_b` for pair tasks)
   -> `probabilities`, `label`, `label_id`, `logits` (sts-b: `score`);
+  `label` is the name the training run beside `--init_checkpoint` gives
+  the label (its `bert_tf_run.json`: sst-2's `negative`, `positive`, as
+  `bert_tf.load` of the run answers), else the label itself;
   a `--multi_label` checkpoint (its run's `bert_tf_run.json` beside it
   says so): sigmoid `probabilities`, `predicted` (0/1 at the run's
   `--threshold`), `labels` (the predicted labels' names, "" elsewhere);
@@ -248,6 +251,45 @@ def _classification_labels(flag_values, task_name):
     return processor.get_labels(flag_values.data_dir), False, has_text_b
 
 
+def _run_label_names(flag_values, label_list):
+    """The names the export answers with for `label_list`: those of the
+    training run beside `--init_checkpoint` (its `bert_tf_run.json`'s
+    `label_names`: SST-2's `negative`, `positive` for its "0", "1"), as
+    `bert_tf.load` of that run answers, where the run trained these
+    labels; else the labels themselves.
+
+    Args:
+      flag_values: the parsed flags (`--init_checkpoint`).
+      label_list: the export's labels in label-id order, or None
+        (regression).
+
+    Returns:
+      The label strings the export serves, in label-id order.
+
+    Raises:
+      ValueError: the run's description is not one (naming the file).
+    """
+    import os
+
+    from bert_tf import checkpoints
+    from bert_tf.runners import finetune
+    if label_list is None:
+        return None
+    directory = os.path.dirname(
+        checkpoints.resolve_checkpoint(flag_values.init_checkpoint))
+    try:
+        description = finetune.read_run_description(directory)
+    except FileNotFoundError:
+        return label_list
+    names = description.get("label_names")
+    if (description["task"] != finetune.CLASSIFICATION
+            or description.get("label_list") != list(label_list)
+            or not isinstance(names, list)
+            or len(names) != len(label_list)):
+        return label_list
+    return [str(name) for name in names]
+
+
 def _multi_label_head(flag_values, task_name):
     """None for a single-label classifier, else `(label_list, threshold)`.
 
@@ -415,7 +457,8 @@ def run(flag_values):
             label_list, is_regression, has_text_b = _classification_labels(
                 flag_values, task_name)
             export = builders.classifier_export(
-                label_list=label_list, is_regression=is_regression,
+                label_list=_run_label_names(flag_values, label_list),
+                is_regression=is_regression,
                 has_text_b=has_text_b, **common)
         else:
             label_list, threshold = multi_label

@@ -292,6 +292,79 @@ class Record:
         return path
 
 
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# What each field of a record holds, in words and as a test (`check_record`).
+_KINDS = {
+    "text": (lambda value: isinstance(value, str), "a string"),
+    "flag": (lambda value: isinstance(value, bool), "true or false"),
+    "count": (lambda value: isinstance(value, int)
+              and not isinstance(value, bool), "an integer"),
+    "number": (_number, "a number"),
+    "number or null": (lambda value: value is None or _number(value),
+                       "a number or null"),
+    "text or null": (lambda value: value is None or isinstance(value, str),
+                     "a string or null"),
+    "object": (lambda value: isinstance(value, dict), "an object"),
+    "list": (lambda value: isinstance(value, list) and bool(value),
+             "a non-empty list"),
+}
+_RECORD_FIELDS = {
+    "benchmark": "text", "command": "text", "date": "text",
+    "finished": "text", "git_commit": "text or null", "git_dirty": "flag",
+    "versions": "object", "cpu_model": "text", "cpu_count": "count",
+    "load_average_before": "number", "load_average_after": "number",
+    "max_load": "number or null", "headline": "flag",
+    "measurements": "list"}
+_MEASUREMENT_FIELDS = {"name": "text", "unit": "text",
+                       "contenders": "object", "details": "object"}
+_SUMMARY_FIELDS = {"median": "number", "min": "number", "max": "number",
+                   "spread": "number", "rounds": "list"}
+_RATIO_FIELDS = {"peer": "text", "value": "number"}
+
+
+def _check_fields(path, where, value, fields):
+    """Raises ValueError naming the file and the first field of `fields`
+    that `value` (an object) lacks or holds the wrong kind of."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: {where or 'the record'} is not an object")
+    for name, kind in fields.items():
+        test, words = _KINDS[kind]
+        field = f"{where}.{name}" if where else name
+        if name not in value:
+            raise ValueError(f"{path}: no field {field!r}")
+        if not test(value[name]):
+            raise ValueError(f"{path}: {field} is {value[name]!r:.40}, not "
+                             f"{words}")
+
+
+def check_record(path, record):
+    """Checks that a record read from `path` has every field the page
+    reads, of its kind.
+
+    Raises:
+      ValueError: naming the file and the field.
+    """
+    _check_fields(path, "", record, _RECORD_FIELDS)
+    for i, measurement in enumerate(record["measurements"]):
+        where = f"measurements[{i}]"
+        _check_fields(path, where, measurement, _MEASUREMENT_FIELDS)
+        if "ratio" not in measurement:
+            raise ValueError(f"{path}: no field '{where}.ratio'")
+        if measurement["ratio"] is not None:
+            _check_fields(path, f"{where}.ratio", measurement["ratio"],
+                          _RATIO_FIELDS)
+        for name, summary in measurement["contenders"].items():
+            summary_where = f"{where}.contenders[{name!r}]"
+            _check_fields(path, summary_where, summary, _SUMMARY_FIELDS)
+            for value in summary["rounds"]:
+                if not _number(value):
+                    raise ValueError(f"{path}: {summary_where}.rounds holds "
+                                     f"{value!r:.40}, not a number")
+
+
 def read_records(results_dir=RESULTS_DIR):
     """Every record under `results_dir`, oldest first.
 
@@ -308,6 +381,7 @@ def read_records(results_dir=RESULTS_DIR):
                 "schema") != SCHEMA_VERSION:
             raise ValueError(f"{path}: not a benchmark record of schema "
                              f"{SCHEMA_VERSION}")
+        check_record(path, record)
         record["file"] = path.name
         records.append(record)
     # Same start second: "<name>.json", then "<name>-2.json", "-3", ...

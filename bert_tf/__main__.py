@@ -56,4 +56,5 @@ def program_list():
 
 
 if __name__ == "__main__":
-    print(program_list())
+    from bert_tf import startup
+    startup.print_for_a_reader(program_list())

@@ -236,6 +236,10 @@ class PretrainedModel:
           averaged over the real tokens, [CLS] and [SEP] included)}.
         """
         texts = _strings("texts", texts)
+        if not texts:
+            # As `predict([])` returns []: no rows, of the embeddings' width.
+            empty = np.zeros([0, self.bert_config.hidden_size], np.float32)
+            return {"pooled_output": empty, "mean_pooled": empty.copy()}
         if self._embedder is None and not _on_tensorflow():
             self._embedder = _PythonServed(
                 _EMBEDDINGS, self, self._encoder_with(head=None))
@@ -1266,6 +1270,7 @@ def _tagging_file(name, sentences):
     from bert_tf.tasks.tagging import examples as tagging_examples
     lines, tagged = [], []
     for i, item in enumerate(sentences):
+        _check_tagging_labels_are_a_list(name, i, item)
         if (isinstance(item, (list, tuple)) and len(item) == 2
                 and all(isinstance(part, (list, tuple)) for part in item)):
             words, labels = item
@@ -1301,6 +1306,16 @@ def _tagging_file(name, sentences):
     return tagging_examples.TaggingFile(
         name, tagging_examples.CONLL, lines, tagged,
         tagged[0].labels is not None)
+
+
+def _check_tagging_labels_are_a_list(name, i, item):
+    """Refuses `(words, "B-PER O")`: labels given as one string (read as
+    words otherwise, and blamed as such)."""
+    if (isinstance(item, (list, tuple)) and len(item) == 2
+            and isinstance(item[0], (list, tuple))
+            and isinstance(item[1], str)):
+        raise ValueError(f"finetune: {name}[{i}]: labels {item[1]!r:.80} "
+                         "must be a list of labels, one per word")
 
 
 def _choice_inputs(given, values, base, names):
@@ -1343,6 +1358,18 @@ def _squad_inputs(given, values, base, names):
             for phase, records in lists.items()}
 
 
+def _answer_start(name, i, start):
+    """An answer's `answer_start` as an int (a number or a string of
+    digits, as SQuAD's JSON may give it), else a ValueError naming the
+    question."""
+    if isinstance(start, str) and start.strip().isdigit():
+        return int(start)
+    if isinstance(start, int) and not isinstance(start, bool) and start >= 0:
+        return start
+    raise ValueError(f"finetune: {name}[{i}]: answer_start {start!r:.80} "
+                     "must be a character offset (an integer >= 0)")
+
+
 def _squad_articles(name, records):
     paragraphs = []
     for i, record in enumerate(records):
@@ -1370,7 +1397,8 @@ def _squad_articles(name, records):
                             f"finetune: {name}[{i}]: answer "
                             f"{answer['text']!r} is not in the context")
                 answers.append({"text": answer["text"],
-                                "answer_start": int(start)})
+                                "answer_start": _answer_start(name, i,
+                                                              start)})
             question["answers"] = answers
         paragraphs.append({"context": record["context"], "qas": [question]})
     return [{"title": name, "paragraphs": paragraphs}]

@@ -31,6 +31,12 @@ def log_info_and_above():
     logging.set_verbosity(max(logging.get_verbosity(), logging.INFO))
 
 
+# Packages whose modules define absl flags of their own on import
+# (TensorFlow's TPU tensor tracer: `--delta_threshold`): not the program's.
+_OTHER_PACKAGES_WITH_FLAGS = ("absl", "tensorflow", "tf_keras", "keras",
+                              "official")
+
+
 def list_every_flag_in_help(flag_values=flags.FLAGS):
     """Makes `--help` of an `app.run` program list every flag it takes.
 
@@ -38,8 +44,8 @@ def list_every_flag_in_help(flag_values=flags.FLAGS):
     program file defines itself. A runner defines most of its flags through
     shared modules (`bert_tf.runners.flags`: `--vocab_file`,
     `--init_checkpoint`, `--output_dir`, `--do_train`, ...), which `--help`
-    then left out. Every flag defined outside absl's own modules
-    (`--verbosity` and the like stay under `--helpfull`) becomes a key
+    then left out. Every flag defined outside absl's and TensorFlow's own
+    modules (`--verbosity` and the like stay under `--helpfull`) becomes a key
     flag of the main module. Call it after the flags are defined.
 
     Args:
@@ -47,7 +53,7 @@ def list_every_flag_in_help(flag_values=flags.FLAGS):
     """
     main_module = sys.argv[0]
     for module, module_flags in flag_values.flags_by_module_dict().items():
-        if module.startswith("absl."):
+        if module.split(".")[0] in _OTHER_PACKAGES_WITH_FLAGS:
             continue
         for flag in module_flags:
             flag_values.register_key_flag_for_module(main_module, flag)
@@ -135,8 +141,10 @@ def parse_flags(program, define_flags, argv=None, positional=False,
         # the flags only.
         flag_lines = [line for line in flag_values.get_help().splitlines()
                       if line.startswith(" ")]
-        print(f"{description.strip()}\n\nUsage: {program} [flags]\n\n"
-              + "\n".join(flag_lines))
+        from bert_tf import startup
+        startup.print_for_a_reader(
+            f"{description.strip()}\n\nUsage: {program} [flags]\n\n"
+            + "\n".join(flag_lines))
         sys.exit(0)
     try:
         rest = flag_values([program] + argv, known_only=known_only)

@@ -33,7 +33,8 @@ puts the outputs back in input order.
 import dataclasses
 from typing import Tuple
 
-import tensorflow as tf
+# TensorFlow is imported where it is used: a program's --help (which
+# imports this module through its flags) answers without it.
 
 INPUT_MASK = "input_mask"
 # The default rounding: a multiple of 8 keeps the matmuls' shapes friendly
@@ -187,6 +188,7 @@ def real_lengths(input_mask):
       input_mask: [batch, ..., seq] (1 for real tokens); the dimensions
         between (e.g. the choices of multiple choice) are reduced with max.
     """
+    import tensorflow as tf
     input_mask = tf.convert_to_tensor(input_mask)
     seq_length = tf.shape(input_mask)[-1]
     positions = tf.range(1, seq_length + 1, dtype=tf.int32)
@@ -198,6 +200,7 @@ def real_lengths(input_mask):
 
 
 def _round_up(longest, multiple, full_length):
+    import tensorflow as tf
     multiple = tf.constant(multiple, tf.int32)
     rounded = (tf.maximum(longest, 1) + multiple - 1) // multiple * multiple
     return tf.minimum(rounded, full_length)
@@ -227,6 +230,7 @@ def _pad_back(outputs, fills, lengths, full_length, static_full_length):
     outputs independent of which batch a row ran in. Applies to a dict, or
     to the dicts of a tuple.
     """
+    import tensorflow as tf
     if isinstance(outputs, (tuple, list)):
         return type(outputs)(_pad_back(value, fills, lengths, full_length,
                                        static_full_length)
@@ -281,6 +285,7 @@ def call_at_length(fn, features, policy, sequence_features,
       `fn`'s result. With buckets, each bucket is one static-shape branch
       (`fn` is traced once per bucket) of a `tf.switch_case`.
     """
+    import tensorflow as tf
     if policy is None or mask_name not in features:
         return fn(features)
     mask = features[mask_name]
@@ -328,6 +333,7 @@ def call_at_length(fn, features, policy, sequence_features,
 # -- grouping by length (tf.data) ----------------------------------------------
 
 def _sorted_window(window, length_of, descending=True):
+    import tensorflow as tf
     lengths = length_of(window)
     order = tf.argsort(lengths, direction="DESCENDING" if descending
                        else "ASCENDING", stable=True)
@@ -392,6 +398,7 @@ def regroup_training_batches(dataset, batch_size, seed=None,
     Returns:
       A dataset of `batch_size` batches.
     """
+    import tensorflow as tf
     length_of = mask_lengths(mask_name)
     windows = dataset.unbatch().batch(batch_size * window_batches,
                                       drop_remainder=True)

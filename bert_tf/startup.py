@@ -22,6 +22,10 @@ TensorFlow:
 
 - sets `TF_CPP_MIN_LOG_LEVEL=3` (TensorFlow's C++ logging: FATAL only) and
   the same minimum level for the Abseil C++ logging that XLA uses;
+- loads TensorFlow's runtime libraries with the lines their C++ code logs
+  as they load dropped (TensorFlow 2.21 logs `Could not find cuda drivers
+  on your machine, GPU will not be used.` and the oneDNN note through
+  Abseil, before any level can be set);
 - turns off absl's Python `WARNING: Logging before flag parsing goes to
   stderr.`
 
@@ -41,6 +45,7 @@ import logging as python_logging
 import os
 import re
 import sys
+import tempfile
 
 # TensorFlow's C++ log levels: 0 all, 1 no INFO, 2 no WARNING, 3 FATAL only.
 QUIET_LEVEL = "3"
@@ -71,10 +76,15 @@ def _quiet_abseil_cpp_logging(level):
 
     XLA logs through Abseil (`Compiled cluster using XLA!`, and absl's
     `WARNING: All log messages before absl::InitializeLog() ...`), which
-    `TF_CPP_MIN_LOG_LEVEL` does not reach. `absl::SetMinLogLevel` is exported
-    by `libtensorflow_framework`; it is found by its mangled name, which
+    `TF_CPP_MIN_LOG_LEVEL` does not reach; from TensorFlow 2.21 on all of
+    TensorFlow's C++ lines do. `absl::SetMinLogLevel` is exported by
+    `libtensorflow_framework`; it is found by its mangled name, which
     carries Abseil's release, so another TensorFlow build may not have it:
     then the lines stay, and nothing else changes.
+
+    The libraries are loaded with their start-up lines dropped
+    (`_start_up_lines_dropped`): TensorFlow 2.21's log while they load,
+    before any level can be set.
     """
     spec = importlib.util.find_spec("tensorflow")
     if spec is None or not spec.submodule_search_locations:
@@ -83,10 +93,27 @@ def _quiet_abseil_cpp_logging(level):
     library_path = os.path.join(directory, "libtensorflow_framework.so.2")
     if not os.path.exists(library_path):
         return False
-    try:
-        library = ctypes.CDLL(library_path)
-    except OSError:
-        return False
+    with _start_up_lines_dropped():
+        try:
+            library = ctypes.CDLL(library_path)
+        except OSError:
+            return False
+        level_set = _set_abseil_min_log_level(library, level)
+        for name in _LIBRARIES_WITH_THEIR_OWN_ABSEIL:
+            path = os.path.join(directory, name)
+            if os.path.exists(path):
+                try:
+                    # Loaded now, its start-up lines dropped; Python's
+                    # import later finds it loaded and runs them no more.
+                    ctypes.CDLL(path)
+                except OSError:
+                    pass
+    return level_set
+
+
+def _set_abseil_min_log_level(library, level):
+    """Calls `library`'s `absl::SetMinLogLevel(level)`; False if it has
+    none of the known names."""
     for symbol in _abseil_symbols():
         function = getattr(library, symbol, None)
         if function is not None:
@@ -97,6 +124,68 @@ def _quiet_abseil_cpp_logging(level):
             function(int(level))
             return True
     return False
+
+
+# TensorFlow 2.21's libraries that carry a copy of Abseil of their own,
+# whose level `SetMinLogLevel` does not reach, and which log as they load
+# (`import tensorflow` loads it): the profiler's Python extension.
+_LIBRARIES_WITH_THEIR_OWN_ABSEIL = (
+    os.path.join("python", "profiler", "internal",
+                 "_pywrap_profiler_plugin.so"),)
+
+# The lines TensorFlow's C++ code logs as its libraries load: from 2.21 on
+# through Abseil (`I0000 00:00:1796586499.103033   10927 cudart_stub.cc:31]
+# Could not find cuda drivers on your machine, GPU will not be used.`),
+# which TF_CPP_MIN_LOG_LEVEL does not reach, before any level can be set.
+# INFO lines only (and Abseil's note that precedes them): a warning or an
+# error while loading still reaches the user.
+_START_UP_LINE = re.compile(
+    r"^WARNING: All log messages before absl::InitializeLog\(\) is called "
+    r"are written to STDERR$|"
+    r"^(?:I\d{4} [\d:.]+\s+\d+ |\d{4}-\d\d-\d\d [\d:.]+: I )"
+    r"[^\]\s]+\.cc:\d+\] (?:"
+    r"Could not find cuda drivers on your machine, GPU will not be used\.|"
+    r"oneDNN custom operations are on\.|"
+    r"This TensorFlow binary is optimized to use available CPU "
+    r"instructions)|"
+    r"^To enable the following instructions: .*, in other operations, "
+    r"rebuild TensorFlow with the appropriate compiler flags\.$")
+
+
+def is_start_up_line(line):
+    """Whether `line` (without its newline) is one TensorFlow's C++ code
+    logs as its libraries load, which `quiet_start` drops."""
+    return bool(_START_UP_LINE.search(line))
+
+
+@contextlib.contextmanager
+def _start_up_lines_dropped():
+    """Inside the block, what C++ code writes to the standard error (file
+    descriptor 2, which Python's `sys.stderr` cannot filter) is held; at
+    its end every line but TensorFlow's start-up lines (`is_start_up_line`)
+    is written out."""
+    if sys.stderr is not None:
+        sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:
+        # No standard error to hold (a closed descriptor 2): nothing to
+        # drop either.
+        yield
+        return
+    held = tempfile.TemporaryFile()
+    try:
+        os.dup2(held.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        held.seek(0)
+        lines = held.read().decode("utf-8", "replace").splitlines()
+        held.close()
+        kept = [line for line in lines if not is_start_up_line(line)]
+        if kept:
+            os.write(2, ("\n".join(kept) + "\n").encode())
 
 
 def _abseil_symbols():
@@ -141,6 +230,21 @@ def quiet_start(argv=None, environ=None, abseil_cpp=True):
 
 
 
+
+
+def print_for_a_reader(text):
+    """Prints `text` to standard output, for a reader that may stop early:
+    when it closes the pipe (`python -m bert_tf | head -1`), the rest is
+    dropped instead of ending the program with Python's BrokenPipeError
+    traceback."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # What is left in the buffer goes nowhere (not even at exit's
+        # flush): the reader is gone.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 class _TensorFlowInfoFilter(python_logging.Filter):

@@ -86,6 +86,16 @@ def test_embed_matches_googles_extract_features(tiny, golden_dir):
         tiny, golden_dir, _checkpoint_tensors(tiny.checkpoint), count=12)
 
 
+def test_embed_of_no_text_is_no_row(tiny, cased_tiny_dir):
+    """Issue 49 item 6: KeyError 'pooled_output', while predict([]) is []."""
+    hidden = json.loads((cased_tiny_dir / "bert_config.json").read_text())[
+        "hidden_size"]
+    embeddings = tiny.embed([])
+    assert sorted(embeddings) == ["mean_pooled", "pooled_output"]
+    for values in embeddings.values():
+        assert values.shape == (0, hidden) and values.dtype == np.float32
+
+
 def _numpy_masked_lm(weights, config, ids, positions):
     """Google's get_masked_lm_output in numpy: probabilities
     [masks, vocab] of one example."""
@@ -446,6 +456,16 @@ def test_no_library_module_imports_or_loads_a_program():
     (dict(task="multiple_choice",
           train=[{"question": "q", "choices": ["a", "b"]}]),
      r"^finetune: train\[0\]: no 'answer' \(a train example needs one\)$"),
+    # Issue 49 item 9: Python's int() error without the question; the
+    # words blamed for labels given as one string.
+    (dict(task="squad", train=[{"question": "q", "context": "a x b",
+                                "answers": [{"text": "x",
+                                             "answer_start": "x4"}]}]),
+     r"^finetune: train\[0\]: answer_start 'x4' must be a character offset "
+     r"\(an integer >= 0\)$"),
+    (dict(task="tagging", train=[(["John", "runs"], "B-PER O")]),
+     r"^finetune: train\[0\]: labels 'B-PER O' must be a list of labels, "
+     r"one per word$"),
 ])
 def test_finetune_bad_input_is_one_line(tmp_path, cased_tiny_dir, call,
                                         message):

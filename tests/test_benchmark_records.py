@@ -16,6 +16,7 @@
 import argparse
 import json
 import pathlib
+import subprocess
 import sys
 
 import pytest
@@ -120,6 +121,47 @@ def test_a_file_that_is_not_a_record_is_named(tmp_path):
     (tmp_path / "broken.json").write_text("{")
     with pytest.raises(ValueError, match="broken.json: not JSON"):
         records.read_records(tmp_path)
+
+
+def _damaged(record, change):
+    """A copy of `record` with `change(copy)` applied."""
+    copy = json.loads(json.dumps(record))
+    change(copy)
+    return copy
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda r: r.pop("cpu_count"), "no field 'cpu_count'"),
+    (lambda r: r.update(headline="yes"), "headline is 'yes', not true or "
+                                         "false"),
+    (lambda r: r.update(measurements=[]), "measurements is [], not a "
+                                          "non-empty list"),
+    (lambda r: r["measurements"][0].pop("ratio"),
+     "no field 'measurements[0].ratio'"),
+    (lambda r: r["measurements"][0]["ratio"].update(value="3"),
+     "measurements[0].ratio.value is '3', not a number"),
+    (lambda r: r["measurements"][0]["contenders"]["ours"].update(rounds=[]),
+     "measurements[0].contenders['ours'].rounds is [], not a non-empty "
+     "list"),
+    (lambda r: r["measurements"][0]["contenders"].update(ours=[1.0]),
+     "measurements[0].contenders['ours'] is not an object"),
+])
+def test_a_record_with_a_missing_or_wrong_field_is_named(tmp_path, change,
+                                                          message):
+    """Issue 49 item 10: KeyError, TypeError or IndexError tracebacks, or
+    a message without the file's name, before."""
+    record = records.Record("example", _arguments(tmp_path))
+    record.add("times", {"ours": [1.0, 2.0], "peer": [4.0, 8.0]}, unit="s",
+               ratio=("ours", "peer"))
+    path = record.write()
+    path.write_text(json.dumps(_damaged(json.loads(path.read_text()),
+                                        change)))
+    process = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "performance_page.py"), "--check",
+         f"--results_dir={tmp_path}"], capture_output=True, text=True,
+        timeout=120)
+    assert process.returncode == 1
+    assert process.stderr == f"performance_page.py: {path}: {message}\n"
 
 
 @pytest.mark.parametrize("script", sorted(

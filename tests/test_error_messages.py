@@ -173,3 +173,137 @@ def test_the_lock_records_the_process_start(tmp_path):
             # The 22nd field, after the command name in parentheses.
             ticks = reader.read().rsplit(")", 1)[1].split()[19]
         assert fields["process_start"].endswith(f"/{ticks}")
+
+
+@pytest.mark.parametrize("runner, flags_", [
+    ("run_classifier", ["--task_name=generic", "--data_dir=data"]),
+    ("run_tagging", ["--data_dir=data"]),
+    ("run_multiple_choice", ["--data_dir=data"]),
+    ("run_squad", ["--train_file=train.json"]),
+])
+@pytest.mark.parametrize("flag, message", [
+    ("--train_batch_size=0", "--train_batch_size=0 must be a positive "
+                             "integer"),
+    ("--num_train_epochs=nan", "--num_train_epochs=nan must be a finite "
+                               "number"),
+    ("--num_train_epochs=inf", "--num_train_epochs=inf must be a finite "
+                               "number"),
+])
+def test_a_batch_size_of_zero_or_endless_epochs_are_named(
+        golden_dir, tmp_path, runner, flags_, flag, message):
+    """Issue 49 item 5: a ZeroDivisionError or OverflowError traceback, or
+    "cannot convert float NaN to integer", before."""
+    import importlib
+    error = error_line_in_process(
+        importlib.import_module(runner), *_model_flags(golden_dir),
+        "--do_train=True", f"--output_dir={tmp_path / 'out'}", *flags_, flag)
+    assert error == f"{runner}.py: error: {message}"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_recipes_batch_size_of_zero_is_named(golden_dir, tmp_path):
+    from bert_tf.tasks.classification import recipe
+    from bert_tf.tasks.classification.glue_processors import InputExample
+    model = golden_dir / "models" / "cased_tiny"
+    config = recipe.ClassificationConfig(
+        task_name="generic", do_train=True, train_batch_size=0,
+        bert_config_file=str(model / "bert_config.json"),
+        vocab_file=str(model / "vocab.txt"), do_lower_case=False,
+        output_dir=str(tmp_path / "out"))
+    with pytest.raises(ValueError) as error:
+        recipe.run(config, train_examples=[
+            InputExample("train-0", "good", label="1")])
+    assert str(error.value) == "--train_batch_size=0 must be a positive integer"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("label_list, message", [
+    ("0,1", "label_list='0,1' must be a list of label names, e.g. "
+            "['negative', 'positive']"),
+    ([], "label_list=[] must name at least one label"),
+    (["0", "1", "0"], "label_list names '0' more than once"),
+    (["0", 1], "label_list[1]=1 must be a non-empty string (labels are read "
+               "as text)"),
+])
+def test_a_label_list_that_is_no_list_of_distinct_names_is_refused(
+        golden_dir, tmp_path, label_list, message):
+    """Issue 49 item 3: "0,1" trained the classes '0', ',' and '1';
+    duplicates were accepted; [] failed without naming the field."""
+    from bert_tf.tasks.classification import recipe
+    from bert_tf.tasks.classification.glue_processors import InputExample
+    model = golden_dir / "models" / "cased_tiny"
+    config = recipe.ClassificationConfig(
+        task_name="generic", do_train=True, label_list=label_list,
+        bert_config_file=str(model / "bert_config.json"),
+        vocab_file=str(model / "vocab.txt"), do_lower_case=False,
+        output_dir=str(tmp_path / "out"))
+    with pytest.raises(ValueError) as error:
+        recipe.run(config, train_examples=[
+            InputExample("train-0", "good", label="0"),
+            InputExample("train-1", "bad", label="1")])
+    assert str(error.value) == message
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_output_dir_that_is_a_file_is_named(golden_dir, tmp_path):
+    """Issue 49 item 7: "[Errno 17] File exists", before."""
+    import run_classifier
+    output_file = tmp_path / "notes.txt"
+    output_file.write_text("mine\n")
+    error = error_line_in_process(
+        run_classifier, *_model_flags(golden_dir), "--task_name=generic",
+        f"--data_dir={tmp_path}", "--do_train=True",
+        f"--output_dir={output_file}")
+    assert error == (f"run_classifier.py: error: --output_dir: {output_file} "
+                     "is a file, not a directory")
+    assert output_file.read_text() == "mine\n"
+
+
+def _recipe_config(config_class, golden_dir, tmp_path, **fields):
+    model = golden_dir / "models" / "cased_tiny"
+    return config_class(
+        bert_config_file=str(model / "bert_config.json"),
+        vocab_file=str(model / "vocab.txt"), do_lower_case=False,
+        output_dir=str(tmp_path / "out"), do_train=True, **fields)
+
+
+@pytest.mark.parametrize("task, examples, message", [
+    ("classification", "abc",
+     "train_examples must be a list of InputExamples, not str"),
+    ("classification", [], "train_examples: no examples"),
+    ("classification", [("good", "1")],
+     "train_examples[0] must be an InputExample, not tuple"),
+    ("multiple_choice", [{"question": "q", "choices": ["a", "b"]}],
+     "train_examples[0] must be a MultipleChoiceExample, not dict"),
+    ("tagging", [(["a"], ["O"])],
+     "train_examples must be a TaggingFile, not list"),
+])
+def test_a_recipes_examples_of_the_wrong_kind_are_named(
+        golden_dir, tmp_path, task, examples, message):
+    """Issue 49 item 8: an AttributeError from inside the recipe, or (for
+    []) a request for label_list."""
+    import importlib
+    recipe = importlib.import_module(f"bert_tf.tasks.{task}.recipe")
+    config_class = {"classification": "ClassificationConfig",
+                    "multiple_choice": "MultipleChoiceConfig",
+                    "tagging": "TaggingConfig"}[task]
+    fields = {"task_name": "generic"} if task == "classification" else {}
+    config = _recipe_config(getattr(recipe, config_class), golden_dir,
+                            tmp_path, **fields)
+    with pytest.raises(ValueError) as error:
+        recipe.run(config, train_examples=examples)
+    assert str(error.value) == message
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_label_list_file_that_is_a_directory_is_named(golden_dir,
+                                                         tmp_path):
+    """Issue 49 item 8: "no such file", before."""
+    import run_tagging
+    (tmp_path / "train.txt").write_text("John B-PER\nruns O\n")
+    error = error_line_in_process(
+        run_tagging, *_model_flags(golden_dir), "--do_train=True",
+        f"--data_dir={tmp_path}", f"--label_list_file={tmp_path}",
+        f"--output_dir={tmp_path / 'out'}")
+    assert error == (f"run_tagging.py: error: --label_list_file={tmp_path} "
+                     "is a directory, not a file")

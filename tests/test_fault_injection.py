@@ -1379,6 +1379,186 @@ def test_full_disk_while_saving_a_checkpoint_is_one_line(
     assert not [name for name in os.listdir(output_dir) if ".tmp" in name]
 
 
+# -- 10. a finished run's files (issue 49 items 1-2) ------------------------
+
+def _write_reviews(directory, labels):
+    """A generic task's train.tsv and dev.tsv with these two labels."""
+    directory.mkdir(parents=True, exist_ok=True)
+    rows = "".join(f"{text}\t{label}\n" for text, label in (
+        ("good film", labels[0]), ("bad film", labels[1])) * 4)
+    for name in ("train.tsv", "dev.tsv"):
+        (directory / name).write_text("sentence\tlabel\n" + rows)
+    return directory
+
+
+def _classifier_args(golden_dir, data, output_dir, *more):
+    model = golden_dir / "models" / "cased_tiny"
+    return [f"--vocab_file={model}/vocab.txt",
+            f"--bert_config_file={model}/bert_config.json",
+            "--do_lower_case=False", "--task_name=generic",
+            f"--data_dir={data}", f"--output_dir={output_dir}",
+            "--do_train=True", "--max_seq_length=16",
+            "--train_batch_size=4", "--num_train_epochs=1", *more]
+
+
+def _without_lock(snapshot):
+    return {name: digest for name, digest in snapshot.items()
+            if name != LOCK_FILE}
+
+
+@pytest.fixture(scope="module")
+def finished_classifier_run(golden_dir, tmp_path_factory):
+    """A run_classifier.py run (labels positive/negative, max_seq_length
+    16) that trained to its end; tests copy it."""
+    root = tmp_path_factory.mktemp("finished_classifier")
+    output_dir = root / "run"
+    _run_here("run_classifier", _classifier_args(
+        golden_dir, _write_reviews(root / "data", ("positive", "negative")),
+        output_dir))
+    assert _steps(output_dir) == [2]
+    return output_dir
+
+
+def _copied_run(finished_classifier_run, tmp_path):
+    output_dir = tmp_path / "run"
+    shutil.copytree(finished_classifier_run, output_dir)
+    return output_dir
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--learning_rate=-1", "--learning_rate=-1.0 must be positive"),
+    ("--eval_batch_size=0", "--eval_batch_size=0 must be a positive integer"),
+    ("--save_checkpoints_steps=0",
+     "--save_checkpoints_steps=0 must be a positive integer"),
+    ("--keep_checkpoint_max=-1", "--keep_checkpoint_max=-1 must be >= 0"),
+    ("--max_seq_length=1", "--max_seq_length=1 cannot hold [CLS] and the "
+                           "[SEP] of an example (at least 2)"),
+    ("--train_batch_size=0",
+     "--train_batch_size=0 must be a positive integer"),
+    ("--num_train_epochs=nan", "--num_train_epochs=nan must be a finite "
+                               "number"),
+    ("--dtype=mixed_float16 jax",
+     "--dtype=mixed_float16: on KERAS_BACKEND=jax training runs in float32 "
+     "or mixed_bfloat16 (float16 needs the TensorFlow backend's loss "
+     "scaling)"),
+    ("--optimizer=lamb jax",
+     "LAMB (--optimizer=lamb) runs on the TensorFlow backend only; "
+     "KERAS_BACKEND is 'jax': use --optimizer=adamw (Google's "
+     "AdamWeightDecay) there"),
+])
+def test_a_run_refused_for_a_late_flag_leaves_a_finished_run_as_it_was(
+        finished_classifier_run, golden_dir, tmp_path, monkeypatch, flag,
+        message):
+    """Issue 49 item 1: every field is checked before anything is written
+    (the run description and train.tf_record of the finished run were
+    rewritten with the refused run's labels). The JAX backend's refusals
+    are checked with Keras' backend name set to "jax" (Keras picks its
+    backend once per process)."""
+    import keras
+    import run_classifier
+    from runner_harness import error_line_in_process
+    if flag.endswith(" jax"):
+        flag = flag[:-len(" jax")]
+        monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    output_dir = _copied_run(finished_classifier_run, tmp_path)
+    before = _without_lock(_snapshot(output_dir))
+    other_data = _write_reviews(tmp_path / "other", ("yes", "no"))
+    assert error_line_in_process(run_classifier, *_classifier_args(
+        golden_dir, other_data, output_dir, "--do_eval=True", flag)) == (
+        f"run_classifier.py: error: {message}")
+    assert _without_lock(_snapshot(output_dir)) == before
+
+
+def test_a_run_with_other_labels_or_length_is_refused_by_a_finished_run(
+        finished_classifier_run, golden_dir, cased_tiny_dir, tmp_path):
+    """Issue 49 item 2: a second run with other labels resumed with nothing
+    to train, evaluated the old model against the new labels and rewrote
+    the run description, so `bert_tf.load` served the old model under the
+    new names."""
+    import bert_tf
+    import run_classifier
+    from runner_harness import error_line_in_process
+    output_dir = _copied_run(finished_classifier_run, tmp_path)
+    before = _without_lock(_snapshot(output_dir))
+    other_data = _write_reviews(tmp_path / "other", ("yes", "no"))
+    refusal = (f"--output_dir: {output_dir} holds a model trained "
+               "(model.ckpt-2) with {}, which this run would use under its "
+               "own; use another --output_dir")
+    other_labels = "labels negative, positive (this run: no, yes)"
+    assert error_line_in_process(run_classifier, *_classifier_args(
+        golden_dir, other_data, output_dir, "--do_eval=True")) == (
+        "run_classifier.py: error: " + refusal.format(other_labels))
+    # Evaluating without training is refused too; its max_seq_length may
+    # differ from the training run's.
+    eval_only = _classifier_args(golden_dir, other_data, output_dir,
+                                 "--max_seq_length=32", "--do_eval=True")
+    eval_only.remove("--do_train=True")
+    assert error_line_in_process(run_classifier, *eval_only) == (
+        "run_classifier.py: error: " + refusal.format(other_labels))
+    same_data = tmp_path / "same"
+    _write_reviews(same_data, ("positive", "negative"))
+    assert error_line_in_process(run_classifier, *_classifier_args(
+        golden_dir, same_data, output_dir, "--max_seq_length=32")) == (
+        "run_classifier.py: error: " + refusal.format(
+            "max_seq_length 16 (this run: 32)"))
+    with pytest.raises(ValueError) as error:
+        bert_tf.finetune("classification", cased_tiny_dir, output_dir,
+                         train=[("great", "good"), ("awful", "bad")] * 2,
+                         max_seq_length=16, train_batch_size=4,
+                         num_train_epochs=1, verbose=False)
+    assert str(error.value) == refusal.format(
+        "labels negative, positive (this run: bad, good)")
+    assert _without_lock(_snapshot(output_dir)) == before
+    assert bert_tf.load(output_dir).labels == ["negative", "positive"]
+
+
+def test_a_run_in_a_relative_directory_resumes_without_a_warning(
+        finished_classifier_run, tmp_path, monkeypatch, caplog):
+    """Issue 49 item 12: the state file's entries were joined to a relative
+    --output_dir twice ("names work/reviews/work/reviews/model.ckpt-4,
+    outside that directory (a copied run?)")."""
+    from bert_tf.training import checkpoint_manager
+    _copied_run(finished_classifier_run, tmp_path / "work")
+    monkeypatch.chdir(tmp_path)
+    with caplog.at_level("WARNING"), caplog.at_level("WARNING",
+                                                     logger="absl"):
+        manager = checkpoint_manager.CheckpointManager(
+            os.path.join("work", "run"), is_chief=False)
+        latest = manager.latest_checkpoint
+    assert latest == os.path.join("work", "run", "model.ckpt-2")
+    assert not [record.getMessage() for record in caplog.records
+                if "state file" in record.getMessage()]
+
+
+def test_a_users_eval_results_file_is_kept_and_a_failed_call_unlocks(
+        finished_classifier_run, golden_dir, cased_tiny_dir, tmp_path):
+    """Issue 49 item 13: a user's own eval_results.txt was replaced; a
+    recipe that failed after taking the lock kept the directory locked
+    until the Python process exited."""
+    import bert_tf
+    import run_classifier
+    from runner_harness import error_line_in_process
+    output_dir = tmp_path / "mine"
+    output_dir.mkdir()
+    notes = output_dir / "eval_results.txt"
+    notes.write_text("My results from last week:\naccuracy 0.91\n")
+    data = _write_reviews(tmp_path / "data", ("positive", "negative"))
+    assert error_line_in_process(run_classifier, *_classifier_args(
+        golden_dir, data, output_dir, "--do_eval=True")) == (
+        f"run_classifier.py: error: --output_dir: {notes} is not a run's "
+        "evaluation results (name = value lines) and would be overwritten "
+        "by this run's; move it or use another --output_dir")
+    assert notes.read_text() == "My results from last week:\naccuracy 0.91\n"
+    # Refused after taking the lock (the finished run's labels differ).
+    run = _copied_run(finished_classifier_run, tmp_path)
+    with pytest.raises(ValueError, match="holds a model trained"):
+        bert_tf.finetune("classification", cased_tiny_dir, run,
+                         train=[("great", "good"), ("awful", "bad")] * 2,
+                         max_seq_length=16, train_batch_size=4,
+                         verbose=False)
+    assert not (run / LOCK_FILE).exists()
+
+
 # -- 9. (slow) kills at random points, also during saves ----------------------
 
 @pytest.mark.slow

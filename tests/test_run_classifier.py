@@ -178,6 +178,29 @@ def test_run_directory_predicts_glue_label_names(sst_run):
         int(np.argmax(predicted[0]["probabilities"]))]
 
 
+def test_export_of_the_run_directory_answers_with_its_label_names(
+        sst_run, tmp_path):
+    """Issue 49 item 4: the run directory predicted `positive`/`negative`,
+    its raw-text SavedModel `1`/`0`. The export's `label` is the run's
+    name of its `label_id`, and what `bert_tf.load(run).predict` says."""
+    import bert_tf
+    import export_saved_model
+    import tensorflow as tf
+    export_dir = tmp_path / "export"
+    run_in_process(export_saved_model, "--task_name=SST-2",
+                   f"--init_checkpoint={sst_run}", "--max_seq_length=24",
+                   f"--export_dir={export_dir}", workspace=sst_run)
+    texts = ["good great fine w1", "bad awful poor w2", "w3 w4"]
+    outputs = tf.saved_model.load(str(export_dir)).signatures[
+        "serving_default"](text_a=tf.constant(texts))
+    labels = [label.decode() for label in outputs["label"].numpy()]
+    assert labels == [["negative", "positive"][i]
+                      for i in outputs["label_id"].numpy()]
+    assert labels[:2] == ["positive", "negative"]
+    assert labels == [row["label"]
+                      for row in bert_tf.load(sst_run).predict(texts)]
+
+
 def test_checkpoint_has_googles_names(sst_run):
     import tensorflow as tf
     shapes = dict(tf.train.list_variables(str(sst_run / "model.ckpt-202")))

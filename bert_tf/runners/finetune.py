@@ -23,6 +23,7 @@ travels in the task (`Task.init_checkpoint`), which opens it once.
 """
 
 import dataclasses
+import functools
 import json
 import os
 import typing
@@ -236,6 +237,9 @@ class FineTuningConfig(RunConfig):
                              "output_dir")
         runner_flags.check_file("bert_config_file", self.bert_config_file)
         runner_flags.check_file("vocab_file", self.vocab_file)
+        check_output_dir_is_no_file(self.output_dir)
+        if self.do_eval or self.do_predict:
+            check_eval_results_are_a_runs(self.output_dir)
         if self.predict_batch_size <= 0:
             raise ValueError(f"--predict_batch_size="
                              f"{self.predict_batch_size} must be positive")
@@ -252,6 +256,7 @@ class FineTuningConfig(RunConfig):
         from bert_tf.text import tokenization
         tokenization.validate_case_matches_checkpoint(
             self.do_lower_case, self.init_checkpoint)
+        check_training_settings(self)
 
     def require_a_phase(self):
         """Google's run_classifier.py check: some phase must run."""
@@ -259,6 +264,147 @@ class FineTuningConfig(RunConfig):
             raise ValueError(
                 "At least one of `do_train`, `do_eval` or `do_predict' must "
                 "be True.")
+
+
+def check_output_dir_is_no_file(output_dir):
+    """Refuses an `--output_dir` that names an existing file (the run would
+    end with "[Errno 17] File exists" when it makes the directory).
+
+    Raises:
+      ValueError: naming the flag and the file.
+    """
+    import tensorflow as tf
+    if tf.io.gfile.exists(output_dir) and not tf.io.gfile.isdir(output_dir):
+        raise ValueError(f"--output_dir: {output_dir} is a file, not a "
+                         "directory")
+
+
+def check_eval_results_are_a_runs(output_dir):
+    """Refuses to overwrite an `eval_results.txt` in `--output_dir` that no
+    run wrote (a run writes `name = value` lines; a user's own file of that
+    name would be replaced by the evaluation's).
+
+    Raises:
+      ValueError: naming the file.
+    """
+    import re
+    import tensorflow as tf
+    path = os.path.join(output_dir, "eval_results.txt")
+    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
+        return
+    from bert_tf import file_io
+    try:
+        text = file_io.read_bytes(path).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    if text and all(re.fullmatch(r"[^\s=]+ = \S.*", line)
+                    for line in text.splitlines()):
+        return
+    raise ValueError(
+        f"--output_dir: {path} is not a run's evaluation results (name = "
+        "value lines) and would be overwritten by this run's; move it or "
+        "use another --output_dir")
+
+
+def releases_output_dir(recipe_run):
+    """Decorates a task recipe's `run(config, ...)`: the lock on
+    `config.output_dir` that the run takes (`start`, the `Trainer`) is
+    released when it returns or fails, not when the Python process exits
+    (a notebook's failed call would keep a command-line run out). A lock the
+    caller held before stays held.
+    """
+    @functools.wraps(recipe_run)
+    def run(config, *args, **kwargs):
+        from bert_tf.training import run_lock
+        output_dir = getattr(config, "output_dir", None)
+        held = (not isinstance(output_dir, (str, os.PathLike))
+                or run_lock.holds_output_dir(output_dir))
+        try:
+            return recipe_run(config, *args, **kwargs)
+        finally:
+            if not held:
+                run_lock.release_output_dir(output_dir)
+    return run
+
+
+def check_given_examples(config, given, example_class, argument="{}_examples",
+                         one=False):
+    """Refuses a recipe's in-memory examples of the wrong kind (a string,
+    dicts instead of examples) or none, naming the argument, before the
+    recipe reads, checks or writes anything.
+
+    Args:
+      config: the run's config (which phases run).
+      given: {"train"/"eval"/"predict": what the caller passed, or None}.
+      example_class: what each example must be (e.g. `InputExample`).
+      argument: the argument's name, with "{}" for the phase.
+      one: the argument is one `example_class` (a `TaggingFile`), not a
+        list of them.
+
+    Raises:
+      ValueError: naming the argument (and the example's index).
+    """
+    wanted = {"train": config.do_train, "eval": config.do_eval,
+              "predict": config.do_predict}
+    kind = example_class.__name__
+    a_kind = f"{'an' if kind[0] in 'AEIOU' else 'a'} {kind}"
+    for phase, examples in given.items():
+        if examples is None or not wanted[phase]:
+            continue
+        name = argument.format(phase)
+        if one:
+            if not isinstance(examples, example_class):
+                raise ValueError(f"{name} must be {a_kind}, not "
+                                 f"{type(examples).__name__}")
+            continue
+        if not isinstance(examples, (list, tuple)):
+            raise ValueError(f"{name} must be a list of {kind}s, not "
+                             f"{type(examples).__name__}")
+        if not examples:
+            raise ValueError(f"{name}: no examples")
+        for i, example in enumerate(examples):
+            if not isinstance(example, example_class):
+                raise ValueError(f"{name}[{i}] must be {a_kind}, not "
+                                 f"{type(example).__name__}")
+
+
+def check_training_settings(config):
+    """Checks the fields the trainer and the optimizer read, with the others
+    in `validate`: a run refused for one of them has not yet written its
+    records or run description into `--output_dir` (a finished run's among
+    them), nor divided by `--train_batch_size`.
+
+    Raises:
+      ValueError: naming the first bad flag.
+    """
+    import math
+    if config.do_train and not math.isfinite(config.num_train_epochs):
+        raise ValueError(f"--num_train_epochs={config.num_train_epochs} "
+                         "must be a finite number")
+    # The trainer's own checks (batch sizes, checkpoint settings, dtype),
+    # on the config the run will build (`make_trainer`).
+    trainer_config = runner_flags.trainer_config_from_flags(
+        config, num_train_steps=0)
+    if config.do_train:
+        if not (config.learning_rate > 0
+                and math.isfinite(config.learning_rate)):
+            raise ValueError(f"--learning_rate={config.learning_rate} must "
+                             "be positive")
+        from bert_tf.training import optimization
+        if str(config.optimizer).lower() not in optimization.OPTIMIZER_NAMES:
+            raise ValueError(
+                f"--optimizer={config.optimizer!r} must be one of "
+                f"{', '.join(optimization.OPTIMIZER_NAMES)}")
+    from bert_tf import backend
+    if backend.name() == backend.JAX:
+        from bert_tf.training.engines import jax_engine
+        from bert_tf.training import lamb
+        problem = jax_engine.unsupported_settings(trainer_config, True)
+        if (problem is None and config.do_train
+                and config.optimizer.lower() == "lamb"):
+            problem = lamb.backend_problem()
+        if problem:
+            raise ValueError(problem)
 
 
 # What each annotation accepts from Python (`check_field_types`).
@@ -576,6 +722,7 @@ def write_run_description(config, run, program, task, **settings):
         which are not overwritten).
     """
     from bert_tf.training import distribution
+    check_finished_run_matches(config, task, settings.get("label_list"))
     if not config.do_train or not distribution.is_chief(run.strategy):
         return
     if task not in TASK_KINDS:
@@ -591,6 +738,61 @@ def write_run_description(config, run, program, task, **settings):
             os.path.join(config.output_dir, RUN_DESCRIPTION_FILE)) as writer:
         json.dump(description, writer, indent=2, ensure_ascii=False)
         writer.write("\n")
+
+
+def check_finished_run_matches(config, task, label_list):
+    """Refuses a run into the `--output_dir` of a run that trained (a
+    checkpoint and its `bert_tf_run.json` there) when the run would resume
+    or use that model under another task or other labels, or (training)
+    rewrite its description with another `max_seq_length`: the old model
+    would be evaluated against, and served under, the new labels.
+
+    Args:
+      config: the run's `FineTuningConfig`.
+      task: the run's task kind (one of `TASK_KINDS`).
+      label_list: the run's labels in label-id order, or None (a task
+        without labels).
+
+    Raises:
+      ValueError: naming each setting that differs, the run's and this
+        one's.
+    """
+    try:
+        description = read_run_description(config.output_dir)
+    except (FileNotFoundError, ValueError):
+        return
+    from bert_tf.training import checkpoint_manager
+    checkpoint = checkpoint_manager.CheckpointManager(
+        config.output_dir, is_chief=False).latest_checkpoint
+    if checkpoint is None:
+        return
+    differences = []
+    if description.get("task") != task:
+        differences.append(f"task {description.get('task')} (this run: "
+                           f"{task})")
+    elif description.get("label_list") != (
+            None if label_list is None else list(label_list)):
+        differences.append(
+            f"labels {_listed(description.get('label_list'))} (this run: "
+            f"{_listed(label_list)})")
+    if config.do_train and description.get(
+            "max_seq_length") != config.max_seq_length:
+        differences.append(
+            f"max_seq_length {description.get('max_seq_length')} (this "
+            f"run: {config.max_seq_length})")
+    if differences:
+        raise ValueError(
+            f"--output_dir: {config.output_dir} holds a model trained "
+            f"({os.path.basename(checkpoint)}) with {'; '.join(differences)}"
+            ", which this run would use under its own; use another "
+            "--output_dir")
+
+
+def _listed(labels):
+    """Labels as a message shows them."""
+    if labels is None:
+        return "none"
+    return ", ".join(str(label) for label in labels)
 
 
 # The file a model flag is copied to in a run's --output_dir.

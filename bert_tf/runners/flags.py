@@ -30,7 +30,6 @@ import sys
 
 from absl import app
 from absl import flags
-import tensorflow as tf
 
 from bert_tf import cli
 from bert_tf import file_io
@@ -296,6 +295,7 @@ def require(flag_values, *names):
 
 def check_file(flag_name, path):
     """Raises ValueError naming the flag when `path` is not an existing file."""
+    import tensorflow as tf
     if not tf.io.gfile.exists(path):
         raise ValueError(f"--{flag_name}: file {path} does not exist")
     if tf.io.gfile.isdir(path):
@@ -367,6 +367,7 @@ def require_weights_without_training(flag_values, phases):
       ValueError: no `--do_train`, no `--init_checkpoint`, and no checkpoint
         in `--output_dir`.
     """
+    import tensorflow as tf
     if flag_values.do_train or flag_values.init_checkpoint:
         return
     from bert_tf.training import checkpoint_manager
@@ -549,6 +550,7 @@ def run_main(program, run, argv, flag_values):
 
 def _run_naming_damaged_records(run, flag_values):
     """`run(flag_values)`, a `DataLossError` turned into `DataLossMessage`."""
+    import tensorflow as tf
     try:
         return run(flag_values)
     except tf.errors.DataLossError as error:

@@ -139,8 +139,9 @@ class CheckpointManager:
         directory stands for the checkpoint of the same name here, if there
         is one, and is ignored otherwise (with a warning, either way).
         """
-        if not os.path.isabs(path) and "://" not in path:
-            path = os.path.join(self.directory, path)
+        # A relative entry comes joined to the directory already
+        # (`tf.train.get_checkpoint_state` joins it): relative to the
+        # working directory, as a relative `directory` is.
         if _same_directory(os.path.dirname(path), self.directory):
             return os.path.join(self.directory, os.path.basename(path))
         local = os.path.join(self.directory, os.path.basename(path))

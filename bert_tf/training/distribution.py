@@ -21,7 +21,6 @@ import socket
 import urllib.parse
 
 from absl import logging
-import tensorflow as tf
 
 STRATEGY_NAMES = (
     "default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
@@ -88,6 +87,7 @@ def get_distribution_strategy(distribution_strategy="default", *,
     Raises:
       DistributionError: naming the flag (or `TF_CONFIG`) that cannot work.
     """
+    import tensorflow as tf
     name = resolve_strategy_name(distribution_strategy, use_tpu)
     if name == "default":
         return tf.distribute.get_strategy()
@@ -108,6 +108,7 @@ def _mirrored_strategy():
     # Without, it would fall back to one CPU; spreading over the logical CPU
     # devices instead is what makes `mirrored` testable on a CPU-only host
     # (tf.config.set_logical_device_configuration splits the CPU).
+    import tensorflow as tf
     if tf.config.list_logical_devices("GPU"):
         return tf.distribute.MirroredStrategy()
     cpus = [device.name for device in tf.config.list_logical_devices("CPU")]
@@ -115,6 +116,7 @@ def _mirrored_strategy():
 
 
 def _multi_worker_mirrored_strategy():
+    import tensorflow as tf
     tf_config = os.environ.get("TF_CONFIG")
     if tf_config:
         try:
@@ -150,6 +152,7 @@ def _check_grpc_address_reachable(address, timeout_seconds=10.0):
 
 
 def _tpu_strategy(tpu_name, tpu_zone, gcp_project, master, num_tpu_cores):
+    import tensorflow as tf
     tpu = tpu_name or master
     if not tpu:
         raise DistributionError(
@@ -221,6 +224,7 @@ def per_replica_batch_size(global_batch_size, num_replicas, flag_name,
 
 def is_single_device(strategy):
     """Whether `strategy` runs one replica on one device (no collectives)."""
+    import tensorflow as tf
     return (isinstance(strategy, tf.distribute.OneDeviceStrategy)
             or type(strategy).__name__.startswith(
                 "_DefaultDistributionStrategy"))

@@ -127,6 +127,16 @@ def fused_lamb_update(variable_handle, first_moment_handle,
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
+def backend_problem():
+    """Why LAMB cannot run on this Keras backend, or None: its update is
+    TensorFlow code."""
+    if backend.name() == backend.TENSORFLOW:
+        return None
+    return ("LAMB (--optimizer=lamb) runs on the TensorFlow backend only; "
+            f"KERAS_BACKEND is {backend.name()!r}: use "
+            "--optimizer=adamw (Google's AdamWeightDecay) there")
+
+
 class Lamb(AdamWeightDecay):
     """LAMB: Adam moments, weight decay, and a per-variable trust ratio.
 
@@ -163,11 +173,9 @@ class Lamb(AdamWeightDecay):
           ValueError: see `AdamWeightDecay`; or a Keras backend other than
             TensorFlow (LAMB's update is TensorFlow code).
         """
-        if backend.name() != backend.TENSORFLOW:
-            raise ValueError(
-                "LAMB (--optimizer=lamb) runs on the TensorFlow backend only;"
-                f" KERAS_BACKEND is {backend.name()!r}: use "
-                "--optimizer=adamw (Google's AdamWeightDecay) there")
+        problem = backend_problem()
+        if problem:
+            raise ValueError(problem)
         super().__init__(
             learning_rate=learning_rate, weight_decay_rate=weight_decay_rate,
             beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,

@@ -17,8 +17,6 @@ under the mixed policies. Nothing trains under it.
 
 import contextlib
 
-import keras
-import tensorflow as tf
 
 DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")
 # `export_saved_model.py --serving_dtype`: the Keras policy a served model is
@@ -52,6 +50,7 @@ def validate_serving_dtype(serving_dtype):
 
 @contextlib.contextmanager
 def _global_policy(policy):
+    import keras
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(policy)
     try:
@@ -88,6 +87,7 @@ def set_tensor_float_32(allow):
     Args:
       allow: whether float32 matmuls may run in TF32.
     """
+    import tensorflow as tf
     tf.config.experimental.enable_tensor_float_32_execution(bool(allow))
 
 
@@ -97,6 +97,7 @@ def uses_loss_scaling(dtype):
 
 def wrap_optimizer(optimizer, dtype):
     """Adds dynamic loss scaling for `mixed_float16`; otherwise a no-op."""
+    import keras
     if not uses_loss_scaling(dtype):
         return optimizer
     return keras.optimizers.LossScaleOptimizer(optimizer)
@@ -104,6 +105,7 @@ def wrap_optimizer(optimizer, dtype):
 
 def inner_optimizer(optimizer):
     """The optimizer that owns the slots (unwraps a LossScaleOptimizer)."""
+    import keras
     if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
         return optimizer.inner_optimizer
     return optimizer
@@ -111,6 +113,7 @@ def inner_optimizer(optimizer):
 
 def loss_scale_variables(optimizer):
     """`{checkpoint name: variable}` of the loss-scale state (may be empty)."""
+    import keras
     if not isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
         return {}
     return {LOSS_SCALE_NAME: optimizer.dynamic_scale,
@@ -119,6 +122,7 @@ def loss_scale_variables(optimizer):
 
 def scale_loss(optimizer, loss):
     """The loss to differentiate: scaled when the optimizer scales losses."""
+    import keras
     if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
         return optimizer.scale_loss(loss)
     return loss
@@ -133,6 +137,7 @@ def agree_on_finite_gradients(gradients):
     flag and poisoning every replica's gradients with it keeps the decision
     global. (Multiplying by 1.0 leaves finite gradients bit-identical.)
     """
+    import tensorflow as tf
     replica_context = tf.distribute.get_replica_context()
     if replica_context is None or replica_context.num_replicas_in_sync == 1:
         return gradients

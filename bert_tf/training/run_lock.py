@@ -265,6 +265,13 @@ def lock_output_dir(directory, is_chief=True):
         return path
 
 
+def holds_output_dir(directory):
+    """Whether this process holds the lock on `directory`."""
+    key = os.path.realpath(os.fspath(directory))
+    with _HELD_LOCK:
+        return key in _HELD
+
+
 def release_output_dir(directory):
     """Releases this process's lock on `directory`, if it holds one."""
     key = os.path.realpath(os.fspath(directory))

@@ -78,8 +78,11 @@ class ClassificationConfig(finetune.FineTuningConfig):
         if self.multi_label and self.task_name.lower() != "generic":
             raise ValueError("--multi_label needs --task_name=generic (your "
                              f"own files), not {self.task_name}")
+        check_room_for_special_tokens(self.max_seq_length, has_text_b=False)
+        check_label_list(self.label_list)
 
 
+@finetune.releases_output_dir
 def run(config, train_examples=None, eval_examples=None,
         predict_examples=None):
     """Validates `config`, then trains, evaluates and/or predicts.
@@ -105,6 +108,8 @@ def run(config, train_examples=None, eval_examples=None,
     reads_files = any(wanted[phase] and given[phase] is None
                       for phase in given)
     config.validate(reads_files=reads_files)
+    from bert_tf.tasks.classification.glue_processors import InputExample
+    finetune.check_given_examples(config, given, InputExample)
     # Before anything is written: no output may be an input.
     runner_flags.check_outputs_are_not_inputs(
         config, OUTPUT_FILES,
@@ -145,6 +150,7 @@ def run(config, train_examples=None, eval_examples=None,
         example.text_b is not None
         for phase_examples in examples.values()
         for example in phase_examples))
+    check_room_for_special_tokens(config.max_seq_length, has_text_b)
     steps = finetune.training_steps(config, len(examples.get("train", ())))
 
     run_setup = finetune.start(config)
@@ -196,6 +202,48 @@ def run(config, train_examples=None, eval_examples=None,
         trainer, config, num_predict_examples=num_records.get("predict"),
         pad_to_full_batches=False, predicted=task.predicted_probabilities,
         before_phase=log_phase)
+
+
+def check_label_list(label_list):
+    """Refuses a `label_list` that is not None or a list of distinct label
+    names (a string "0,1" would be the classes `0`, `,` and `1`).
+
+    Raises:
+      ValueError: naming the field and what is wrong.
+    """
+    if label_list is None:
+        return
+    if not isinstance(label_list, (list, tuple)):
+        raise ValueError(f"label_list={label_list!r:.80} must be a list of "
+                         "label names, e.g. ['negative', 'positive']")
+    if not label_list:
+        raise ValueError("label_list=[] must name at least one label")
+    for i, label in enumerate(label_list):
+        if not isinstance(label, str) or not label:
+            raise ValueError(
+                f"label_list[{i}]={label!r:.80} must be a non-empty string "
+                "(labels are read as text)")
+    repeated = sorted({label for label in label_list
+                       if label_list.count(label) > 1})
+    if repeated:
+        raise ValueError(f"label_list names {', '.join(map(repr, repeated))}"
+                         " more than once")
+
+
+def check_room_for_special_tokens(max_seq_length, has_text_b):
+    """Refuses a `--max_seq_length` too short for [CLS] and the [SEP]s
+    before anything is written (the features would refuse it after the run
+    description).
+
+    Raises:
+      ValueError: naming the flag.
+    """
+    needed = 3 if has_text_b else 2
+    if max_seq_length < needed:
+        raise ValueError(
+            f"--max_seq_length={max_seq_length} cannot hold [CLS] and the "
+            f"[SEP]{'s' if has_text_b else ''} of an example (at least "
+            f"{needed}{' with text pairs' if has_text_b else ''})")
 
 
 def _labels_of(train_examples):
@@ -261,6 +309,8 @@ def _run_multi_label(config, bert_config):
         examples["eval"] = processor.get_dev_examples(data_dir)
     if config.do_predict:
         examples["predict"] = processor.get_test_examples(data_dir)
+    check_room_for_special_tokens(config.max_seq_length,
+                                  processor.has_text_b)
     steps = finetune.training_steps(config, len(examples.get("train", ())))
     run_setup = finetune.start(config)
     # The run's record (`finetune.read_multi_label_head`): its checkpoints

@@ -47,6 +47,7 @@ class MultipleChoiceConfig(finetune.FineTuningConfig):
                              f"one of {', '.join(DEFAULT_FILES)}")
 
 
+@finetune.releases_output_dir
 def run(config, train_examples=None, eval_examples=None,
         predict_examples=None):
     """Validates `config`, then trains, evaluates and/or predicts.
@@ -69,6 +70,10 @@ def run(config, train_examples=None, eval_examples=None,
     from bert_tf.training import trainer as trainer_lib
 
     config.validate()
+    finetune.check_given_examples(
+        config, {"train": train_examples, "eval": eval_examples,
+                 "predict": predict_examples},
+        multiple_choice.MultipleChoiceExample)
     # Before anything is written: no output may be an input.
     runner_flags.check_outputs_are_not_inputs(
         config, (trainer_lib.EVAL_RESULTS_FILE,

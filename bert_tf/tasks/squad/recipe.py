@@ -83,6 +83,7 @@ class SquadConfig(finetune.FineTuningConfig):
         finetune.bilstm_units(self, "span", bert_config)
 
 
+@finetune.releases_output_dir
 def run(config, train_articles=None, predict_articles=None):
     """Validates `config`, then trains and/or predicts (and scores).
 

@@ -77,6 +77,9 @@ def _given_label_list(path):
     """The labels of `label_list_file` (a label per line, each once)."""
     from bert_tf.tasks.tagging import examples as tagging_examples
 
+    if os.path.isdir(path):
+        raise ValueError(f"--label_list_file={path} is a directory, not a "
+                         "file")
     if not os.path.isfile(path):
         raise ValueError(f"--label_list_file={path}: no such file")
     label_list = tagging_examples.read_label_list(path)
@@ -88,6 +91,7 @@ def _given_label_list(path):
     return label_list
 
 
+@finetune.releases_output_dir
 def run(config, train_examples=None, eval_examples=None,
         predict_examples=None):
     """Validates `config`, then trains, evaluates and/or predicts.
@@ -111,6 +115,10 @@ def run(config, train_examples=None, eval_examples=None,
     from bert_tf.training import trainer as trainer_lib
 
     config.validate()
+    finetune.check_given_examples(
+        config, {"train": train_examples, "eval": eval_examples,
+                 "predict": predict_examples},
+        tagging_examples.TaggingFile, one=True)
     # Before anything is written: no output may be an input (a predict
     # file named test_predictions.txt in --output_dir would be overwritten
     # by its own predictions).
@@ -167,6 +175,9 @@ def run(config, train_examples=None, eval_examples=None,
         if tagging_file is not None:
             tagging_examples.check_labels(tagging_file, label_list)
 
+    if config.do_train:
+        finetune.check_finished_run_matches(config, finetune.TAGGING,
+                                            label_list)
     run_setup = finetune.start(config)
 
     def make_set(tagging_file):

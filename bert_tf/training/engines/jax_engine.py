@@ -302,15 +302,10 @@ class JaxEngine(base.Engine):
 
     def __init__(self, task, config, strategy):
         super().__init__(task, config, strategy)
-        if strategy is not tf.distribute.get_strategy():
-            raise ValueError(
-                "--distribution_strategy: on KERAS_BACKEND=jax a run uses "
-                "one device; leave the flag at its default")
-        if config.dtype not in ("float32", "mixed_bfloat16"):
-            raise ValueError(
-                f"--dtype={config.dtype}: on KERAS_BACKEND=jax training "
-                "runs in float32 or mixed_bfloat16 (float16 needs the "
-                "TensorFlow backend's loss scaling)")
+        problem = unsupported_settings(
+            config, strategy is tf.distribute.get_strategy())
+        if problem:
+            raise ValueError(problem)
         self._steps = None
 
     def _dropout_generator(self, seed):
@@ -369,3 +364,24 @@ class JaxEngine(base.Engine):
 
     def compilation_in_words(self):
         return "JAX (the whole step jit-compiled, one device)"
+
+
+def unsupported_settings(config, strategy_is_default):
+    """What a `TrainerConfig` asks that the JAX engine cannot do, in words.
+
+    Args:
+      config: a `TrainerConfig`.
+      strategy_is_default: whether the run's strategy is TensorFlow's
+        default (one device).
+
+    Returns:
+      A message naming the first such setting, or None.
+    """
+    if not strategy_is_default:
+        return ("--distribution_strategy: on KERAS_BACKEND=jax a run uses "
+                "one device; leave the flag at its default")
+    if config.dtype not in ("float32", "mixed_bfloat16"):
+        return (f"--dtype={config.dtype}: on KERAS_BACKEND=jax training "
+                "runs in float32 or mixed_bfloat16 (float16 needs the "
+                "TensorFlow backend's loss scaling)")
+    return None
