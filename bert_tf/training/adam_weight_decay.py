@@ -43,6 +43,7 @@ from keras import ops
 import tensorflow as tf
 
 from bert_tf import backend
+
 # Google's `exclude_from_weight_decay` in `create_optimizer`.
 GOOGLE_WEIGHT_DECAY_EXCLUSIONS = ("LayerNorm", "layer_norm", "bias")
 # Google's `create_optimizer`'s decay coefficient.
