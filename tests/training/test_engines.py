@@ -114,4 +114,4 @@ def test_jax_engine_refusals_and_checkpoint_step(tmp_path):
         "float32 or mixed_bfloat16 (float16 needs the TensorFlow backend's "
         "loss scaling)",
         "--distribution_strategy: on KERAS_BACKEND=jax a run uses one "
-        "device; leave the flag at its default"]
+        "device (default) or every local device (mirrored)"]
