@@ -21,8 +21,9 @@ not depend on (the pooler under SQuAD or tagging) gets no update, as
 Google's optimizer skips a `None` gradient -- a zero gradient would still
 decay its weights -- found once from the step's jaxpr.
 
-What differs from TensorFlow: one device (no `tf.distribute`); the input is
-the task's `tf.data` pipeline read as numpy; every batch runs at the
+What differs from TensorFlow: one device, or with `mirrored` every local
+device under a `keras.distribution` mesh (no `tf.distribute`; see
+`JaxEngine`); the input is the task's `tf.data` pipeline read as numpy; every batch runs at the
 records' full length (cutting batches to their real length would compile a
 program per length); dropout masks come from a `keras.random.SeedGenerator`
 whose state is part of the step's state (and of a seeded run's
