@@ -437,7 +437,7 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
         """The tasks with a head on the pooled output (classification),
         without TensorFlow: the other tasks' exports have in-graph
         post-processing that exists only in TensorFlow."""
-        import keras
+        from bert_tf import backend
         spec = registry.of_run_kind(self.task)
         try:
             if spec is None or spec.python_head is None:
@@ -446,7 +446,7 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
         except ValueError as kind:
             raise ValueError(
                 f"predict: {self.path} is a {kind} run; with KERAS_BACKEND="
-                f"{keras.backend.backend()} predict serves classification "
+                f"{backend.name()} predict serves classification "
                 "only (the other tasks need the TensorFlow backend)"
                 ) from None
         models = self._encoder_with(lambda encoder: head)

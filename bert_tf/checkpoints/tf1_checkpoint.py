@@ -28,6 +28,7 @@ import uuid
 from absl import logging
 import tensorflow as tf
 
+from bert_tf import backend
 from bert_tf import file_io
 
 # The file `tf.train.latest_checkpoint` reads in a checkpoint directory.
@@ -624,8 +625,7 @@ def load_checkpoint(variables_or_model, path, *, strict=True, optional=()):
 
 
 def _on_tensorflow_backend():
-    import keras  # pylint: disable=import-outside-toplevel
-    return keras.backend.backend() == "tensorflow"
+    return backend.name() == backend.TENSORFLOW
 
 
 def _is_encoder_weight(name):

@@ -19,8 +19,8 @@ from bert_tf.tasks import registry
 def on_tensorflow():
     """Whether Keras runs on TensorFlow (else: no exports, no in-graph
     tokenizer; `PythonServed` serves what it can)."""
-    import keras
-    return keras.backend.backend() == "tensorflow"
+    from bert_tf import backend
+    return backend.name() == backend.TENSORFLOW
 
 
 # The task of an embeddings export (no task's spec serves it).

@@ -29,9 +29,9 @@ import os
 import re
 
 from absl import logging
-import keras
 import numpy as np
 
+from bert_tf import backend
 from bert_tf import file_io
 from bert_tf.data.encoded_input import EncodedInput
 from bert_tf.data.encoded_input import frame_pair
@@ -255,11 +255,11 @@ class FeatureExtractor:
         if length_policy is None:
             length_policy = sequence_lengths.LengthPolicy()
         self.length_policy = length_policy
-        if keras.backend.backend() != "tensorflow":
+        if backend.name() != backend.TENSORFLOW:
             if strategy is not None:
                 raise FeatureExtractionError(
                     "a tf.distribute strategy needs the TensorFlow backend "
-                    f"(KERAS_BACKEND is {keras.backend.backend()})")
+                    f"(KERAS_BACKEND is {backend.name()})")
             self._strategy = None
             return
         import tensorflow as tf
@@ -436,7 +436,7 @@ def extract_features(input_file, output_file, bert_config_file,
     features = convert_examples_to_features(examples, max_seq_length,
                                             tokenizer)
 
-    if keras.backend.backend() == "tensorflow":
+    if backend.name() == backend.TENSORFLOW:
         import tensorflow as tf
         strategy = strategy or tf.distribute.get_strategy()
         scope = strategy.scope()

@@ -235,11 +235,11 @@ def check_training_settings(config):
             raise ValueError(
                 f"--optimizer={config.optimizer!r} must be one of "
                 f"{', '.join(optimization.OPTIMIZER_NAMES)}")
-    import keras
-    if keras.backend.backend() == "jax":
-        from bert_tf.training import jax_steps
+    from bert_tf import backend
+    if backend.name() == backend.JAX:
+        from bert_tf.training.engines import jax_engine
         from bert_tf.training import lamb
-        problem = jax_steps.unsupported_settings(trainer_config, True)
+        problem = jax_engine.unsupported_settings(trainer_config, True)
         if (problem is None and config.do_train
                 and config.optimizer.lower() == "lamb"):
             problem = lamb.backend_problem()

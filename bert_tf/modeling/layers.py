@@ -10,6 +10,8 @@ import math
 import keras
 from keras import ops
 
+from bert_tf import backend
+
 
 # -- backend ------------------------------------------------------------------
 # The model code is written in `keras.ops`, so it runs on every Keras 3
@@ -21,7 +23,7 @@ from keras import ops
 
 def tensorflow_or_none():
     """The `tensorflow` module on the TensorFlow backend, else None."""
-    if keras.backend.backend() != "tensorflow":
+    if backend.name() != backend.TENSORFLOW:
         return None
     import tensorflow  # pylint: disable=import-outside-toplevel
     return tensorflow

@@ -133,11 +133,11 @@ def run(config):
 
     config.validate()
     if config.pack_sequences:
-        import keras  # pylint: disable=import-outside-toplevel
-        if keras.backend.backend() != "tensorflow":
+        from bert_tf import backend  # pylint: disable=import-outside-toplevel
+        if backend.name() != backend.TENSORFLOW:
             raise ValueError(
                 f"--pack_sequences runs on Keras' TensorFlow backend, not "
-                f"KERAS_BACKEND={keras.backend.backend()}")
+                f"KERAS_BACKEND={backend.name()}")
     bert_config = finetuning.load_bert_config(config)
     bert_config.check_max_seq_length(config.max_seq_length)
     # The one expansion of the globs: the readers get these files.

@@ -101,9 +101,10 @@ Backends
 --------
 `forward`, `loss_denominators`, `compute_loss` and `prediction_outputs` run
 inside the trainer's step: a `tf.function` on TensorFlow, a `jax.jit`
-function on Keras' JAX backend (`bert_tf.training.jax_steps`). They are
-written in `keras.ops`, so that one task runs on both; the input pipeline
-(`build_inputs`, `prediction_inputs`) stays `tf.data` on every backend.
+function on Keras' JAX backend (the engines of `bert_tf.training.engines`).
+They are written in `keras.ops`, so that one task runs on both; the input
+pipeline (`build_inputs`, `prediction_inputs`) stays `tf.data` on every
+backend.
 
 Variables and checkpoints
 -------------------------

@@ -42,6 +42,8 @@ import keras
 from keras import ops
 import tensorflow as tf
 
+from bert_tf import backend
+
 # Google's `exclude_from_weight_decay` in `create_optimizer`.
 GOOGLE_WEIGHT_DECAY_EXCLUSIONS = ("LayerNorm", "layer_norm", "bias")
 # Google's `create_optimizer`'s decay coefficient.
@@ -215,7 +217,7 @@ def global_norm_clip_scale(gradients, clip_norm):
       A scalar float32 tensor.
     """
     gradients = [gradient for gradient in gradients if gradient is not None]
-    if keras.backend.backend() == "tensorflow":
+    if backend.name() == backend.TENSORFLOW:
         global_norm = tf.linalg.global_norm(gradients)
         (scale,), _ = tf.clip_by_global_norm(
             [tf.constant(1.0, tf.float32)], clip_norm, use_norm=global_norm)
@@ -361,7 +363,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
             self.add_variable, shape=variable.shape, initializer="zeros",
             dtype="float32",
             name=f"{variable_name.replace('/', '_')}_{slot_name}")
-        if keras.backend.backend() != "tensorflow":
+        if backend.name() != backend.TENSORFLOW:
             return add_moment()
         colocate_with = (variable.value if isinstance(variable, keras.Variable)
                          else variable)
@@ -411,7 +413,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         so `stateless_apply` and a `jax.jit`ted step work as with Keras'
         own optimizers.
         """
-        if keras.backend.backend() != "tensorflow":
+        if backend.name() != backend.TENSORFLOW:
             self._keras_ops_update_step(grads, trainable_variables,
                                         learning_rate)
             return

@@ -31,6 +31,7 @@ import re
 import keras
 import tensorflow as tf
 
+from bert_tf import backend
 from bert_tf.training.adam_weight_decay import AdamWeightDecay
 from bert_tf.training.adam_weight_decay import GOOGLE_WEIGHT_DECAY_EXCLUSIONS
 from bert_tf.training.adam_weight_decay import assign_resource
@@ -128,10 +129,10 @@ def fused_lamb_update(variable_handle, first_moment_handle,
 def backend_problem():
     """Why LAMB cannot run on this Keras backend, or None: its update is
     TensorFlow code."""
-    if keras.backend.backend() == "tensorflow":
+    if backend.name() == backend.TENSORFLOW:
         return None
     return ("LAMB (--optimizer=lamb) runs on the TensorFlow backend only; "
-            f"KERAS_BACKEND is {keras.backend.backend()!r}: use "
+            f"KERAS_BACKEND is {backend.name()!r}: use "
             "--optimizer=adamw (Google's AdamWeightDecay) there")
 
 

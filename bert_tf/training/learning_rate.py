@@ -20,6 +20,8 @@ warmup rate is `init_lr * (t / W)`, not `(init_lr * t) / W`, and
 import keras
 from keras import ops
 
+from bert_tf import backend
+
 
 def _check_schedule_arguments(init_lr, num_train_steps, num_warmup_steps):
     """Raises `ValueError` for arguments that cannot make a schedule."""
@@ -89,7 +91,7 @@ def google_learning_rate(step, init_lr, num_train_steps, num_warmup_steps):
 
 def _has_int64():
     """Whether the backend computes in int64 (JAX does only with x64 on)."""
-    if keras.backend.backend() != "jax":
+    if backend.name() != backend.JAX:
         return True
     import jax  # pylint: disable=import-outside-toplevel
     return bool(jax.config.jax_enable_x64)

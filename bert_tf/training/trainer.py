@@ -1,21 +1,19 @@
 """The one generic training/evaluation loop, for every `Task`.
 
-Training step (inside `strategy.run`, in every replica):
+What runs on the device -- the training step (the task's loss denominators
+of the global batch, gradients summed over `num_accumulation_steps`
+micro-batches, the optimizer's global-norm clipping and update), the
+evaluation and prediction steps, and the optimizer and random state -- is
+the engine's of the Keras backend (`bert_tf.training.engines`: `tf.function`
+under a `tf.distribute` strategy on TensorFlow, `jax.jit` on JAX). This
+module keeps the loop around it: when to call the device, progress, logs,
+summaries, checkpoints and signals, the same on every backend.
 
-1. the task's loss denominators (e.g. the number of masked tokens) of the
-   replica's share of the global batch are summed over replicas, so every
-   replica normalizes by the global count (see `bert_tf.tasks.base`);
-2. the share is split into `num_accumulation_steps` micro-batches; their
-   gradients are summed in a `tf.while_loop` (loop-carried tensors, no
-   accumulator variables, nothing communicated per micro-batch);
-3. the optimizer sums the gradients over replicas, clips their global norm
-   and updates (one update per global batch: `global_step` counts updates).
-
-`iterations_per_loop` steps run inside one `tf.function` call (a
-`tf.while_loop` over the distributed iterator), so the host is involved only
-between loops: to log, write summaries and save checkpoints. A loop also ends
-at the first non-finite loss, which stops the run (`NonFiniteLossError`)
-without saving, so the last checkpoint on disk is the last good state.
+`iterations_per_loop` steps run in one call into the device, so the host is
+involved only between calls: to log, write summaries and save checkpoints.
+A call also ends at the first non-finite loss, which stops the run
+(`NonFiniteLossError`) without saving, so the last checkpoint on disk is the
+last good state.
 
 Restarting with the same `output_dir` resumes from the newest
 `model.ckpt-<step>`: model, optimizer slots, `global_step` (hence the
@@ -44,22 +42,15 @@ from bert_tf import file_io
 from bert_tf import modes
 from bert_tf import progress as progress_lib
 from bert_tf.data import sequence_lengths
-from bert_tf.modeling import layers as modeling_layers
 from bert_tf.training import checkpoint_manager as checkpoint_manager_lib
 from bert_tf.training import distribution
+from bert_tf.training import engines
 from bert_tf.training import precision
-from bert_tf.training import prediction
 from bert_tf.training import preemption
 from bert_tf.training import run_lock
 from bert_tf.training import summaries
 
 EVAL_RESULTS_FILE = "eval_results.txt"
-# The dropout generator's position, saved with each checkpoint of a seeded
-# run (Google's code ignores it: no variable of theirs has this name).
-DROPOUT_RANDOM_STATE = "training/dropout_random_state"
-# The same for a run on the JAX backend: a `keras.random.SeedGenerator`'s
-# state, another shape than TensorFlow's generator's, so another name.
-KERAS_DROPOUT_SEED_STATE = "training/keras_dropout_seed_state"
 
 
 class NonFiniteLossError(RuntimeError):
@@ -107,7 +98,8 @@ class TrainerConfig:
       seed: with a seed (`--seed`), a resumed run is exact: it continues
         the input where the checkpoint's step left it (the seeded input
         pipeline skips what was consumed) and draws the dropout masks the
-        uninterrupted run draws (`DROPOUT_RANDOM_STATE` in the checkpoint).
+        uninterrupted run draws (the generator's state is in the
+        checkpoint).
         The task's input pipeline must be seeded with the same seed.
       pad_to_multiple_of: every batch (training, evaluation, prediction)
         runs at its longest real sequence rounded up to a multiple of this
@@ -213,10 +205,10 @@ def training_metric_name(name):
 class Trainer:
     """Trains and evaluates a `Task` under a `tf.distribute` strategy.
 
-    On the JAX backend (`KERAS_BACKEND=jax`) the same trainer runs its
-    steps as `jax.jit`-compiled functions on one device
-    (`bert_tf.training.jax_steps`), with the same checkpoints, logs,
-    evaluation results and prediction files.
+    The steps run on the engine of the Keras backend
+    (`bert_tf.training.engines`); on the JAX backend (`KERAS_BACKEND=jax`)
+    as `jax.jit`-compiled functions on one device, with the same
+    checkpoints, logs, evaluation results and prediction files.
 
     Example (what `run_pretraining.py` does)::
 
@@ -255,60 +247,24 @@ class Trainer:
         config.validate()
         self.task = task
         self.config = config
-        default_strategy = tf.distribute.get_strategy()
-        self.strategy = strategy or default_strategy
-        # The JAX steps (None on TensorFlow), created with the optimizer.
-        self._jax = None
-        self.on_jax = keras.backend.backend() == "jax"
-        if self.on_jax:
-            from bert_tf.training import jax_steps
-            problem = jax_steps.unsupported_settings(
-                config, self.strategy is default_strategy)
-            if problem:
-                raise ValueError(problem)
-        self.num_replicas = self.strategy.num_replicas_in_sync
-        self.is_chief = distribution.is_chief(self.strategy)
-        # At which length each batch runs; TPUs compile every step, so
-        # they get static lengths (buckets) as XLA does.
-        self.length_policy = config.length_policy()
-        if isinstance(self.strategy, tf.distribute.TPUStrategy):
-            self.length_policy = sequence_lengths.static_policy(
-                self.length_policy)
+        self.strategy = strategy or tf.distribute.get_strategy()
+        # What runs on the device: the backend's engine.
+        self.engine = engines.create(task, config, self.strategy)
+        self.num_replicas = self.engine.num_replicas
+        self.is_chief = self.engine.is_chief
+        # At which length each batch runs.
+        self.length_policy = self.engine.length_policy
         # Workers must run the same steps in every call and stop together:
         # calls sized by the clock and stops on SIGTERM are for one process.
-        self._one_process = not isinstance(
-            self.strategy, tf.distribute.MultiWorkerMirroredStrategy)
-        self.per_replica_train_batch_size = None
-        if optimizer_factory is not None:
-            self.per_replica_train_batch_size = (
-                distribution.per_replica_batch_size(
-                    config.train_batch_size, self.num_replicas,
-                    "train_batch_size", config.num_accumulation_steps))
-
-        with self.strategy.scope():
-            with precision.dtype_policy_scope(config.dtype):
-                self.model = task.build_model()
-            self.trainable_variables = task.trainable_variables(self.model)
-            self.optimizer = None
-            # Dropout masks from a generator whose position is checkpointed
-            # (see `TrainerConfig.seed`); None: TensorFlow's stateful op.
-            self._dropout_generator = None
-            if optimizer_factory is not None and self.on_jax:
-                # Every jitted step needs a generator to draw from.
-                self._dropout_generator = keras.random.SeedGenerator(
-                    config.seed)
-            elif optimizer_factory is not None and config.seed is not None:
-                self._dropout_generator = tf.random.Generator.from_seed(
-                    config.seed)
-            if optimizer_factory is not None:
-                self.optimizer = precision.wrap_optimizer(
-                    optimizer_factory(), config.dtype)
-                self.optimizer.build(self.trainable_variables)
-        if self.on_jax:
-            from bert_tf.training import jax_steps
-            self._jax = jax_steps.JaxSteps(
-                task, self.model, self.trainable_variables, self.optimizer,
-                self._dropout_generator, config.num_accumulation_steps)
+        self._one_process = self.engine.one_process
+        # The model, and to train the optimizer and the generator dropout
+        # masks come from (whose position a seeded run checkpoints).
+        self.engine.build(optimizer_factory)
+        self.per_replica_train_batch_size = (
+            self.engine.per_replica_train_batch_size)
+        self.model = self.engine.model
+        self.trainable_variables = self.engine.trainable_variables
+        self.optimizer = self.engine.optimizer
 
         if self.optimizer is not None:
             # One training run per output_dir; the temporary files of one
@@ -323,10 +279,8 @@ class Trainer:
         # SIGTERM during `train` stops at the next step boundary.
         self._stop_request = preemption.StopRequest()
         self.restored_checkpoint = None
-        self._train_loop = None
-        self._eval_step = None
         # mode -> the function `predict` runs: kept, so that the prediction
-        # loop's traced step is reused by every `predict` of that mode.
+        # loop's compiled step is reused by every `predict` of that mode.
         self._predict_fns = {}
         self._initialize_variables()
 
@@ -339,34 +293,12 @@ class Trainer:
             return int(np.asarray(self.optimizer.iterations))
         return self._checkpoint_step
 
-    def _optimizer_state(self):
-        """`{Google name: variable}` of the optimizer (slots, global_step)."""
-        if self.optimizer is None:
-            return {}
-        from bert_tf.training import optimization
-        return optimization.optimizer_slot_variables(self.optimizer)
-
     def checkpoint_tensors(self):
         """Everything a training checkpoint holds, by Google name."""
         tensors = dict(self.task.checkpoint_variables(self.model))
-        tensors.update(self._optimizer_state())
-        tensors.update(precision.loss_scale_variables(self.optimizer))
-        tensors.update(self._random_state())
-        if self.on_jax and "global_step" in tensors:
-            # JAX counts in int32 (without x64); Google's step is int64.
-            tensors["global_step"] = np.asarray(tensors["global_step"],
-                                                np.int64)
-        return tensors
-
-    def _random_state(self):
-        if self._dropout_generator is None:
-            return {}
-        if self.on_jax:
-            # Unseeded, the state is a random start: not worth keeping.
-            if self.config.seed is None:
-                return {}
-            return {KERAS_DROPOUT_SEED_STATE: self._dropout_generator.state}
-        return {DROPOUT_RANDOM_STATE: self._dropout_generator.state}
+        tensors.update(self.engine.optimizer_state())
+        tensors.update(self.engine.optional_state())
+        return self.engine.checkpoint_values(tensors)
 
     def _restore_newest_readable(self):
         """Restores the newest checkpoint that reads; returns its prefix.
@@ -433,14 +365,11 @@ class Trainer:
         are `load_checkpoint`'s (one pass over the checkpoint).
         """
         required = dict(self.task.checkpoint_variables(self.model))
-        required.update(self._optimizer_state())
-        optional = dict(precision.loss_scale_variables(self.optimizer))
-        optional.update(self._random_state())
+        required.update(self.engine.optimizer_state())
+        optional = self.engine.optional_state()
         if "global_step" not in required:
             # Evaluation only: the step is read for the results, if there.
-            optional["global_step"] = keras.Variable(
-                0, dtype="int64" if not self.on_jax else "int32",
-                trainable=False, name="global_step")
+            optional["global_step"] = self.engine.step_variable()
         try:
             report = checkpoints.load_checkpoint(
                 {**required, **optional}, prefix, strict=True,
@@ -457,7 +386,7 @@ class Trainer:
             step = (required["global_step"] if "global_step" in required
                     else optional["global_step"])
             self._checkpoint_step = int(np.asarray(step))
-        random_state = self._random_state()
+        random_state = self.engine.random_state()
         if random_state and not set(random_state) & set(report.loaded):
             logging.warning(
                 "%s holds no dropout random state (written without "
@@ -474,162 +403,6 @@ class Trainer:
     def _metric_keys(self):
         return ("loss",) + tuple(self.task.metric_names)
 
-    def _compiles_whole_step(self):
-        """Whether XLA compiles the optimizer update too, not just gradients.
-
-        On one device the whole replica step (gradients and update) is one
-        XLA program, which fuses the optimizer's elementwise work (several
-        times faster than op by op). With several replicas the update runs in
-        the strategy's cross-replica merge, which XLA cannot compile here, so
-        only the forward and backward pass is compiled.
-        """
-        return (self.config.enable_xla
-                and distribution.is_single_device(self.strategy))
-
-    def _gradients_fn(self):
-        """Loss, metric sums and gradients of one (micro-)batch."""
-        task, model, optimizer = self.task, self.model, self.optimizer
-        variables = self.trainable_variables
-        metric_names = tuple(task.metric_names)
-        missing_gradients = []
-
-        policy = self.length_policy
-        sequence_features = tuple(task.sequence_features)
-
-        def gradients(features, denominators):
-            # Cut to the batch's length (a bucket's static branch under
-            # XLA); the gradients have the variables' shapes either way.
-            # Seeded dropout numbers positions as at the records' length, so
-            # that the cut batch drops what the full-length batch drops.
-            mask = features.get(sequence_lengths.INPUT_MASK)
-            full_length = None if mask is None else tf.shape(mask)[-1]
-            with modeling_layers.full_length_dropout_scope(full_length):
-                return sequence_lengths.call_at_length(
-                    lambda cut: full_length_gradients(cut, denominators),
-                    features, policy, sequence_features)
-
-        def full_length_gradients(features, denominators):
-            with tf.GradientTape() as tape:
-                outputs = task.forward(model, features, training=True)
-                loss, metrics = task.compute_loss(features, outputs,
-                                                  denominators)
-                loss = tf.cast(loss, tf.float32)
-                scaled_loss = precision.scale_loss(optimizer, loss)
-            grads = tape.gradient(scaled_loss, variables)
-            missing_gradients[:] = [g is None for g in grads]
-            # Dense float32: sparse embedding gradients cannot be summed in a
-            # loop, and Google's optimizer densifies them anyway.
-            grads = [tf.zeros(v.shape, tf.float32) if g is None
-                     else tf.cast(tf.convert_to_tensor(g), tf.float32)
-                     for g, v in zip(grads, variables)]
-            metrics = {name: tf.cast(metrics[name], tf.float32)
-                       for name in metric_names}
-            return grads, loss, metrics
-
-        if self.config.enable_xla and not self._compiles_whole_step():
-            gradients = tf.function(gradients, jit_compile=True)
-        return gradients, missing_gradients
-
-    def _build_train_loop(self):
-        strategy, task, optimizer = self.strategy, self.task, self.optimizer
-        variables = self.trainable_variables
-        metric_names = tuple(task.metric_names)
-        metric_keys = self._metric_keys()
-        num_micro_batches = self.config.num_accumulation_steps
-        micro_batch_size = (self.per_replica_train_batch_size
-                            // num_micro_batches)
-        gradients_fn, missing_gradients = self._gradients_fn()
-        loss_scaling = precision.uses_loss_scaling(self.config.dtype)
-        stop_variable = self._stop_request.variable
-
-        def accumulated_gradients(features, denominators):
-            def micro_batch(index):
-                start = index * micro_batch_size
-                return tf.nest.map_structure(
-                    lambda t: t[start:start + micro_batch_size], features)
-
-            def body(index, grad_sums, loss_sum, metric_sums):
-                grads, loss, metrics = gradients_fn(micro_batch(index),
-                                                    denominators)
-                return (index + 1,
-                        [total + g for total, g in zip(grad_sums, grads)],
-                        loss_sum + loss,
-                        {k: metric_sums[k] + metrics[k] for k in metric_names})
-
-            initial = (tf.constant(0),
-                       [tf.zeros(v.shape, tf.float32) for v in variables],
-                       tf.constant(0.0),
-                       {k: tf.constant(0.0) for k in metric_names})
-            _, grads, loss, metrics = tf.while_loop(
-                lambda index, *_: index < num_micro_batches, body, initial)
-            return grads, loss, metrics
-
-        # Not converted by AutoGraph (nor is anything it calls): the step is
-        # straight-line tensor code (its loops are `tf.while_loop`s, its
-        # branches `tf.cond`s or Python values), and converting the model's,
-        # the task's and the optimizer's functions took about 3 s of every
-        # run's first step.
-        @tf.autograph.experimental.do_not_convert
-        def replica_step(features):
-            replica_context = tf.distribute.get_replica_context()
-            denominators = {k: tf.cast(v, tf.float32) for k, v
-                            in task.loss_denominators(features).items()}
-            if denominators:
-                denominators = replica_context.all_reduce(
-                    tf.distribute.ReduceOp.SUM, denominators)
-            if num_micro_batches == 1:
-                grads, loss, metrics = gradients_fn(features, denominators)
-            else:
-                grads, loss, metrics = accumulated_gradients(features,
-                                                             denominators)
-            # Variables the loss does not depend on (the next-sentence head
-            # under --pretraining_objective=mlm) get no update, as in
-            # Google's optimizer, not a zero-gradient one.
-            updated = [(g, v) for g, v, missing
-                       in zip(grads, variables, missing_gradients)
-                       if not missing]
-            grads = [g for g, _ in updated]
-            if loss_scaling:
-                grads = precision.agree_on_finite_gradients(grads)
-            optimizer.apply(grads, [v for _, v in updated])
-            # One packed all-reduce of a few scalars: the global loss and
-            # metric sums, identical on every replica and worker.
-            return replica_context.all_reduce(
-                tf.distribute.ReduceOp.SUM, {"loss": loss, **metrics})
-
-        if self._compiles_whole_step():
-            replica_step = tf.function(replica_step, jit_compile=True)
-
-        @tf.function
-        def train_loop(iterator, num_steps):
-            totals = {k: tf.constant(0.0) for k in metric_keys}
-            last_loss = tf.constant(0.0)
-            steps = tf.constant(0)
-            # Read before every step: SIGTERM ends the call at the next
-            # step boundary (see `preemption`).
-            while tf.logical_and(
-                    tf.logical_and(steps < num_steps,
-                                   tf.math.is_finite(last_loss)),
-                    tf.logical_not(stop_variable.read_value())):
-                per_replica = strategy.run(replica_step,
-                                           args=(next(iterator),))
-                outputs = {k: strategy.experimental_local_results(v)[0]
-                           for k, v in per_replica.items()}
-                totals = {k: totals[k] + outputs[k] for k in metric_keys}
-                last_loss = outputs["loss"]
-                steps += 1
-            return totals, steps, last_loss
-
-        return train_loop
-
-    def _at_length(self, fn, features):
-        """`fn(features)` on the batch cut to its length; the task's
-        sequence outputs padded back to the records' length."""
-        return sequence_lengths.call_at_length(
-            fn, features, self.length_policy,
-            tuple(self.task.sequence_features),
-            self.task.sequence_outputs)
-
     def _prediction_outputs(self, features, outputs, mode):
         """The task's `prediction_outputs`, floating tensors as float32."""
         kept = self.task.prediction_outputs(features, outputs, mode)
@@ -637,59 +410,9 @@ class Trainer:
                 if keras.backend.is_float_dtype(value.dtype) else value
                 for key, value in kept.items()}
 
-    def _jax_eval_step(self):
-        """The eval step on JAX (one device: nothing to sum or gather)."""
-        jax_steps = self._jax
-        if jax_steps is None:  # An evaluation-only trainer.
-            from bert_tf.training import jax_steps as jax_steps_lib
-            jax_steps = self._jax = jax_steps_lib.JaxSteps(
-                self.task, self.model, self.trainable_variables)
-        return lambda features: jax_steps.eval_step(
-            features, lambda batch, outputs: self._prediction_outputs(
-                batch, outputs, modes.EVAL))
-
-    def _build_eval_step(self):
-        """The eval step: summed loss and metrics, and gathered outputs."""
-        strategy, task, model = self.strategy, self.task, self.model
-        metric_names = tuple(task.metric_names)
-
-        # Not converted by AutoGraph, as the training step.
-        @tf.autograph.experimental.do_not_convert
-        def replica_step(features):
-            replica_context = tf.distribute.get_replica_context()
-            denominators = {k: tf.cast(v, tf.float32) for k, v
-                            in task.loss_denominators(features).items()}
-            if denominators:
-                denominators = replica_context.all_reduce(
-                    tf.distribute.ReduceOp.SUM, denominators)
-
-            def evaluate_batch(features):
-                outputs = task.forward(model, features, training=False)
-                loss, metrics = task.compute_loss(features, outputs,
-                                                  denominators)
-                values = {"loss": tf.cast(loss, tf.float32)}
-                values.update({k: tf.cast(metrics[k], tf.float32)
-                               for k in metric_names})
-                return values, self._prediction_outputs(features, outputs,
-                                                        modes.EVAL)
-
-            values, kept = self._at_length(evaluate_batch, features)
-            sums = replica_context.all_reduce(tf.distribute.ReduceOp.SUM,
-                                              values)
-            return sums, kept
-
-        # The last batch may be partial: retrace for it only once.
-        @tf.function(reduce_retracing=True)
-        def eval_step(features):
-            sums, kept = strategy.run(replica_step, args=(features,))
-            sums = {k: strategy.experimental_local_results(v)[0]
-                    for k, v in sums.items()}
-            # Every replica's (and worker's) examples, for metrics that need
-            # all predictions; their order does not matter.
-            kept = {k: strategy.gather(v, axis=0) for k, v in kept.items()}
-            return sums, kept
-
-        return eval_step
+    def _keep_in_eval(self, features, outputs):
+        """What evaluation keeps of a batch's outputs for the task."""
+        return self._prediction_outputs(features, outputs, modes.EVAL)
 
     # -- training ------------------------------------------------------------
 
@@ -738,14 +461,10 @@ class Trainer:
                          "batches.", steps_done, steps_done * per_step)
             return dataset.skip(steps_done * per_step)
 
-        if self.on_jax:
-            # One device: the task's pipeline, read as numpy.
-            return dataset_fn(tf.distribute.InputContext()).as_numpy_iterator()
-        dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
-        return iter(dataset)
+        return self.engine.train_iterator(dataset_fn)
 
     def train_steps(self, iterator, num_steps):
-        """Runs up to `num_steps` training steps in one `tf.function` call.
+        """Runs up to `num_steps` training steps in one call into the engine.
 
         The building block of `train` (which adds checkpoints, logging and
         summaries); also what benchmarks time.
@@ -760,18 +479,8 @@ class Trainer:
           global loss and of the task's metric sums (a dict of floats), the
           number of steps run, and the last step's loss (a float).
         """
-        if self._jax is not None:
-            return self._jax.train_steps(
-                iterator, num_steps,
-                lambda: self._stop_request.requested)
-        if self._train_loop is None:
-            self._train_loop = self._build_train_loop()
-        # The generator is read when the loop is traced (its first call).
-        with modeling_layers.random_generator_scope(self._dropout_generator):
-            totals, steps_run, last_loss = self._train_loop(
-                iterator, tf.constant(num_steps, tf.int32))
-        return ({k: float(v) for k, v in totals.items()}, int(steps_run),
-                float(last_loss))
+        return self.engine.train_steps(iterator, num_steps,
+                                       self._stop_request)
 
     def train(self):
         """Trains until `num_train_steps`, saving and logging on the way.
@@ -837,16 +546,7 @@ class Trainer:
     def _describe_setup(self):
         """Replicas, batch, precision and what XLA compiles, in words."""
         config = self.config
-        if self.on_jax:
-            xla = "JAX (the whole step jit-compiled, one device)"
-        elif self._compiles_whole_step():
-            xla = "XLA on (the whole training step)"
-        elif config.enable_xla:
-            xla = "XLA on (the forward and backward pass)"
-        else:
-            # Our optimizers' per-variable update is always one XLA program
-            # (TensorFlow says "Compiled cluster using XLA!" for it).
-            xla = "XLA off (except the fused optimizer update)"
+        xla = self.engine.compilation_in_words()
         accumulation = (f" in {config.num_accumulation_steps} micro-batches"
                         if config.num_accumulation_steps > 1 else "")
         return (f"{self.num_replicas} replicas, global batch "
@@ -1006,18 +706,9 @@ class Trainer:
         progress.start("preparing the input and tracing the evaluation step "
                        "(the first batch includes it)")
         self.release_train_input()
-        if self.on_jax:
-            dataset = self.task.build_inputs(
-                modes.EVAL, per_replica_batch_size,
-                tf.distribute.InputContext()).as_numpy_iterator()
-            if self._eval_step is None:
-                self._eval_step = self._jax_eval_step()
-        else:
-            dataset = self.strategy.distribute_datasets_from_function(
-                lambda context: self.task.build_inputs(
-                    modes.EVAL, per_replica_batch_size, context))
-        if self._eval_step is None:
-            self._eval_step = self._build_eval_step()
+        dataset = self.engine.eval_input(
+            lambda batch_size, context: self.task.build_inputs(
+                modes.EVAL, batch_size, context), per_replica_batch_size)
         totals = {k: 0.0 for k in self._metric_keys()}
         num_batches = 0
         state = None
@@ -1028,7 +719,7 @@ class Trainer:
                 features = next(iterator)
             except StopIteration:
                 break
-            sums, kept = self._eval_step(features)
+            sums, kept = self.engine.eval_step(features, self._keep_in_eval)
             for key, value in sums.items():
                 totals[key] += float(value)
             if kept:
@@ -1078,10 +769,9 @@ class Trainer:
                 num_examples=None, mode=modes.PREDICT):
         """The task's `prediction_outputs` of every example, in input order.
 
-        The one prediction loop (`bert_tf.training.prediction.predict`) run
-        on this trainer's model and strategy: correct under one device,
-        mirrored replicas, several workers and TPUs, streaming batch by
-        batch.
+        The one prediction loop (`bert_tf.training.prediction`) run by the
+        engine on this trainer's model: correct under one device, mirrored
+        replicas, several workers and TPUs, streaming batch by batch.
 
         Args:
           examples: an unbatched `tf.data.Dataset` of feature dicts, e.g.
@@ -1095,38 +785,22 @@ class Trainer:
         Yields:
           Dicts of numpy arrays, one row per example, in input order.
         """
-        if self.on_jax:
-            if self._jax is None:  # A prediction-only trainer.
-                from bert_tf.training import jax_steps as jax_steps_lib
-                self._jax = jax_steps_lib.JaxSteps(
-                    self.task, self.model, self.trainable_variables)
-            return prediction.predict_one_device(
-                self._jax.predict_step(self._predict_fn(mode)), examples,
-                global_batch_size, num_examples=num_examples,
-                description=f"{mode} records")
-        return prediction.predict(
-            self.strategy, self._predict_fn(mode), examples,
-            global_batch_size,
+        return self.engine.predict(
+            self._predict_fn(mode), examples, global_batch_size,
             pad_to_full_batches=pad_to_full_batches,
-            num_examples=num_examples, description=f"{mode} records",
-            length_policy=self.length_policy)
+            num_examples=num_examples, description=f"{mode} records")
 
     def _predict_fn(self, mode):
-        """The per-replica function `predict` runs in `mode`: the task's
-        `prediction_outputs` of a batch cut to its length. One function
-        object per mode, so its traced step is reused across calls."""
+        """The function `predict` runs in `mode`: the task's
+        `prediction_outputs` of a batch. One function object per mode, so
+        the engine's compiled step is reused across calls."""
         predict_fn = self._predict_fns.get(mode)
         if predict_fn is None:
             task, model = self.task, self.model
 
-            def predict_batch(features):
+            def predict_fn(features):
                 outputs = task.forward(model, features, training=False)
                 return self._prediction_outputs(features, outputs, mode)
-
-            def predict_fn(features):
-                if self.on_jax:  # Full length: one compiled program.
-                    return predict_batch(features)
-                return self._at_length(predict_batch, features)
 
             self._predict_fns[mode] = predict_fn
         return predict_fn

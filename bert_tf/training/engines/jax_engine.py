@@ -1,4 +1,4 @@
-"""The training, evaluation and prediction steps of `Trainer` on JAX.
+"""The JAX engine: the steps of `Trainer` as `jax.jit`-compiled functions.
 
 On TensorFlow the trainer's steps are `tf.function`s under a `tf.distribute`
 strategy that update `tf.Variable`s in place. On the JAX backend
@@ -21,21 +21,33 @@ not depend on (the pooler under SQuAD or tagging) gets no update, as
 Google's optimizer skips a `None` gradient -- a zero gradient would still
 decay its weights -- found once from the step's jaxpr.
 
-What differs from TensorFlow: one device (no `tf.distribute`); the input is
-the task's `tf.data` pipeline read as numpy; every batch runs at the
+What differs from TensorFlow: one device, or with `mirrored` every local
+device under a `keras.distribution` mesh (no `tf.distribute`; see
+`JaxEngine`); the input is the task's `tf.data` pipeline read as numpy; every batch runs at the
 records' full length (cutting batches to their real length would compile a
 program per length); dropout masks come from a `keras.random.SeedGenerator`
 whose state is part of the step's state (and of a seeded run's
 checkpoints).
 """
 
+import contextlib
+
 import jax
 import jax.extend.core
 import keras
 from keras import ops
 import numpy as np
+import tensorflow as tf
 
+from bert_tf import backend
 from bert_tf.modeling import layers as modeling_layers
+from bert_tf.training import prediction
+from bert_tf.training.engines import base
+
+# A dropout `keras.random.SeedGenerator`'s state, saved with each checkpoint
+# of a seeded run: another shape than TensorFlow's generator's, so another
+# name than `tensorflow_engine.DROPOUT_RANDOM_STATE`.
+KERAS_DROPOUT_SEED_STATE = "training/keras_dropout_seed_state"
 
 
 def _used_inputs(closed_jaxpr):
@@ -286,15 +298,166 @@ class JaxSteps:
         return lambda features: step(_values(self.model.variables), features)
 
 
+def _asks_for_every_local_device(strategy):
+    """Whether `strategy` is `--distribution_strategy=mirrored`'s."""
+    return (isinstance(strategy, tf.distribute.MirroredStrategy)
+            and not isinstance(
+                strategy, tf.distribute.MultiWorkerMirroredStrategy))
+
+
+class JaxEngine(base.Engine):
+    """The steps of `Trainer` on JAX; see `base.Engine`.
+
+    With the default strategy the steps run on one device. With
+    `--distribution_strategy=mirrored` (a `tf.distribute.MirroredStrategy`)
+    they run data parallel over every local device
+    (`bert_tf.backend.devices()`): the variables are replicated over a
+    `keras.distribution.DataParallel` mesh, each global batch is split
+    along the batch over the devices, and `jax.jit` partitions the step
+    (the gradients are summed over devices by XLA). The input is still one
+    pipeline, the step the same function of the global batch, so the
+    numbers are the one-device run's up to the order of the sums.
+    """
+
+    # Without x64, JAX counts in int32.
+    step_dtype = "int32"
+
+    def __init__(self, task, config, strategy):
+        super().__init__(task, config, strategy)
+        data_parallel = _asks_for_every_local_device(strategy)
+        problem = unsupported_settings(
+            config, strategy is tf.distribute.get_strategy() or data_parallel)
+        if problem:
+            raise ValueError(problem)
+        self._steps = None
+        # The device mesh of a data parallel run; None on one device.
+        self._distribution = None
+        if data_parallel:
+            self._distribution = keras.distribution.DataParallel(
+                devices=backend.devices())
+            # The TensorFlow strategy's replicas are TensorFlow's devices;
+            # the batch is split over JAX's.
+            self.num_replicas = len(backend.devices())
+
+    def scope(self):
+        # Variables created here are replicated over the mesh.
+        if self._distribution is None:
+            return contextlib.nullcontext()
+        return self._distribution.scope()
+
+    def _place(self, features):
+        """`features` (numpy) on the mesh: split along the batch when it
+        splits evenly over the devices, else (a last partial evaluation or
+        prediction batch) replicated."""
+        if self._distribution is None:
+            return features
+        mesh = self._distribution.device_mesh.backend_mesh
+        size = next(iter(features.values())).shape[0]
+        if size % self.num_replicas:
+            spec = jax.sharding.PartitionSpec()
+        else:
+            spec = jax.sharding.PartitionSpec(
+                self._distribution.batch_dim_name)
+        return jax.device_put(features,
+                              jax.sharding.NamedSharding(mesh, spec))
+
+    def _dropout_generator(self, seed):
+        # Every jitted step needs a generator to draw from.
+        return keras.random.SeedGenerator(seed)
+
+    def build(self, optimizer_factory=None):
+        super().build(optimizer_factory)
+        self._steps = JaxSteps(
+            self.task, self.model, self.trainable_variables, self.optimizer,
+            self.dropout_generator, self.config.num_accumulation_steps)
+
+    # -- state in/out ------------------------------------------------------
+
+    def random_state(self):
+        # Unseeded, the state is a random start: not worth keeping.
+        if self.dropout_generator is None or self.config.seed is None:
+            return {}
+        return {KERAS_DROPOUT_SEED_STATE: self.dropout_generator.state}
+
+    def checkpoint_values(self, tensors):
+        if "global_step" in tensors:
+            # JAX counts in int32 (without x64); Google's step is int64.
+            tensors = dict(tensors)
+            tensors["global_step"] = np.asarray(tensors["global_step"],
+                                                np.int64)
+        return tensors
+
+    # -- the steps ---------------------------------------------------------
+
+    def train_iterator(self, dataset_fn):
+        # One pipeline, read as numpy. Over several devices it yields one
+        # replica's batch per device and step (and a resumed run skips as
+        # many): concatenated, they are the global batch, the examples the
+        # one-device run's global batch holds, in its order.
+        replicas = self.num_replicas
+        batches = dataset_fn(tf.distribute.InputContext(
+            num_replicas_in_sync=replicas)).as_numpy_iterator()
+        if replicas == 1:
+            return batches
+        return self._global_batches(batches, replicas)
+
+    def _global_batches(self, batches, replicas):
+        while True:
+            pieces = []
+            for _ in range(replicas):
+                try:
+                    pieces.append(next(batches))
+                except StopIteration:
+                    return
+            yield self._place({key: np.concatenate(
+                [piece[key] for piece in pieces]) for key in pieces[0]})
+
+    def train_steps(self, iterator, num_steps, stop_request):
+        return self._steps.train_steps(iterator, num_steps,
+                                       lambda: stop_request.requested)
+
+    def eval_input(self, dataset_fn, per_replica_batch_size):
+        # The global batch; the step sums over it (nothing to gather).
+        return dataset_fn(per_replica_batch_size * self.num_replicas,
+                          tf.distribute.InputContext()).as_numpy_iterator()
+
+    def eval_step(self, features, keep):
+        return self._steps.eval_step(self._place(features), keep)
+
+    def predict(self, predict_batch, examples, global_batch_size,
+                pad_to_full_batches=False, num_examples=None,
+                description="records"):
+        # Full length, one compiled program; a partial batch runs
+        # replicated, so nothing is padded.
+        del pad_to_full_batches
+        step = self._steps.predict_step(predict_batch)
+        return prediction.predict_one_device(
+            lambda features: step(self._place(features)), examples,
+            global_batch_size, num_examples=num_examples,
+            description=description)
+
+    def compilation_in_words(self):
+        if self._distribution is None:
+            return "JAX (the whole step jit-compiled, one device)"
+        return (f"JAX (the whole step jit-compiled, data parallel over "
+                f"{self.num_replicas} devices)")
+
+
 def unsupported_settings(config, strategy_is_default):
-    """What a `TrainerConfig` asks that the JAX steps cannot do, in words.
+    """What a `TrainerConfig` asks that the JAX engine cannot do, in words.
+
+    Args:
+      config: a `TrainerConfig`.
+      strategy_is_default: whether the run's strategy is one the engine
+        runs: TensorFlow's default (one device) or `mirrored`'s (every
+        local device).
 
     Returns:
       A message naming the first such setting, or None.
     """
     if not strategy_is_default:
         return ("--distribution_strategy: on KERAS_BACKEND=jax a run uses "
-                "one device; leave the flag at its default")
+                "one device (default) or every local device (mirrored)")
     if config.dtype not in ("float32", "mixed_bfloat16"):
         return (f"--dtype={config.dtype}: on KERAS_BACKEND=jax training "
                 "runs in float32 or mixed_bfloat16 (float16 needs the "
