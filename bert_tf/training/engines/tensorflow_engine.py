@@ -18,7 +18,7 @@ between loops. A loop also ends at the first non-finite loss.
 
 import tensorflow as tf
 
-from bert_tf import sequence_lengths
+from bert_tf.data import sequence_lengths
 from bert_tf.modeling import layers as modeling_layers
 from bert_tf.training import distribution
 from bert_tf.training import precision
