@@ -22,6 +22,7 @@ the device goes through one `Engine` per Keras backend:
 `bert_tf.training.engines.create` picks the engine of `bert_tf.backend`.
 """
 
+import abc
 import contextlib
 
 import keras
@@ -31,7 +32,7 @@ from bert_tf.training import optimization
 from bert_tf.training import precision
 
 
-class Engine:
+class Engine(abc.ABC):
     """What runs on the device for one `Trainer`; see the module docstring.
 
     Class attribute:
@@ -86,10 +87,10 @@ class Engine:
         """The context variables are created in (the strategy's scope)."""
         return contextlib.nullcontext()
 
+    @abc.abstractmethod
     def _dropout_generator(self, seed):
         """The generator training's dropout draws from (None: the
         backend's stateful op); `seed` is `TrainerConfig.seed`."""
-        raise NotImplementedError
 
     def build(self, optimizer_factory=None):
         """Builds the model and, to train, the optimizer and generator.
@@ -135,10 +136,10 @@ class Engine:
         state.update(self.random_state())
         return state
 
+    @abc.abstractmethod
     def random_state(self):
         """`{name: variable}` of the dropout generator's position, when a
         checkpoint keeps it (seeded runs); part of `optional_state`."""
-        raise NotImplementedError
 
     def checkpoint_values(self, tensors):
         """The `{name: variable or value}` to write for `tensors` (the
@@ -153,11 +154,12 @@ class Engine:
 
     # -- the steps ---------------------------------------------------------
 
+    @abc.abstractmethod
     def train_iterator(self, dataset_fn):
         """The training input, from `dataset_fn(tf.distribute.InputContext)`
         (one pipeline's batches of `per_replica_train_batch_size`)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def train_steps(self, iterator, num_steps, stop_request):
         """Runs up to `num_steps` training steps.
 
@@ -173,8 +175,8 @@ class Engine:
           the number of steps run, and the last step's loss (a float). The
           call returns early after a step whose loss is not finite.
         """
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def eval_input(self, dataset_fn, per_replica_batch_size):
         """The evaluation batches, an iterable.
 
@@ -183,8 +185,8 @@ class Engine:
             task's evaluation `tf.data.Dataset`.
           per_replica_batch_size: examples per replica and batch.
         """
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def eval_step(self, features, keep):
         """Evaluates one batch of `eval_input`.
 
@@ -197,8 +199,8 @@ class Engine:
           `(sums, kept)`: the global loss and metric sums (a dict of
           scalars) and `keep`'s outputs of every replica's examples.
         """
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def predict(self, predict_batch, examples, global_batch_size,
                 pad_to_full_batches=False, num_examples=None,
                 description="records"):
@@ -218,10 +220,9 @@ class Engine:
         Yields:
           Dicts of numpy arrays, one row per example, in input order.
         """
-        raise NotImplementedError
 
     # -- description -------------------------------------------------------
 
+    @abc.abstractmethod
     def compilation_in_words(self):
         """What is compiled, for the trainer's set-up line."""
-        raise NotImplementedError
