@@ -254,7 +254,22 @@ def frame_laid_out_round_robin(data, lengths, num_files):
     return frame_round_robin(split_records(data, lengths), num_files)
 
 
-class TFRecordFileWriter:
+class _CompleteOrNothing:
+    """A writer used as a context manager: `close()` when the block ends
+    normally, `abort()` when it ends by an exception."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, traceback):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+        return False
+
+
+class TFRecordFileWriter(_CompleteOrNothing):
     """Writes one uncompressed TFRecord file, atomically.
 
     Records are buffered and framed in batches (`frame_tfrecords`). The data
@@ -354,18 +369,8 @@ class TFRecordFileWriter:
         except OSError:
             pass  # Cleaning up after another error: do not mask it.
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, exc_type, exc, traceback):
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-        return False
-
-
-class RoundRobinRecordWriter:
+class RoundRobinRecordWriter(_CompleteOrNothing):
     """Spreads records over several TFRecord files, as Google's script does.
 
     Record i goes to file i % len(paths). All files are written atomically
@@ -437,16 +442,6 @@ class RoundRobinRecordWriter:
         """Drops every temporary file."""
         for writer in self._writers:
             writer.abort()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, traceback):
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-        return False
 
 
 # -- finding the damaged record of a file ------------------------------------

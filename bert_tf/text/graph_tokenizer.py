@@ -148,13 +148,11 @@ class _CharacterClasses:
     Built once per process (a sweep over all code points, under a second).
     """
 
-    _instance = None
-
     @classmethod
+    @functools.cache
     def get(cls):
-        if cls._instance is None:
-            cls._instance = cls()
-        return cls._instance
+        """The one instance of this process (built on first use)."""
+        return cls()
 
     def __init__(self):
         characters, categories = _assigned_characters()
@@ -197,13 +195,11 @@ class _CaseAndAccentTables:
       `case_ignorable_ranges` those that are skipped.
     """
 
-    _instance = None
-
     @classmethod
+    @functools.cache
     def get(cls):
-        if cls._instance is None:
-            cls._instance = cls()
-        return cls._instance
+        """The one instance of this process (built on first use)."""
+        return cls()
 
     def __init__(self):
         characters, categories = _assigned_characters()

@@ -33,6 +33,7 @@ reference and its fallback (`FullTokenizer(..., native=False)` uses them).
 """
 
 import collections
+import functools
 import re
 import unicodedata
 from array import array
@@ -126,13 +127,11 @@ class _UnicodeTables:
     0.3 s a process; real text holds a few hundred distinct characters.)
     """
 
-    _instance = None
-
     @classmethod
+    @functools.cache
     def get(cls):
-        if cls._instance is None:
-            cls._instance = cls()
-        return cls._instance
+        """The one instance of this process (built on first use)."""
+        return cls()
 
     def __init__(self):
         self._known = set()

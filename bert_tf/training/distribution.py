@@ -15,12 +15,13 @@
 | `tpu`                   | the Cloud TPU `--tpu_name` names (TPUStrategy)         |
 """
 
-import json
 import os
 import socket
 import urllib.parse
 
 from absl import logging
+
+from bert_tf import file_io
 
 STRATEGY_NAMES = (
     "default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
@@ -119,12 +120,9 @@ def _multi_worker_mirrored_strategy():
     import tensorflow as tf
     tf_config = os.environ.get("TF_CONFIG")
     if tf_config:
-        try:
-            parsed = json.loads(tf_config)
-        except json.JSONDecodeError as error:
-            raise DistributionError(
-                f"--distribution_strategy=multi_worker_mirrored: the TF_CONFIG "
-                f"environment variable is not valid JSON: {error}") from error
+        parsed = file_io.parse_json(
+            tf_config, "--distribution_strategy=multi_worker_mirrored: the "
+            "TF_CONFIG environment variable", DistributionError)
         if not isinstance(parsed, dict) or "cluster" not in parsed:
             raise DistributionError(
                 "--distribution_strategy=multi_worker_mirrored: TF_CONFIG has "

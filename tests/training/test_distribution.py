@@ -63,7 +63,8 @@ def test_unreachable_tpu_address_fails_fast():
 def test_multi_worker_with_malformed_tf_config(monkeypatch):
     monkeypatch.setenv("TF_CONFIG", "{not json")
     with pytest.raises(distribution.DistributionError,
-                       match="TF_CONFIG environment variable is not valid"):
+                       match="TF_CONFIG environment variable: not valid JSON "
+                             r"\(line 1, column 2\)"):
         distribution.get_distribution_strategy("multi_worker_mirrored")
     monkeypatch.setenv("TF_CONFIG", json.dumps({"task": {"index": 0}}))
     with pytest.raises(distribution.DistributionError,

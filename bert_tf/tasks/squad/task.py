@@ -94,27 +94,13 @@ class SquadModel(sequence_model.SequenceOutputModel):
         return {START_LOGITS: start_logits, END_LOGITS: end_logits}
 
 
-def position_cross_entropy(logits, positions):
-    """Each example's cross-entropy of a position over the sequence.
-
-    Google's `compute_loss` before its mean:
-    `-sum(one_hot(positions, seq_length) * log_softmax(logits))`.
-
-    Args:
-      logits: [batch, seq_length].
-      positions: [batch] integer target positions.
-
-    Returns:
-      float32 [batch].
-    """
-    return losses.cross_entropy(logits, positions)
-
-
 def span_example_losses(outputs, features):
-    """Each example's loss: the mean of its start and end cross-entropies."""
-    start_loss = position_cross_entropy(
+    """Each example's loss: the mean of its start and end cross-entropies
+    over the sequence's positions (Google's `compute_loss` before its batch
+    mean)."""
+    start_loss = losses.cross_entropy(
         outputs[START_LOGITS], features[features_lib.START_POSITIONS])
-    end_loss = position_cross_entropy(
+    end_loss = losses.cross_entropy(
         outputs[END_LOGITS], features[features_lib.END_POSITIONS])
     return (start_loss + end_loss) / 2.0
 
