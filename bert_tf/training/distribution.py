@@ -25,6 +25,7 @@ stands (`num_replicas_in_sync`, `is_chief`).
 import json
 import os
 import socket
+import time
 import urllib.parse
 
 from absl import logging
@@ -228,8 +229,8 @@ def jax_cluster(tf_config):
     for job, addresses in cluster.items():
         if job not in _TRAINING_JOBS:
             raise DistributionError(
-                f"{_JAX_PROBLEM}: TF_CONFIG's cluster has a {job!r} job; on "
-                "JAX every process trains: list them under 'chief' and "
+                f"{_JAX_PROBLEM}: TF_CONFIG's cluster lists the job {job!r}; "
+                "on JAX every process trains: list them under 'chief' and "
                 "'worker'")
         if not isinstance(addresses, list):
             raise DistributionError(
@@ -261,7 +262,12 @@ def jax_cluster(tf_config):
             processes.index((job, index)))
 
 
-def join_jax_processes():
+# How long a process waits for the job's coordinator (and the coordinator
+# for the others): jax.distributed's own default.
+JAX_JOIN_TIMEOUT_SECONDS = 300
+
+
+def join_jax_processes(timeout_seconds=JAX_JOIN_TIMEOUT_SECONDS):
     """`multi_worker_mirrored` on JAX: joins this process to the job.
 
     Calls `jax.distributed.initialize` with `jax_cluster(TF_CONFIG)`; it
@@ -273,14 +279,18 @@ def join_jax_processes():
     one they draw from without `--seed`), so that every process starts
     from the same weights and reads its input in the same order.
 
+    Args:
+      timeout_seconds: how long a process other than the coordinator waits
+        for the coordinator's address to answer (the processes of a job
+        may start in any order), and the coordinator for the others.
+
     Returns:
       A `JaxProcesses`.
 
     Raises:
       DistributionError: one line naming what in `TF_CONFIG` cannot work, or
         why this process could not join the job (a coordinator that does
-        not answer within `jax.distributed`'s 300 s, a port in use, JAX
-        already computing).
+        not answer, a port in use, JAX already computing).
     """
     import jax
     tf_config = _read_tf_config()
@@ -290,7 +300,8 @@ def join_jax_processes():
         coordinator, num_processes, process_id = jax_cluster(tf_config)
         arguments = {"coordinator_address": coordinator,
                      "num_processes": num_processes,
-                     "process_id": process_id}
+                     "process_id": process_id,
+                     "initialization_timeout": timeout_seconds}
     if jax.distributed.is_initialized():
         # A second run in this Python process (bert_tf.finetune): the job
         # is joined once.
@@ -302,6 +313,18 @@ def join_jax_processes():
                 f"TF_CONFIG now says {arguments['process_id']} of "
                 f"{arguments['num_processes']}")
     else:
+        where = ""
+        if arguments:
+            where = (f"process {arguments['process_id']} of "
+                     f"{arguments['num_processes']}, coordinator "
+                     f"{arguments['coordinator_address']}")
+            logging.info("Joining the JAX job as %s.", where)
+            if arguments["process_id"]:
+                # JAX ends the process (no exception) when the coordinator
+                # does not answer in time: wait for it here, where a clear
+                # error can be raised.
+                _wait_for_coordinator(arguments["coordinator_address"],
+                                      timeout_seconds, where)
         try:
             jax.distributed.initialize(**arguments)
         except ValueError as error:
@@ -312,14 +335,15 @@ def join_jax_processes():
             logging.warning(
                 "--distribution_strategy=multi_worker_mirrored without "
                 "TF_CONFIG: running as a single process")
-        except Exception as error:  # XlaRuntimeError, RuntimeError, ...
-            where = (f" (process {arguments['process_id']} of "
-                     f"{arguments['num_processes']}, coordinator "
-                     f"{arguments['coordinator_address']})"
-                     if arguments else "")
+        except Exception as error:  # JaxRuntimeError, RuntimeError, ...
+            hint = ""
+            if arguments and not arguments["process_id"]:
+                hint = (" (process 0 runs the coordinator at its TF_CONFIG "
+                        "address: is that port free on this machine?)")
             raise DistributionError(
-                f"{_JAX_PROBLEM}: could not join the job{where}: "
-                f"{type(error).__name__}: {_first_line(error)}") from error
+                f"{_JAX_PROBLEM}: could not join the job"
+                f"{f' ({where})' if where else ''}: {type(error).__name__}: "
+                f"{_first_line(error)}{hint}") from error
         if jax.process_count() > 1:
             _agree_on_random_seed()
     logging.info("JAX process %d of %d; %d devices in all, %d here",
@@ -327,6 +351,31 @@ def join_jax_processes():
                  jax.device_count(), jax.local_device_count())
     return JaxProcesses(jax.process_index(), jax.process_count(),
                         jax.device_count())
+
+
+def _wait_for_coordinator(address, timeout_seconds, where):
+    """Returns once `address` (host:port) accepts a connection.
+
+    Raises:
+      DistributionError: it did not within `timeout_seconds`.
+    """
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        try:
+            with socket.create_connection(
+                    (host, int(port)),
+                    timeout=max(0.1, min(5.0, deadline - time.monotonic()))):
+                return
+        except OSError as error:
+            if time.monotonic() >= deadline:
+                raise DistributionError(
+                    f"{_JAX_PROBLEM}: the coordinator {address} (TF_CONFIG's "
+                    f"chief, else worker 0) did not answer within "
+                    f"{timeout_seconds:g} s ({where}): "
+                    f"{error.strerror or error}") from error
+        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
 
 
 def _first_line(error):
@@ -439,6 +488,21 @@ def is_single_device(strategy):
     return (isinstance(strategy, tf.distribute.OneDeviceStrategy)
             or type(strategy).__name__.startswith(
                 "_DefaultDistributionStrategy"))
+
+
+def wait_for_every_process(strategy, name):
+    """Returns once every process of a JAX job has called it with `name`.
+
+    A barrier for what one process must finish before the others go on;
+    nothing to wait for with one process or a `tf.distribute.Strategy`.
+
+    Args:
+      strategy: a `tf.distribute.Strategy` or a `JaxProcesses`.
+      name: the barrier's name, the same in every process.
+    """
+    if isinstance(strategy, JaxProcesses) and strategy.num_processes > 1:
+        from jax.experimental import multihost_utils
+        multihost_utils.sync_global_devices(name)
 
 
 def is_chief(strategy):

@@ -378,9 +378,9 @@ def _free_ports(count):
 
 
 @pytest.mark.extended(reason=(
-    "two JAX processes (85 s on 2 cores); the default run checks the "
-    "one-process JAX run against TensorFlow and the cluster spec's "
-    "refusals (test_distribution, test_engines)"))
+    "two JAX processes (60-100 s on 2 shared cores); the default run "
+    "checks the one-process JAX run against TensorFlow and the cluster "
+    "spec's refusals (test_distribution, test_engines)"))
 def test_jax_two_processes_are_the_one_process_run(runs, workspace):
     """`--distribution_strategy=multi_worker_mirrored` on JAX: two
     processes on 127.0.0.1 (one CPU device each), joined by

@@ -485,7 +485,7 @@ class JaxEngine(base.Engine):
             description=description)
 
     def compilation_in_words(self):
-        if self._distribution is None:
+        if self._distribution is None or self.num_replicas == 1:
             return "JAX (the whole step jit-compiled, one device)"
         processes = (f" of {self._num_processes} processes"
                      if self._num_processes > 1 else "")
@@ -514,8 +514,7 @@ def _check_same_input(features):
         raise ValueError(
             "--distribution_strategy=multi_worker_mirrored: the processes "
             "read different training batches (their first global batch "
-            "differs); give every process the same data and flags, and "
-            "--seed for a shuffled input") from None
+            "differs): give every process the same data and flags") from None
 
 
 def unsupported_settings(config, strategy_is_default):
