@@ -42,7 +42,7 @@ class Engine(abc.ABC):
       task: the trainer's `Task`.
       config: its `TrainerConfig`.
       strategy: the `tf.distribute.Strategy` (the default one on backends
-        without `tf.distribute`).
+        without `tf.distribute`), or on JAX a `distribution.JaxProcesses`.
       num_replicas: model replicas a global batch is split over.
       is_chief: whether this process writes checkpoints and files.
       one_process: whether one process runs the whole step, so that a call
@@ -63,7 +63,8 @@ class Engine(abc.ABC):
         """Args:
           task: a `bert_tf.tasks.base.Task`.
           config: a validated `TrainerConfig`.
-          strategy: the `tf.distribute.Strategy` to run under.
+          strategy: the `tf.distribute.Strategy` to run under (on JAX, or
+            a `distribution.JaxProcesses`).
 
         Raises:
           ValueError: a setting this backend cannot run, named as its flag.
