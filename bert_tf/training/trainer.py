@@ -342,6 +342,7 @@ class Trainer:
         return None
 
     def _initialize_variables(self):
+        self.engine.check_same_start(self.checkpoint_manager.newest_step())
         latest = self._restore_newest_readable()
         if latest:
             self.restored_checkpoint = latest

@@ -453,6 +453,30 @@ def test_jax_two_processes_are_the_one_process_run(runs, workspace):
     np.testing.assert_allclose(_probabilities(copy), _probabilities(chief),
                                rtol=0, atol=PROBABILITY_TOLERANCE)
 
+    # Resumed with a directory each that holds different checkpoints (the
+    # chief's finished run; none): one line, not JAX's traceback.
+    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    processes = []
+    for index, output_dir in enumerate(outputs):
+        tf_config = {"cluster": {"worker": workers},
+                     "task": {"type": "worker", "index": index}}
+        processes.append(_popen(
+            [sys.executable, "-c", _without_head_dropout("run_classifier.py"),
+             *_common_flags(workspace, output_dir),
+             *_classifier_flags(workspace),
+             "--distribution_strategy=multi_worker_mirrored", "--do_train"],
+            "jax", workspace / f"jax_process_{index}_resumed.stderr",
+            TF_CONFIG=json.dumps(tf_config)))
+    for process in processes:
+        process.wait(timeout=600)
+    for process, start in zip(processes, (NUM_STEPS, 0)):
+        stderr = process.stderr_path.read_text()
+        assert process.returncode == 1, stderr[-3000:]
+        assert "Traceback" not in stderr, stderr[-3000:]
+        assert (f"the processes found different checkpoints (this one of "
+                f"step {start}) in their --output_dir") in stderr, (
+                    stderr[-3000:])
+
 
 # -- the other fine-tuning runners ---------------------------------------------
 # Extended (`pytest --extended`; .ci/run runs them): the default run checks

@@ -147,6 +147,18 @@ class Engine(abc.ABC):
         model's, `optimizer_state`'s and `optional_state`'s)."""
         return tensors
 
+    def check_same_start(self, global_step):
+        """Fails unless every process of a multi-process run resumes from
+        the checkpoint of `global_step` (0: none): processes that found
+        different checkpoints in their --output_dir would load and run
+        different things. A TensorFlow strategy's workers read the chief's
+        checkpoint; the JAX engine's processes check.
+
+        Raises:
+          ValueError: the processes would start from different steps.
+        """
+        del global_step
+
     def step_variable(self):
         """A fresh variable an evaluation-only run reads `global_step` into
         (of the dtype the backend counts steps in, `step_dtype`)."""

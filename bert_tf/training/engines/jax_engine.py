@@ -433,6 +433,19 @@ class JaxEngine(base.Engine):
 
     # -- the steps ---------------------------------------------------------
 
+    def check_same_start(self, global_step):
+        if self._num_processes == 1:
+            return
+        from jax.experimental import multihost_utils
+        try:
+            multihost_utils.assert_equal(np.int64(global_step))
+        except AssertionError:
+            raise ValueError(
+                "--distribution_strategy=multi_worker_mirrored: the "
+                f"processes found different checkpoints (this one of step "
+                f"{global_step}) in their --output_dir: give every process "
+                "the same --output_dir, a directory they share") from None
+
     def train_iterator(self, dataset_fn):
         # One pipeline, read as numpy. Over several devices it yields one
         # replica's batch per device and step (and a resumed run skips as
