@@ -29,6 +29,7 @@ from keras import ops
 import numpy as np
 
 from bert_tf import checkpoints
+from bert_tf.data import in_memory
 from bert_tf.modeling import SpanHead
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
@@ -263,10 +264,8 @@ class SquadTask(base.Task):
                                           is_training)
 
     def build_inputs(self, mode, per_replica_batch_size, input_context=None):
-        dataset = self._records(mode)
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines,
-                                    input_context.input_pipeline_id)
+        dataset = in_memory.shard_for_input_pipeline(self._records(mode),
+                                                     input_context)
         is_training = mode == base.TRAIN
         return classifier_features.batch_dataset(
             dataset, per_replica_batch_size, is_training,
