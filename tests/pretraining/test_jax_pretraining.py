@@ -22,6 +22,9 @@ the same `create_pretraining_data.py` records (or, with
   agree; `mlm` on records and `mlm_sop` with `--dynamic_masking` (whose
   training step is Google's objective's less a term, or with other
   labels) evaluate the golden checkpoint to the same metrics;
+- `--pack_sequences` (issue 51) on JAX: the packed evaluation from the
+  golden checkpoint gives the unpacked metrics, and a packed training step
+  (the JAX engine's) the unpacked step's loss, metrics and gradients.
 
 The runs are made by one process per backend (Keras picks its backend once
 per process), started together with a third, the JAX run that is killed:
@@ -37,6 +40,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -69,16 +73,29 @@ METRIC_TOLERANCE = 1e-5
 # The numpy reference of Google's loss formulas (float64) on the TensorFlow
 # model's logits, against the first step's loss: float32 round-off.
 REFERENCE_TOLERANCE = 1e-5
+# Issue 51: packed evaluation gives the unpacked metrics to 1e-5.
+PACKED_METRIC_TOLERANCE = 1e-5
+# A packed step's loss and gradients (read from `adam_m` after one step,
+# 0.1 times the clipped gradient): the test_sequence_packing bounds.
+PACKED_LOSS_RTOL = 1e-5
+PACKED_GRADIENT_RTOL, PACKED_GRADIENT_ATOL = 1e-4, 1e-8
+# Sequences of the packed training step (several per row: 8 to 16 tokens).
+PACKED_STEP_SEQUENCES = 12
+# The records of short sequences: 8 to 16 tokens of `SEQ`, up to 4 masked.
+SHORT_LENGTH, SHORT_PREDICTIONS = 16, 4
 
 
 # -- the workspace and the plans -----------------------------------------------
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory, cased_tiny_dir, golden_dir):
-    """The dropout-free tiny BERT, its vocabulary, and Google's records of
-    the golden corpus at sequence 64 (many short sequences, for packing)."""
+    """The dropout-free tiny BERT, its vocabulary, Google's records of the
+    golden corpus at sequence 64, and records of short sequences (8 to 16
+    tokens, several to a packed row)."""
     from bert_tf.pretraining import corpus as pretraining_corpus
     from bert_tf.pretraining import instances as pretraining_instances
+    from pretraining_harness import make_pretraining_arrays
+    from pretraining_harness import write_pretraining_records
     root = tmp_path_factory.mktemp("jax_pretraining")
     config = json.loads((cased_tiny_dir / "bert_config.json").read_text())
     config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
@@ -93,6 +110,14 @@ def workspace(tmp_path_factory, cased_tiny_dir, golden_dir):
             str(root / "vocab.txt"), False),
         max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS,
         dupe_factor=1, short_seq_prob=0.5, num_logged_examples=0)
+    arrays = make_pretraining_arrays(48, SHORT_LENGTH, SHORT_PREDICTIONS,
+                                     vocab_size=config["vocab_size"], seed=5)
+    for name, value in arrays.items():
+        width = {SHORT_LENGTH: SEQ, SHORT_PREDICTIONS: PREDICTIONS}.get(
+            value.shape[1])
+        if width:  # padded as the records of `SEQ` tokens are
+            arrays[name] = np.pad(value, [[0, 0], [0, width - value.shape[1]]])
+    write_pretraining_records(root / "short_records.tfrecord", arrays)
     (root / "init").symlink_to(cased_tiny_dir)
     return root
 
@@ -112,6 +137,10 @@ def _common_flags(workspace, output_dir):
 
 def _records(workspace):
     return [f"--input_file={workspace / 'records.tfrecord'}"]
+
+
+def _short_records(workspace):
+    return [f"--input_file={workspace / 'short_records.tfrecord'}"]
 
 
 def _text(workspace):
@@ -148,8 +177,12 @@ RUNS = {
         *_common_flags(workspace, output_dir), *_text(workspace),
         *_training(3), "--do_eval=True", "--pretraining_objective=ltr",
         "--optimizer=lamb", "--num_accumulation_steps=2"]),
+    # Also the unpacked reference of the packed evaluation (issue 51).
     "golden_eval": (BACKENDS, lambda workspace, output_dir: _evaluation(
-        *_records(workspace))(workspace, output_dir)),
+        *_short_records(workspace))(workspace, output_dir)),
+    "packed_eval": (("jax",), lambda workspace, output_dir: _evaluation(
+        *_short_records(workspace), "--pack_sequences=True")(workspace,
+                                                              output_dir)),
     "mlm": (BACKENDS, lambda workspace, output_dir: _evaluation(
         *_records(workspace), "--pretraining_objective=mlm")(workspace,
                                                               output_dir)),
@@ -207,6 +240,9 @@ def runs(workspace):
             for name, (backends, flags) in RUNS.items()
             if backend in backends]
         if backend == "jax":
+            plan.append({"kind": "packed_step",
+                         "output": str(workspace / "packed_step.npz"),
+                         "workspace": str(workspace)})
             plan.append({"kind": "resume", "marker": str(marker),
                          "flags": _main_flags(workspace, killed_dir,
                                               do_eval=False)})
@@ -458,6 +494,46 @@ def test_evaluation_of_each_objective_on_jax_is_tensorflows(runs, name,
         outputs["tensorflow"]), METRIC_TOLERANCE)
 
 
+# -- --pack_sequences (issue 51) on JAX -----------------------------------------
+
+def test_packed_evaluation_on_jax_gives_the_unpacked_metrics(runs):
+    unpacked = read_eval_results(_outputs(runs, "golden_eval")["jax"])
+    packed = read_eval_results(_outputs(runs, "packed_eval")["jax"])
+    for name in ("masked_lm_accuracy", "masked_lm_loss",
+                 "next_sentence_accuracy", "next_sentence_loss"):
+        assert abs(packed[name] - unpacked[name]) <= (
+            PACKED_METRIC_TOLERANCE), (name, packed[name], unpacked[name])
+    # The 3 batches' 24 sequences, 8 to 16 tokens each, in rows of 64
+    # tokens: at most 12 rows (3 sequences fill some).
+    stderr = (runs / "plan_jax.stderr").read_text()
+    rows = re.search(r"sequence packing: 24 sequences in (\d+) rows", stderr)
+    assert rows and int(rows.group(1)) <= 12, stderr[-3000:]
+
+
+def test_packed_training_step_on_jax_is_the_unpacked_step(runs):
+    """The JAX engine's training step on packed rows: the loss, metric
+    sums and gradients of the same sequences unpacked."""
+    error = runs / "packed_step.error"
+    assert not error.exists(), error.read_text()[-5000:]
+    results = dict(np.load(runs / "packed_step.npz"))
+    assert results["packed/rows"] < results["unpacked/rows"] == (
+        PACKED_STEP_SEQUENCES)
+    np.testing.assert_allclose(results["packed/loss"],
+                               results["unpacked/loss"],
+                               rtol=PACKED_LOSS_RTOL)
+    names = sorted(key.split("/", 1)[1] for key in results
+                   if key.startswith("unpacked/"))
+    assert "next_sentence_count" in names
+    assert results["packed/next_sentence_count"] == PACKED_STEP_SEQUENCES
+    for name in names:
+        if name == "rows":
+            continue
+        np.testing.assert_allclose(
+            results[f"packed/{name}"], results[f"unpacked/{name}"],
+            rtol=PACKED_GRADIENT_RTOL, atol=PACKED_GRADIENT_ATOL,
+            err_msg=name)
+
+
 # -- the processes' side ----------------------------------------------------------
 
 def _run(flags):
@@ -502,6 +578,57 @@ def _resume(item, timeout=600):
     _run(item["flags"])
 
 
+class _NeverStop:
+    requested = False
+
+
+def _packed_step(item):
+    """One step of the JAX engine (AdamWeightDecay, Google's schedule
+    without warmup) from the golden checkpoint, on the first
+    `PACKED_STEP_SEQUENCES` short records unpacked and packed: the losses,
+    metric sums and `adam_m` (0.1 times the clipped gradient) of each."""
+    from bert_tf.config import BertConfig
+    from bert_tf.pretraining import sequence_packing
+    from bert_tf.pretraining import task as pretraining
+    from bert_tf.tasks import base
+    from bert_tf.training import optimization
+    from bert_tf.training.engines import jax_engine
+    from bert_tf.training.trainer_config import TrainerConfig
+    workspace = pathlib.Path(item["workspace"])
+    task = pretraining.PretrainingTask(
+        BertConfig.from_json_file(str(workspace / "bert_config.json")),
+        pretraining.PretrainingDataConfig(
+            input_patterns=(str(workspace / "short_records.tfrecord"),),
+            max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS,
+            pack_sequences=True))
+    unpacked = next(task.build_inputs(
+        base.EVAL, PACKED_STEP_SEQUENCES, pack=False).as_numpy_iterator())
+    batches = {"unpacked": unpacked,
+               "packed": sequence_packing.pack_features(unpacked, 3)}
+    results = {}
+    for name, batch in batches.items():
+        rows = len(batch["input_ids"])
+        engine = jax_engine.JaxEngine(task, TrainerConfig(
+            output_dir=str(workspace / "packed_step"),
+            train_batch_size=rows, seed=0))
+        engine.build(lambda: optimization.create_optimizer(
+            "adamw", 1e-3, num_train_steps=10, num_warmup_steps=0))
+        task.initialize_from_checkpoint(engine.model, _init_checkpoint(
+            workspace))
+        totals, steps_run, loss = engine.train_steps(iter([batch]), 1,
+                                                     _NeverStop())
+        assert steps_run == 1
+        results[f"{name}/rows"] = rows
+        results[f"{name}/loss"] = loss
+        for metric, value in totals.items():
+            if metric != "loss":
+                results[f"{name}/{metric}"] = value
+        for slot, variable in engine.optimizer_state().items():
+            if slot.endswith("/adam_m"):
+                results[f"{name}/{slot}"] = np.asarray(variable.value)
+    np.savez(item["output"], **results)
+
+
 def _output_of(item):
     """Where an item's traceback goes (`<output>.error`)."""
     if "output" in item:
@@ -520,7 +647,8 @@ def _run_plan(plan_file):
     # stderr file: read by the tests, and what a failure shows).
     logging.set_verbosity(logging.INFO)
     kinds = {"run": lambda item: _run(item["flags"]),
-             "killed_run": _killed_run, "resume": _resume}
+             "killed_run": _killed_run, "resume": _resume,
+             "packed_step": _packed_step}
     for item in json.loads(pathlib.Path(plan_file).read_text()):
         started = time.time()
         try:
