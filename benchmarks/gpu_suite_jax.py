@@ -1,21 +1,31 @@
-"""The GPU check without TensorFlow: BERT pretraining steps on Keras' JAX backend.
+"""The GPU check without TensorFlow: the trainer's JAX training step, timed.
 
 `bash benchmarks/gpu_suite.sh --backend=jax` runs this file with
 `KERAS_BACKEND=jax`. It imports no TensorFlow at all (only keras, jax,
-numpy, absl and bert_tf's model code, which is written in `keras.ops`), so it
-runs on a machine that has JAX with CUDA and no TensorFlow (the GPU machines
-lent to this project; see benchmarks/README_gpu_jax.md for the wheels).
+numpy, absl and bert_tf's JAX engine, optimizer and pretraining task, which
+import TensorFlow only to read files or take `tf.distribute` objects), so
+it runs on a machine that has JAX with CUDA and no TensorFlow (the GPU
+machines lent to this project; see benchmarks/README_gpu_jax.md for the
+wheels).
 
-One row per (model, sequence length, dtype, attention): a pretraining step of
-BERT (masked LM + next sentence, Google's losses; dropout as Google's, from a
-`keras.random.SeedGenerator` threaded through the jitted step; AdamW as the
-optimizer) on synthetic batches, compiled once (`jax.jit`, parameters and
-optimizer state donated), then timed over `--steps` steps. Printed: sequences
-per second, step time, and model FLOP utilization (MFU: the matmul FLOPs of
-forward and backward, 3x the forward's, as benchmarks/pretraining.py counts
-them, over `--peak_tflops`, default 989: H100/H200 SXM dense bf16), with
-NVIDIA's published TF2 BERT-Large figures on one A100-80GB (AMP) beside:
-485.6 sequences/s at sequence 128, 96.5 at 512.
+One row per (model, sequence length, dtype, attention): the step
+`run_pretraining.py` runs on JAX, i.e. `JaxEngine.train_steps` of
+`bert_tf.training.engines.jax_engine` (the same engine the `Trainer`
+builds) on `bert_tf.pretraining.task.PretrainingTask` (its model: BERT with
+the masked-LM and next-sentence heads; its loss: Google's, in `keras.ops`)
+with Google's optimizer (`optimization.create_optimizer("adamw", ...)`:
+AdamWeightDecay, clipping by global norm 1.0, Google's learning-rate
+schedule), dropout as Google's from the engine's seeded generator. The
+batches are synthetic arrays already on the device (in place of the
+tf.data records a run reads). The first call compiles the step (`jax.jit`
+of the whole step: forward, backward, clipping, update); then `--steps`
+steps run in one `train_steps` call, as the trainer runs them (the loss
+read after each step). Printed: sequences per second, step time, and model
+FLOP utilization (MFU: the matmul FLOPs of forward and backward, 3x the
+forward's, as benchmarks/pretraining.py counts them, over `--peak_tflops`,
+default 989: H100/H200 SXM dense bf16), with NVIDIA's published TF2
+BERT-Large figures on one A100-80GB (AMP) beside: 485.6 sequences/s at
+sequence 128, 96.5 at 512.
 
 "fused" rows call `keras.ops.dot_product_attention` (JAX's cuDNN flash
 attention on a GPU in bf16; Keras falls back to the unfused XLA form where
@@ -31,6 +41,7 @@ device, the settings) is also written as JSON to `--record_file`.
     bash benchmarks/gpu_suite.sh --backend=jax --smoke    # CPUs, tiny shapes
 """
 
+import itertools
 import json
 import os
 import sys
@@ -45,15 +56,14 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 import jax  # noqa: E402
 import keras  # noqa: E402
-from keras import ops  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bert_tf.config import BertConfig  # noqa: E402
-from bert_tf.modeling import BertModel  # noqa: E402
-from bert_tf.modeling import MaskedLMHead  # noqa: E402
-from bert_tf.modeling import NextSentenceHead  # noqa: E402
 from bert_tf.modeling.layers import fused_attention_scope  # noqa: E402
-from bert_tf.modeling.layers import random_generator_scope  # noqa: E402
+from bert_tf.pretraining import task as pretraining  # noqa: E402
+from bert_tf.training import optimization  # noqa: E402
+from bert_tf.training.engines import jax_engine  # noqa: E402
+from bert_tf.training.trainer_config import TrainerConfig  # noqa: E402
 
 # Dense bf16 peak of one H100 / H200 SXM (NVIDIA's datasheet), TFLOP/s.
 H100_BF16_DENSE_TFLOPS = 989.0
@@ -62,6 +72,9 @@ NVIDIA_A100_SEQUENCES_PER_S = {128: 485.6, 512: 96.5}
 # Google's max_predictions_per_seq for its two pretraining phases.
 GOOGLE_PREDICTIONS = {128: 20, 512: 80}
 BERT_VOCAB_SIZE = 30522
+STEP_IN_WORDS = ("run_pretraining.py's JAX step (JaxEngine.train_steps: "
+                 "PretrainingTask masked LM + next sentence, "
+                 "AdamWeightDecay)")
 
 BERT_BASE = dict(num_hidden_layers=12, hidden_size=768,
                  num_attention_heads=12, intermediate_size=3072,
@@ -137,7 +150,8 @@ def suite_plan(smoke, dtypes=("mixed_bfloat16", "float32"),
 
 
 def synthetic_batch(config, batch_size, seq_length, num_predictions, seed):
-    """Random pretraining features (ids, full masks, masked positions)."""
+    """Random pretraining features with the records' names, dtypes and
+    shapes (ids, full masks, masked positions), as numpy arrays."""
     rng = np.random.default_rng(seed)
     ids = rng.integers(0, config.vocab_size, [batch_size, seq_length])
     return {
@@ -153,94 +167,39 @@ def synthetic_batch(config, batch_size, seq_length, num_predictions, seed):
             [batch_size, num_predictions]).astype(np.int32),
         "masked_lm_weights": np.ones([batch_size, num_predictions],
                                      np.float32),
-        "next_sentence_labels": rng.integers(0, 2, [batch_size, 1]).astype(
+        "next_sentence_labels": rng.integers(0, 2, [batch_size]).astype(
             np.int32),
     }
 
 
-def _cross_entropy(logits, labels):
-    """Google's per-row -sum(one_hot * log_softmax), float32."""
-    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
-    one_hot = ops.one_hot(labels, ops.shape(logits)[-1], dtype="float32")
-    return -ops.sum(one_hot * log_probs, axis=-1)
+class _NeverStop:
+    """The trainer's stop request (SIGTERM), never made here."""
+    requested = False
 
 
-def pretraining_loss(mlm_logits, nsp_logits, features):
-    """Google's `run_pretraining.py` loss: the weighted mean masked-LM
-    cross-entropy (denominator sum(weights) + 1e-5) plus the mean
-    next-sentence cross-entropy."""
-    weights = features["masked_lm_weights"]
-    mlm = ops.sum(weights * _cross_entropy(
-        mlm_logits, features["masked_lm_ids"])) / (ops.sum(weights) + 1e-5)
-    nsp = ops.mean(_cross_entropy(
-        nsp_logits, ops.reshape(features["next_sentence_labels"], [-1])))
-    return mlm + nsp
+def build_engine(config, row, predictions):
+    """The JAX engine of a run_pretraining.py run of this row: the
+    pretraining task (masked LM + next sentence) and Google's optimizer.
 
-
-class PretrainingStep:
-    """One jitted training step of BERT with its two pretraining heads.
-
-    Keras layers, called statelessly inside `jax.jit`: the variables'
-    values go in and come out as arrays (`keras.StatelessScope`), dropout
-    draws from a `SeedGenerator` whose state is threaded through, and the
-    optimizer is applied with `stateless_apply`.
+    Returns:
+      A built `jax_engine.JaxEngine` (one device, no TensorFlow).
     """
-
-    def __init__(self, config, dtype, fused, seed=0):
-        self.fused = fused
-        self.encoder = BertModel(config, dtype=dtype)
-        self.encoder.build()
-        self.masked_lm = MaskedLMHead(config, self.encoder.embedding_table,
-                                      dtype=dtype)
-        self.masked_lm.build()
-        self.next_sentence = NextSentenceHead(config, dtype=dtype)
-        self.next_sentence.build()
-        self.variables = (self.encoder.trainable_variables
-                          + self.masked_lm.trainable_variables
-                          + self.next_sentence.trainable_variables)
-        self.seeds = keras.random.SeedGenerator(seed)
-        self.optimizer = keras.optimizers.AdamW(
-            learning_rate=1e-4, weight_decay=0.01, epsilon=1e-6)
-        self.optimizer.exclude_from_weight_decay(
-            var_names=["LayerNorm", "bias"])
-        self.optimizer.build(self.variables)
-        self._step = jax.jit(self._train_step, donate_argnums=(0, 1, 2))
-
-    def initial_state(self):
-        """(parameters, optimizer state, seed state) as arrays."""
-        return ([v.value for v in self.variables],
-                [v.value for v in self.optimizer.variables],
-                self.seeds.state.value)
-
-    def _loss(self, parameters, seed_state, features):
-        mapping = list(zip(self.variables, parameters)) + [
-            (self.seeds.state, seed_state)]
-        with keras.StatelessScope(state_mapping=mapping) as scope, \
-                random_generator_scope(self.seeds), \
-                fused_attention_scope(self.fused):
-            outputs = self.encoder(
-                features["input_ids"], input_mask=features["input_mask"],
-                segment_ids=features["segment_ids"], training=True)
-            mlm_logits = self.masked_lm(outputs["sequence_output"],
-                                        features["masked_lm_positions"])
-            nsp_logits = self.next_sentence(outputs["pooled_output"])
-            new_seed_state = scope.get_current_value(self.seeds.state)
-        loss = pretraining_loss(mlm_logits, nsp_logits, features)
-        return loss, new_seed_state
-
-    def _train_step(self, parameters, optimizer_state, seed_state,
-                    features):
-        (loss, seed_state), gradients = jax.value_and_grad(
-            self._loss, has_aux=True)(parameters, seed_state, features)
-        parameters, optimizer_state = self.optimizer.stateless_apply(
-            optimizer_state, gradients, parameters)
-        return parameters, optimizer_state, seed_state, loss
-
-    def __call__(self, state, features):
-        """One step: (new state, loss)."""
-        parameters, optimizer_state, seed_state, loss = self._step(
-            *state, features)
-        return (parameters, optimizer_state, seed_state), loss
+    task = pretraining.PretrainingTask(
+        config, pretraining.PretrainingDataConfig(
+            # The engine is fed arrays; the task reads no file here.
+            input_patterns=("(synthetic batches)",),
+            max_seq_length=row["seq_length"],
+            max_predictions_per_seq=predictions))
+    trainer_config = TrainerConfig(
+        output_dir="(nothing is written)", train_batch_size=row["batch"],
+        dtype=row["dtype"], seed=0)
+    trainer_config.validate()
+    engine = jax_engine.JaxEngine(task, trainer_config)
+    # Google's run_pretraining.py optimizer: AdamWeightDecay (rate 0.01),
+    # clipping by global norm 1.0, warmup then linear decay.
+    engine.build(lambda: optimization.create_optimizer(
+        "adamw", 1e-4, num_train_steps=1000000, num_warmup_steps=10000))
+    return engine
 
 
 def run_row(row, steps, peak_flops):
@@ -253,20 +212,20 @@ def run_row(row, steps, peak_flops):
                         max_position_embeddings=max(512, seq_length),
                         # The fused op has no attention dropout.
                         attention_probs_dropout_prob=0.0 if fused else 0.1)
-    step = PretrainingStep(config, row["dtype"], fused)
+    engine = build_engine(config, row, predictions)
     features = {name: jax.device_put(value) for name, value in
                 synthetic_batch(config, row["batch"], seq_length,
                                 predictions, seed=0).items()}
-    state = step.initial_state()
+    batches = itertools.repeat(features)
     started = time.perf_counter()
-    state, loss = step(state, features)
-    loss = float(loss)  # waits for the compile and first step
+    # The step is traced (and compiled) by its first call: the attention
+    # it traces is the one of this row.
+    with fused_attention_scope(fused):
+        engine.train_steps(batches, 1, _NeverStop())
     compile_s = time.perf_counter() - started
     started = time.perf_counter()
-    for _ in range(steps):
-        state, loss = step(state, features)
-    jax.block_until_ready(loss)
-    per_step = (time.perf_counter() - started) / steps
+    _, steps_run, loss = engine.train_steps(batches, steps, _NeverStop())
+    per_step = (time.perf_counter() - started) / steps_run
     flops = 3 * forward_flops(config, row["batch"], seq_length, predictions)
     record = {key: row[key] for key in ("name", "seq_length", "batch",
                                         "dtype", "attention")}
@@ -314,8 +273,10 @@ def run_suite(smoke, dtypes, attention, steps, budget_s, peak_tflops,
     record = {"backend": keras.backend.backend(),
               "device": f"{device.platform}: {device.device_kind}",
               "jax": jax.__version__, "keras": keras.__version__,
-              "peak_tflops": peak_tflops, "steps": steps, "rows": []}
-    print(f"BERT pretraining steps (MLM+NSP) on {record['device']}, "
+              "peak_tflops": peak_tflops, "steps": steps,
+              # What is timed: the trainer's own step.
+              "step": STEP_IN_WORDS, "rows": []}
+    print(f"{STEP_IN_WORDS} on {record['device']}, "
           f"Keras {keras.__version__} / JAX {jax.__version__}; MFU against "
           f"{peak_tflops:g} TFLOP/s; NVIDIA's TF2 BERT-Large on one "
           "A100-80GB (AMP): 485.6 seq/s at 128, 96.5 at 512")

@@ -1441,10 +1441,6 @@ def _copied_run(finished_classifier_run, tmp_path):
      "--dtype=mixed_float16: on KERAS_BACKEND=jax training runs in float32 "
      "or mixed_bfloat16 (float16 needs the TensorFlow backend's loss "
      "scaling)"),
-    ("--optimizer=lamb jax",
-     "LAMB (--optimizer=lamb) runs on the TensorFlow backend only; "
-     "KERAS_BACKEND is 'jax': use --optimizer=adamw (Google's "
-     "AdamWeightDecay) there"),
 ])
 def test_a_run_refused_for_a_late_flag_leaves_a_finished_run_as_it_was(
         finished_classifier_run, golden_dir, tmp_path, monkeypatch, flag,

@@ -123,15 +123,14 @@ def test_smoke_run_prints_every_table():
 
 # -- the TensorFlow-free suite: gpu_suite.sh --backend=jax ---------------------
 
-@pytest.mark.skipif(importlib.util.find_spec("jax") is None,
-                    reason="jax is not installed (pip install -e .[test])")
-@pytest.mark.extended(reason=(
-    "the TensorFlow-free GPU suite's CPU rehearsal; the default run checks "
-    "its plan"))
-def test_jax_suite_smoke_run_never_imports_tensorflow(tmp_path):
-    """Pretraining steps on JAX's CPU, with a `tensorflow` on the path that
-    leaves a mark and fails if anything imports it: the suite must run
-    where TensorFlow is not installed."""
+def _jax_suite_smoke_run_without_tensorflow(tmp_path, *flags):
+    """`gpu_suite.sh --backend=jax --smoke` on JAX's CPU, with a
+    `tensorflow` on the path that leaves a mark and fails if anything
+    imports it (the suite must run where TensorFlow is not installed).
+
+    Returns:
+      `(record, stdout)`: the suite's JSON record and its output.
+    """
     trap = tmp_path / "trap"
     (trap / "tensorflow").mkdir(parents=True)
     marker = tmp_path / "tensorflow_was_imported"
@@ -141,7 +140,8 @@ def test_jax_suite_smoke_run_never_imports_tensorflow(tmp_path):
     record_file = tmp_path / "record.json"
     result = subprocess.run(
         ["bash", str(BENCHMARKS / "gpu_suite.sh"), "--backend=jax",
-         "--smoke", "--budget_s=100000", f"--record_file={record_file}"],
+         "--smoke", "--budget_s=100000", f"--record_file={record_file}",
+         *flags],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=900,
         env={**os.environ, "PYTHON": sys.executable, "JAX_PLATFORMS": "cpu",
              "PYTHONPATH": str(trap)})
@@ -150,16 +150,41 @@ def test_jax_suite_smoke_run_never_imports_tensorflow(tmp_path):
     record = json.loads(record_file.read_text())
     assert record["backend"] == "jax"
     assert record["tensorflow_imported"] is False
-    # Every code path: bf16 with the fused op and with Google's attention,
-    # float32 with Google's; each a finite loss and a speed.
-    assert [(row["dtype"], row["attention"]) for row in record["rows"]] == [
-        ("mixed_bfloat16", "fused"), ("mixed_bfloat16", "google"),
-        ("float32", "google")]
+    # What it times is the step run_pretraining.py runs on JAX.
+    assert "JaxEngine.train_steps" in record["step"]
+    assert "AdamWeightDecay" in record["step"]
     for row in record["rows"]:
         assert "skipped" not in row, row
         assert row["sequences_per_s"] > 0 and math.isfinite(
             row["final_loss"])
     assert "485.6 seq/s at 128, 96.5 at 512" in result.stdout
+    return record, result.stdout
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None,
+                    reason="jax is not installed (pip install -e .[test])")
+def test_jax_suite_times_the_engine_step_without_tensorflow(tmp_path):
+    """One row (float32, Google's attention): the trainer's JAX engine,
+    Google's optimizer and the pretraining task run with `import
+    tensorflow` failing."""
+    record, _ = _jax_suite_smoke_run_without_tensorflow(
+        tmp_path, "--dtypes=float32", "--attention=google")
+    assert [(row["dtype"], row["attention"]) for row in record["rows"]] == [
+        ("float32", "google")]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None,
+                    reason="jax is not installed (pip install -e .[test])")
+@pytest.mark.extended(reason=(
+    "every row of the TensorFlow-free GPU suite's CPU rehearsal; the "
+    "default run times one row without TensorFlow"))
+def test_jax_suite_smoke_run_never_imports_tensorflow(tmp_path):
+    """Every code path: bf16 with the fused op and with Google's attention,
+    float32 with Google's; each a finite loss and a speed."""
+    record, _ = _jax_suite_smoke_run_without_tensorflow(tmp_path)
+    assert [(row["dtype"], row["attention"]) for row in record["rows"]] == [
+        ("mixed_bfloat16", "fused"), ("mixed_bfloat16", "google"),
+        ("float32", "google")]
 
 
 def test_jax_suite_batch_multiplier_scales_every_rows_batch():

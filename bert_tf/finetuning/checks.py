@@ -238,10 +238,6 @@ def check_training_settings(config):
     from bert_tf import backend
     if backend.name() == backend.JAX:
         from bert_tf.training.engines import jax_engine
-        from bert_tf.training import lamb
         problem = jax_engine.unsupported_settings(trainer_config, True)
-        if (problem is None and config.do_train
-                and config.optimizer.lower() == "lamb"):
-            problem = lamb.backend_problem()
         if problem:
             raise ValueError(problem)

@@ -132,12 +132,6 @@ def run(config):
     from bert_tf.training.trainer import Trainer
 
     config.validate()
-    if config.pack_sequences:
-        from bert_tf import backend  # pylint: disable=import-outside-toplevel
-        if backend.name() != backend.TENSORFLOW:
-            raise ValueError(
-                f"--pack_sequences runs on Keras' TensorFlow backend, not "
-                f"KERAS_BACKEND={backend.name()}")
     bert_config = finetuning.load_bert_config(config)
     bert_config.check_max_seq_length(config.max_seq_length)
     # The one expansion of the globs: the readers get these files.

@@ -51,9 +51,12 @@ import threading
 
 from absl import logging
 import numpy as np
-import tensorflow as tf
 
 from bert_tf.pretraining import records
+
+# TensorFlow is imported by `packed_dataset` only: the feature names and the
+# numpy packing serve the model and its loss on every backend, and a
+# TensorFlow-free process (the JAX GPU benchmark) imports them.
 
 POSITION_IDS = "position_ids"
 SEQUENCE_IDS = "sequence_ids"
@@ -242,21 +245,21 @@ def pack_features(features, max_sequences_per_pack, stats=None):
 
 def packed_feature_shapes(max_seq_length, max_predictions_per_seq,
                           max_sequences_per_pack):
-    """{feature: (dtype, per-row shape)} of packed rows."""
+    """{feature: (dtype name, per-row shape)} of packed rows."""
     k = max_sequences_per_pack
     predictions = predictions_per_row(max_predictions_per_seq, k)
     return {
-        records.INPUT_IDS: (tf.int32, [max_seq_length]),
-        records.INPUT_MASK: (tf.int32, [max_seq_length]),
-        records.SEGMENT_IDS: (tf.int32, [max_seq_length]),
-        POSITION_IDS: (tf.int32, [max_seq_length]),
-        SEQUENCE_IDS: (tf.int32, [max_seq_length]),
-        records.MASKED_LM_POSITIONS: (tf.int32, [predictions]),
-        records.MASKED_LM_IDS: (tf.int32, [predictions]),
-        records.MASKED_LM_WEIGHTS: (tf.float32, [predictions]),
-        records.NEXT_SENTENCE_LABELS: (tf.int32, [k]),
-        NEXT_SENTENCE_POSITIONS: (tf.int32, [k]),
-        NEXT_SENTENCE_WEIGHTS: (tf.float32, [k]),
+        records.INPUT_IDS: ("int32", [max_seq_length]),
+        records.INPUT_MASK: ("int32", [max_seq_length]),
+        records.SEGMENT_IDS: ("int32", [max_seq_length]),
+        POSITION_IDS: ("int32", [max_seq_length]),
+        SEQUENCE_IDS: ("int32", [max_seq_length]),
+        records.MASKED_LM_POSITIONS: ("int32", [predictions]),
+        records.MASKED_LM_IDS: ("int32", [predictions]),
+        records.MASKED_LM_WEIGHTS: ("float32", [predictions]),
+        records.NEXT_SENTENCE_LABELS: ("int32", [k]),
+        NEXT_SENTENCE_POSITIONS: ("int32", [k]),
+        NEXT_SENTENCE_WEIGHTS: ("float32", [k]),
     }
 
 
@@ -288,6 +291,7 @@ def packed_dataset(examples, batch_size, max_seq_length,
     Raises:
       ValueError: `max_sequences_per_pack` or `batch_size` below 1.
     """
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
     if max_sequences_per_pack < 1:
         raise ValueError(f"--max_sequences_per_pack={max_sequences_per_pack}"
                          f" must be at least 1")
@@ -310,7 +314,8 @@ def packed_dataset(examples, batch_size, max_seq_length,
     def pack(features):
         outputs = tf.numpy_function(
             pack_buffer, [features[name] for name in input_names],
-            [shapes[name][0] for name in names], stateful=False)
+            [tf.as_dtype(shapes[name][0]) for name in names],
+            stateful=False)
         packed = {}
         for name, output in zip(names, outputs):
             output.set_shape([None] + shapes[name][1])

@@ -38,7 +38,7 @@ import dataclasses
 from typing import Optional, Sequence
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from bert_tf.modeling import BertModel, MaskedLMHead, NextSentenceHead
 from bert_tf.modeling import save_signature
@@ -95,7 +95,7 @@ def next_sentence_example_losses(logits, labels):
     Returns:
       float32 [batch].
     """
-    return losses.cross_entropy(logits, tf.reshape(labels, [-1]))
+    return losses.cross_entropy(logits, ops.reshape(labels, [-1]))
 
 
 # -- the left-to-right LM (the paper's "LTR & No NSP") ------------------------
@@ -120,19 +120,20 @@ def original_input_ids(input_ids, masked_lm_positions, masked_lm_ids,
     Returns:
       int32 [batch, seq_length].
     """
-    input_ids = tf.cast(input_ids, tf.int32)
-    seq_length = tf.shape(input_ids)[1]
-    is_real = tf.cast(masked_lm_weights > 0, tf.int32)  # [batch, predictions]
+    input_ids = ops.cast(input_ids, "int32")
+    seq_length = ops.shape(input_ids)[1]
+    # [batch, predictions]
+    is_real = ops.cast(ops.greater(masked_lm_weights, 0), "int32")
     # [batch, predictions, seq]: 1 where a real prediction restores a token.
-    restores = tf.one_hot(tf.cast(masked_lm_positions, tf.int32), seq_length,
-                          dtype=tf.int32) * is_real[:, :, tf.newaxis]
-    is_restored = tf.reduce_max(restores, axis=1)  # [batch, seq]
+    restores = ops.one_hot(ops.cast(masked_lm_positions, "int32"),
+                           seq_length, dtype="int32") * is_real[:, :, None]
+    is_restored = ops.max(restores, axis=1)  # [batch, seq]
     # Each restored position has exactly one real prediction: the sum over
     # predictions picks its id.
-    restored_ids = tf.reduce_sum(
-        restores * tf.cast(masked_lm_ids, tf.int32)[:, :, tf.newaxis],
+    restored_ids = ops.sum(
+        restores * ops.cast(masked_lm_ids, "int32")[:, :, None],
         axis=1)  # [batch, seq]
-    return tf.where(is_restored > 0, restored_ids, input_ids)
+    return ops.where(is_restored > 0, restored_ids, input_ids)
 
 
 def next_token_targets(token_ids, input_mask):
@@ -149,8 +150,8 @@ def next_token_targets(token_ids, input_mask):
       `(target_ids, target_weights)`: int32 and float32, both
       [batch, seq_length - 1].
     """
-    target_ids = tf.cast(token_ids, tf.int32)[:, 1:]
-    target_weights = tf.cast(input_mask, tf.float32)[:, 1:]
+    target_ids = ops.cast(token_ids, "int32")[:, 1:]
+    target_weights = ops.cast(input_mask, "float32")[:, 1:]
     return target_ids, target_weights
 
 
@@ -159,7 +160,9 @@ def left_to_right_example_losses(logits, target_ids):
 
     The same value as `losses.cross_entropy`, without its one-hot
     [batch, seq, vocab] tensor: scoring every position (not just ~15%)
-    makes that tensor as large as the logits.
+    makes that tensor as large as the logits. (TensorFlow's
+    `sparse_softmax_cross_entropy_with_logits`; on JAX, XLA fuses the
+    comparison with the ids into the sum.)
 
     Args:
       logits: [batch, seq_length - 1, vocab_size], any float dtype.
@@ -168,9 +171,9 @@ def left_to_right_example_losses(logits, target_ids):
     Returns:
       float32 [batch, seq_length - 1].
     """
-    return tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=tf.cast(target_ids, tf.int32),
-        logits=tf.cast(logits, tf.float32))
+    return ops.sparse_categorical_crossentropy(
+        ops.cast(target_ids, "int32"), ops.cast(logits, "float32"),
+        from_logits=True)
 
 
 # -- the model -----------------------------------------------------------------
@@ -202,14 +205,14 @@ class BertPretrainingModel(save_signature.TaskModel):
         # Create every variable now: the optimizer and checkpoint restore
         # need them before the first step. The next-sentence head is created
         # for every objective, so that all of them write the same checkpoint.
-        dummy_ids = tf.zeros([1, 2], tf.int32)
+        dummy_ids = ops.zeros((1, 2), dtype="int32")
         encoder_outputs = self.bert(
-            dummy_ids, input_mask=tf.ones_like(dummy_ids),
+            dummy_ids, input_mask=ops.ones_like(dummy_ids),
             segment_ids=dummy_ids, training=False)
         self.masked_lm = MaskedLMHead(bert_config, self.bert.embedding_table)
         self.next_sentence = NextSentenceHead(bert_config)
         self.masked_lm(encoder_outputs["sequence_output"],
-                       tf.zeros([1, 1], tf.int32))
+                       ops.zeros((1, 1), dtype="int32"))
         self.next_sentence(encoder_outputs["pooled_output"])
         self.built = True
 
@@ -228,7 +231,7 @@ class BertPretrainingModel(save_signature.TaskModel):
             specs.update(save_signature.int_feature_specs(
                 (records.MASKED_LM_IDS,)))
             specs.update(save_signature.int_feature_specs(
-                (records.MASKED_LM_WEIGHTS,), tf.float32))
+                (records.MASKED_LM_WEIGHTS,), "float32"))
         return specs
 
     def call(self, features, training=False):
@@ -277,26 +280,33 @@ class BertPretrainingModel(save_signature.TaskModel):
             token_ids, input_mask=features[records.INPUT_MASK],
             segment_ids=features[records.SEGMENT_IDS], training=training)
         sequence_output = encoder_outputs["sequence_output"]
-        batch_size = tf.shape(token_ids)[0]
-        seq_length = tf.shape(token_ids)[1]
+        batch_size, seq_length = ops.shape(token_ids)[:2]
         # The last position has no next token to predict: score 0 .. seq-2.
-        positions = tf.broadcast_to(tf.range(seq_length - 1)[tf.newaxis, :],
-                                    [batch_size, seq_length - 1])
+        positions = ops.broadcast_to(
+            ops.arange(seq_length - 1, dtype="int32")[None, :],
+            (batch_size, seq_length - 1))
         # The masked-LM head (transform + tied embeddings) on those positions.
         return {"lm_logits": self.masked_lm(sequence_output, positions)}
 
 
 # -- the task ------------------------------------------------------------------
 
+def _is_argmax(logits, ids):
+    """float32, 1.0 where `ids` is the arg-max of `logits` (the first
+    maximum, as `tf.argmax`), else 0.0."""
+    predictions = ops.cast(ops.argmax(logits, axis=-1), "int32")
+    return ops.cast(ops.equal(predictions, ids), "float32")
+
+
 def _next_sentence_weights(features):
     """float32 [sequences]: 1 per sequence of the batch (packed rows mark
     their empty slots 0)."""
     if sequence_packing.NEXT_SENTENCE_WEIGHTS in features:
-        return tf.reshape(tf.cast(
-            features[sequence_packing.NEXT_SENTENCE_WEIGHTS], tf.float32),
+        return ops.reshape(ops.cast(
+            features[sequence_packing.NEXT_SENTENCE_WEIGHTS], "float32"),
             [-1])
-    labels = tf.reshape(features[records.NEXT_SENTENCE_LABELS], [-1])
-    return tf.ones_like(labels, tf.float32)
+    labels = ops.reshape(features[records.NEXT_SENTENCE_LABELS], [-1])
+    return ops.ones_like(labels, dtype="float32")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -482,13 +492,13 @@ class PretrainingTask(base.Task):
         if self.objective == LTR:
             _, target_weights = next_token_targets(
                 features[records.INPUT_IDS], features[records.INPUT_MASK])
-            return {"lm_target_count": tf.reduce_sum(target_weights)}
-        weights = tf.cast(features[records.MASKED_LM_WEIGHTS], tf.float32)
+            return {"lm_target_count": ops.sum(target_weights)}
+        weights = ops.cast(features[records.MASKED_LM_WEIGHTS], "float32")
         if self.objective == MLM:
-            return {"masked_lm_weight": tf.reduce_sum(weights)}
+            return {"masked_lm_weight": ops.sum(weights)}
         return {
-            "masked_lm_weight": tf.reduce_sum(weights),
-            "num_examples": tf.reduce_sum(_next_sentence_weights(features)),
+            "masked_lm_weight": ops.sum(weights),
+            "num_examples": ops.sum(_next_sentence_weights(features)),
         }
 
     @property
@@ -505,47 +515,42 @@ class PretrainingTask(base.Task):
     def compute_loss(self, features, outputs, denominators):
         if self.objective == LTR:
             return self._left_to_right_loss(features, outputs, denominators)
-        mlm_logits = tf.cast(outputs["masked_lm_logits"], tf.float32)
-        mlm_ids = tf.cast(features[records.MASKED_LM_IDS], tf.int32)
-        mlm_weights = tf.cast(features[records.MASKED_LM_WEIGHTS], tf.float32)
+        mlm_logits = ops.cast(outputs["masked_lm_logits"], "float32")
+        mlm_ids = ops.cast(features[records.MASKED_LM_IDS], "int32")
+        mlm_weights = ops.cast(features[records.MASKED_LM_WEIGHTS], "float32")
         mlm_losses = masked_lm_example_losses(mlm_logits, mlm_ids)
-        mlm_loss_sum = tf.reduce_sum(mlm_weights * mlm_losses)
-        mlm_predictions = tf.argmax(mlm_logits, axis=-1, output_type=tf.int32)
-        mlm_correct = tf.reduce_sum(
-            mlm_weights * tf.cast(tf.equal(mlm_predictions, mlm_ids),
-                                  tf.float32))
+        mlm_loss_sum = ops.sum(mlm_weights * mlm_losses)
+        mlm_correct = ops.sum(mlm_weights * _is_argmax(mlm_logits, mlm_ids))
         # Google's normalizer, over the global batch.
         mlm_loss = mlm_loss_sum / (denominators["masked_lm_weight"]
                                    + MASKED_LM_DENOMINATOR_EPSILON)
         metrics = {
             "masked_lm_loss_sum": mlm_loss_sum,
             "masked_lm_correct": mlm_correct,
-            "masked_lm_weight": tf.reduce_sum(mlm_weights),
+            "masked_lm_weight": ops.sum(mlm_weights),
         }
         if self.objective == MLM:
             # "No NSP": the next-sentence head gets no loss and no update.
             return mlm_loss, metrics
 
         # [sequences, 2]: one row per sequence, packed or not.
-        nsp_logits = tf.reshape(
-            tf.cast(outputs["next_sentence_logits"], tf.float32), [-1, 2])
-        nsp_labels = tf.reshape(
-            tf.cast(features[records.NEXT_SENTENCE_LABELS], tf.int32), [-1])
+        nsp_logits = ops.reshape(
+            ops.cast(outputs["next_sentence_logits"], "float32"), [-1, 2])
+        nsp_labels = ops.reshape(
+            ops.cast(features[records.NEXT_SENTENCE_LABELS], "int32"), [-1])
         nsp_weights = _next_sentence_weights(features)  # [sequences]
         nsp_losses = next_sentence_example_losses(nsp_logits, nsp_labels)
-        nsp_loss_sum = tf.reduce_sum(nsp_weights * nsp_losses)
-        nsp_predictions = tf.argmax(nsp_logits, axis=-1, output_type=tf.int32)
-        nsp_correct = tf.reduce_sum(
-            nsp_weights * tf.cast(tf.equal(nsp_predictions, nsp_labels),
-                                  tf.float32))
+        nsp_loss_sum = ops.sum(nsp_weights * nsp_losses)
+        nsp_correct = ops.sum(nsp_weights * _is_argmax(nsp_logits,
+                                                       nsp_labels))
 
         # Google's normalizer, over the global batch.
-        loss = mlm_loss + nsp_loss_sum / tf.maximum(
+        loss = mlm_loss + nsp_loss_sum / ops.maximum(
             denominators["num_examples"], 1.0)
         metrics.update({
             "next_sentence_loss_sum": nsp_loss_sum,
             "next_sentence_correct": nsp_correct,
-            "next_sentence_count": tf.reduce_sum(nsp_weights),
+            "next_sentence_count": ops.sum(nsp_weights),
         })
         return loss, metrics
 
@@ -559,18 +564,16 @@ class PretrainingTask(base.Task):
             features[records.MASKED_LM_WEIGHTS])
         target_ids, target_weights = next_token_targets(
             token_ids, features[records.INPUT_MASK])  # [batch, seq - 1]
-        lm_logits = tf.cast(outputs["lm_logits"], tf.float32)
+        lm_logits = ops.cast(outputs["lm_logits"], "float32")
         lm_losses = left_to_right_example_losses(lm_logits, target_ids)
-        lm_loss_sum = tf.reduce_sum(target_weights * lm_losses)
-        lm_predictions = tf.argmax(lm_logits, axis=-1, output_type=tf.int32)
-        lm_correct = tf.reduce_sum(
-            target_weights * tf.cast(tf.equal(lm_predictions, target_ids),
-                                     tf.float32))
-        loss = lm_loss_sum / tf.maximum(denominators["lm_target_count"], 1.0)
+        lm_loss_sum = ops.sum(target_weights * lm_losses)
+        lm_correct = ops.sum(target_weights * _is_argmax(lm_logits,
+                                                         target_ids))
+        loss = lm_loss_sum / ops.maximum(denominators["lm_target_count"], 1.0)
         return loss, {
             "lm_loss_sum": lm_loss_sum,
             "lm_correct": lm_correct,
-            "lm_target_count": tf.reduce_sum(target_weights),
+            "lm_target_count": ops.sum(target_weights),
         }
 
     def aggregate_metrics(self, totals):

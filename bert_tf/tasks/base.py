@@ -122,10 +122,12 @@ from absl import logging
 import keras
 from keras import ops
 import numpy as np
-import tensorflow as tf
 
-from bert_tf import checkpoints
 from bert_tf import modes
+
+# TensorFlow (`tf.data`, checkpoint files) is imported where a method needs
+# it: a task's model and loss are `keras.ops`, and a TensorFlow-free process
+# (the JAX GPU benchmark) builds them from this module.
 
 # Modes passed to `Task.build_inputs` and the prediction hooks (defined in
 # `bert_tf.modes`, below the training layer).
@@ -364,6 +366,7 @@ class Task(abc.ABC):
         The default is every weight of the model by its `.path`; Keras'
         random-seed state is not a weight and is left out.
         """
+        from bert_tf import checkpoints  # pylint: disable=import-outside-toplevel
         variables = {}
         for variable in model.weights:
             name = checkpoints.variable_name(variable)
@@ -390,6 +393,7 @@ class Task(abc.ABC):
           init_checkpoint: anything `bert_tf.checkpoints.resolve_checkpoint`
             accepts.
         """
+        from bert_tf import checkpoints  # pylint: disable=import-outside-toplevel
         variables = self.checkpoint_variables(model)
         heads = [name for name in variables
                  if not name.startswith(ENCODER_SCOPE)]
@@ -459,5 +463,6 @@ class InMemoryArraysTask(Task):
         return {"num_examples": ops.sum(in_memory.example_weights(features))}
 
     def prediction_inputs(self, mode):
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
         # Unpadded: the prediction loop pads (and drops) rows itself.
         return tf.data.Dataset.from_tensor_slices(self._arrays(mode))

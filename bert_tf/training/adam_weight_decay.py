@@ -33,6 +33,12 @@ function takes the variables' resource handles, plain tensors, and is
 called inside the strategy's `extended.update` with the handles of the copy
 being updated, so it works the same in a `tf.function`, in an XLA-compiled
 train step (where it is inlined) and for each device of a MirroredStrategy.
+
+On the other Keras backends (JAX) the same arithmetic, written once in
+`keras.ops` (`adam_weight_decay_values`), runs inside the engine's jitted
+step, which XLA fuses as a whole. This module imports TensorFlow only where
+the TensorFlow update needs it, so that the optimizer is importable (and
+runs) where TensorFlow is not installed.
 """
 
 import functools
@@ -40,7 +46,6 @@ import re
 
 import keras
 from keras import ops
-import tensorflow as tf
 
 from bert_tf import backend
 
@@ -149,13 +154,42 @@ def adam_weight_decay_values(param, first_moment, second_moment, gradient,
 
 
 def read_resource(handle, dtype):
-    """The value of the resource variable behind `handle`."""
+    """The value of the resource variable behind `handle` (TensorFlow)."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
     return tf.raw_ops.ReadVariableOp(resource=handle, dtype=dtype)
 
 
 def assign_resource(handle, value):
-    """Assigns `value` to the resource variable behind `handle`."""
+    """Assigns `value` to the resource variable behind `handle`
+    (TensorFlow)."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
     return tf.raw_ops.AssignVariableOp(resource=handle, value=value)
+
+
+def xla_compiled_tf_function(fn):
+    """`fn` as an XLA-compiled `tf.function`, made on its first call.
+
+    The fused updates are TensorFlow programs; making them when first called
+    (not when this module is imported) keeps TensorFlow out of a process
+    that runs on another backend.
+
+    Args:
+      fn: straight-line tensor code (`autograph=False`).
+
+    Returns:
+      A callable with `fn`'s signature.
+    """
+    compiled = []
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if not compiled:
+            import tensorflow as tf  # pylint: disable=import-outside-toplevel
+            compiled.append(tf.function(fn, jit_compile=True,
+                                        autograph=False))
+        return compiled[0](*args, **kwargs)
+
+    return call
 
 
 # The fused functions take variables by their resource handles (plain
@@ -164,7 +198,7 @@ def assign_resource(handle, value):
 # shape and dtype on every device (XLA compiles per device and shape when
 # called). `autograph=False`: the body is straight-line tensor code. Python
 # floats and dtypes among the arguments are constants of the trace.
-@tf.function(jit_compile=True, autograph=False)
+@xla_compiled_tf_function
 def fused_adam_weight_decay_update(variable_handle, first_moment_handle,
                                    second_moment_handle, gradient,
                                    learning_rate, gradient_scale, *,
@@ -186,6 +220,7 @@ def fused_adam_weight_decay_update(variable_handle, first_moment_handle,
       **hyperparameters: `beta_1`, `beta_2`, `epsilon`, `weight_decay_rate`
         of `adam_weight_decay_values`.
     """
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
     next_param, next_m, next_v = adam_weight_decay_values(
         read_resource(variable_handle, variable_dtype),
         read_resource(first_moment_handle, tf.float32),
@@ -218,6 +253,7 @@ def global_norm_clip_scale(gradients, clip_norm):
     """
     gradients = [gradient for gradient in gradients if gradient is not None]
     if backend.name() == backend.TENSORFLOW:
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
         global_norm = tf.linalg.global_norm(gradients)
         (scale,), _ = tf.clip_by_global_norm(
             [tf.constant(1.0, tf.float32)], clip_norm, use_norm=global_norm)
@@ -417,6 +453,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
             self._keras_ops_update_step(grads, trainable_variables,
                                         learning_rate)
             return
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
         tf_variables = [
             variable.value if isinstance(variable, keras.Variable)
             else variable for variable in trainable_variables]
@@ -439,16 +476,39 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
             index = self._get_variable_index(variable)
             first_moment = self._first_moments[index]
             second_moment = self._second_moments[index]
-            next_param, next_m, next_v = adam_weight_decay_values(
-                variable, first_moment, second_moment, grad, learning_rate,
-                gradient_scale, beta_1=self.beta_1, beta_2=self.beta_2,
-                epsilon=self.epsilon,
-                weight_decay_rate=(self.weight_decay_rate
-                                   if self._uses_weight_decay[index]
-                                   else 0.0))
+            next_param, next_m, next_v = self._new_values(
+                index, variable, first_moment, second_moment, grad,
+                learning_rate, gradient_scale)
             self.assign(first_moment, next_m)
             self.assign(second_moment, next_v)
             self.assign(variable, ops.cast(next_param, variable.dtype))
+
+    def _new_values(self, index, param, first_moment, second_moment,
+                    gradient, learning_rate, gradient_scale):
+        """One variable's new `(param, m, v)`, in `keras.ops` (the update
+        of the backends without TensorFlow's fused program).
+
+        Subclasses replace the arithmetic (LAMB), as `_fused_update` on
+        TensorFlow.
+
+        Args:
+          index: the variable's position in `build`'s `var_list`.
+          param: its current value.
+          first_moment: its `m`.
+          second_moment: its `v`.
+          gradient: its gradient, before clipping.
+          learning_rate: scalar float32 rate.
+          gradient_scale: scalar float32 clipping factor.
+
+        Returns:
+          `(param, m, v)`: the new float32 values.
+        """
+        return adam_weight_decay_values(
+            param, first_moment, second_moment, gradient, learning_rate,
+            gradient_scale, beta_1=self.beta_1, beta_2=self.beta_2,
+            epsilon=self.epsilon,
+            weight_decay_rate=(self.weight_decay_rate
+                               if self._uses_weight_decay[index] else 0.0))
 
     def _distributed_tf_update_step(self, distribution, grads_and_vars,
                                     learning_rate, gradient_scale=None):
@@ -482,6 +542,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
           gradient_scale: the factor of global-norm clipping still to apply
             to `gradient`, or `None`.
         """
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
         index = self._get_variable_index(variable)
         if gradient_scale is None:
             gradient_scale = tf.constant(1.0, tf.float32)

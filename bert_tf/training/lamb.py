@@ -24,19 +24,23 @@ the same algorithm as Model Garden's `official.modeling.optimization.lamb`
 
 The moments are stored as `<variable>/adam_m` and `<variable>/adam_v` like
 AdamWeightDecay's, so the two optimizers share checkpoint names.
+
+The arithmetic (`lamb_values`) is `keras.ops`: one XLA program per variable
+on TensorFlow (`fused_lamb_update`), part of the engine's jitted step on
+JAX.
 """
 
 import re
 
 import keras
-import tensorflow as tf
+from keras import ops
 
-from bert_tf import backend
 from bert_tf.training.adam_weight_decay import AdamWeightDecay
 from bert_tf.training.adam_weight_decay import GOOGLE_WEIGHT_DECAY_EXCLUSIONS
 from bert_tf.training.adam_weight_decay import assign_resource
 from bert_tf.training.adam_weight_decay import google_adam_moments
 from bert_tf.training.adam_weight_decay import read_resource
+from bert_tf.training.adam_weight_decay import xla_compiled_tf_function
 
 
 def lamb_values(param, first_moment, second_moment, gradient, learning_rate,
@@ -66,28 +70,32 @@ def lamb_values(param, first_moment, second_moment, gradient, learning_rate,
       `(param, m, v)`: the new float32 values; the stored moments are the
       uncorrected ones, as AdamWeightDecay's.
     """
-    gradient = tf.cast(gradient, tf.float32) * gradient_scale
-    param = tf.cast(param, tf.float32)
+    gradient = ops.cast(gradient, "float32") * gradient_scale
+    param = ops.cast(param, "float32")
     next_m, next_v = google_adam_moments(first_moment, second_moment,
                                          gradient, beta_1, beta_2)
     m_hat, v_hat = next_m, next_v
     if bias_correction:
-        m_hat = next_m / (1.0 - tf.pow(tf.constant(beta_1), step))
-        v_hat = next_v / (1.0 - tf.pow(tf.constant(beta_2), step))
-    update = m_hat / (tf.sqrt(v_hat) + epsilon)
+        step = ops.cast(step, "float32")
+        m_hat = next_m / (1.0 - ops.power(
+            ops.convert_to_tensor(beta_1, "float32"), step))
+        v_hat = next_v / (1.0 - ops.power(
+            ops.convert_to_tensor(beta_2, "float32"), step))
+    update = m_hat / (ops.sqrt(v_hat) + epsilon)
     if weight_decay_rate:
         update += weight_decay_rate * param
 
-    trust_ratio = tf.constant(1.0)
+    trust_ratio = 1.0
     if layer_adaptation:
-        param_norm = tf.norm(param, ord=2)
-        update_norm = tf.norm(update, ord=2)
+        # The Euclidean norm of the whole variable (`tf.norm(x, ord=2)`).
+        param_norm = ops.sqrt(ops.sum(ops.square(param)))
+        update_norm = ops.sqrt(ops.sum(ops.square(update)))
         # A zero norm (a zero-initialized variable, a zero update) keeps the
         # plain step instead of dividing by, or multiplying with, 0.
-        both_positive = tf.logical_and(param_norm > 0.0, update_norm > 0.0)
-        trust_ratio = tf.where(
+        both_positive = ops.logical_and(param_norm > 0.0, update_norm > 0.0)
+        trust_ratio = ops.where(
             both_positive,
-            param_norm / tf.where(both_positive, update_norm, 1.0),
+            param_norm / ops.where(both_positive, update_norm, 1.0),
             1.0)
     next_param = param - learning_rate * trust_ratio * update
     return next_param, next_m, next_v
@@ -97,7 +105,7 @@ def lamb_values(param, first_moment, second_moment, gradient, learning_rate,
 # trace per shape and setting, updated in place. The norms of the trust
 # ratio need a pass of their own before the new value, so this is two passes
 # over memory instead of one per elementwise op.
-@tf.function(jit_compile=True, autograph=False)
+@xla_compiled_tf_function
 def fused_lamb_update(variable_handle, first_moment_handle,
                       second_moment_handle, gradient, learning_rate,
                       gradient_scale, step, *, variable_dtype,
@@ -116,6 +124,7 @@ def fused_lamb_update(variable_handle, first_moment_handle,
       variable_dtype: the variable's `tf.DType`.
       **hyperparameters: the keyword arguments of `lamb_values`.
     """
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
     next_param, next_m, next_v = lamb_values(
         read_resource(variable_handle, variable_dtype),
         read_resource(first_moment_handle, tf.float32),
@@ -124,16 +133,6 @@ def fused_lamb_update(variable_handle, first_moment_handle,
     assign_resource(first_moment_handle, next_m)
     assign_resource(second_moment_handle, next_v)
     assign_resource(variable_handle, tf.cast(next_param, variable_dtype))
-
-
-def backend_problem():
-    """Why LAMB cannot run on this Keras backend, or None: its update is
-    TensorFlow code."""
-    if backend.name() == backend.TENSORFLOW:
-        return None
-    return ("LAMB (--optimizer=lamb) runs on the TensorFlow backend only; "
-            f"KERAS_BACKEND is {backend.name()!r}: use "
-            "--optimizer=adamw (Google's AdamWeightDecay) there")
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -170,12 +169,8 @@ class Lamb(AdamWeightDecay):
           **kwargs: see `AdamWeightDecay`.
 
         Raises:
-          ValueError: see `AdamWeightDecay`; or a Keras backend other than
-            TensorFlow (LAMB's update is TensorFlow code).
+          ValueError: see `AdamWeightDecay`.
         """
-        problem = backend_problem()
-        if problem:
-            raise ValueError(problem)
         super().__init__(
             learning_rate=learning_rate, weight_decay_rate=weight_decay_rate,
             beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
@@ -211,6 +206,7 @@ class Lamb(AdamWeightDecay):
         `update_step` (AdamWeightDecay's) prepares the arguments; see
         `AdamWeightDecay._fused_update`.
         """
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
         # t counts updates from 1: `iterations` is incremented after.
         step = tf.cast(self.iterations + 1, tf.float32)
         fused_lamb_update(
@@ -219,6 +215,20 @@ class Lamb(AdamWeightDecay):
             variable_dtype=variable.dtype, beta_1=self.beta_1,
             beta_2=self.beta_2,
             epsilon=self.epsilon,
+            weight_decay_rate=(self.weight_decay_rate
+                               if self._uses_weight_decay[index] else 0.0),
+            bias_correction=self.bias_correction,
+            layer_adaptation=self._uses_layer_adaptation[index])
+
+    def _new_values(self, index, param, first_moment, second_moment,
+                    gradient, learning_rate, gradient_scale):
+        """LAMB's update in `keras.ops` (the backends without TensorFlow's
+        fused program); see `AdamWeightDecay._new_values`."""
+        # t counts updates from 1: `iterations` is incremented after.
+        return lamb_values(
+            param, first_moment, second_moment, gradient, learning_rate,
+            gradient_scale, ops.cast(self.iterations + 1, "float32"),
+            beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon,
             weight_decay_rate=(self.weight_decay_rate
                                if self._uses_weight_decay[index] else 0.0),
             bias_correction=self.bias_correction,

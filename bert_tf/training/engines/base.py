@@ -41,8 +41,9 @@ class Engine(abc.ABC):
     Attributes (set by the constructor):
       task: the trainer's `Task`.
       config: its `TrainerConfig`.
-      strategy: the `tf.distribute.Strategy` (the default one on backends
-        without `tf.distribute`), or on JAX a `distribution.JaxProcesses`.
+      strategy: the `tf.distribute.Strategy`, on JAX a
+        `distribution.JaxProcesses`, or None (an engine of one device
+        without `tf.distribute`: the JAX engine outside a `Trainer`).
       num_replicas: model replicas a global batch is split over.
       is_chief: whether this process writes checkpoints and files.
       one_process: whether one process runs the whole step, so that a call
@@ -64,7 +65,7 @@ class Engine(abc.ABC):
           task: a `bert_tf.tasks.base.Task`.
           config: a validated `TrainerConfig`.
           strategy: the `tf.distribute.Strategy` to run under (on JAX, or
-            a `distribution.JaxProcesses`).
+            a `distribution.JaxProcesses`); None: one device, one process.
 
         Raises:
           ValueError: a setting this backend cannot run, named as its flag.
@@ -72,8 +73,11 @@ class Engine(abc.ABC):
         self.task = task
         self.config = config
         self.strategy = strategy
-        self.num_replicas = strategy.num_replicas_in_sync
-        self.is_chief = distribution.is_chief(strategy)
+        if strategy is None:
+            self.num_replicas, self.is_chief = 1, True
+        else:
+            self.num_replicas = strategy.num_replicas_in_sync
+            self.is_chief = distribution.is_chief(strategy)
         self.one_process = True
         self.length_policy = config.length_policy()
         self.model = None

@@ -30,6 +30,11 @@ records' full length (cutting batches to their real length would compile a
 program per length); dropout masks come from a `keras.random.SeedGenerator`
 whose state is part of the step's state (and of a seeded run's
 checkpoints).
+
+TensorFlow is imported only where a `tf.distribute` strategy or a `tf.data`
+input is handed in: the engine, built without a strategy and fed batches
+of arrays, runs where TensorFlow is not installed (the GPU benchmark,
+`benchmarks/gpu_suite_jax.py`, times its training step so).
 """
 
 import contextlib
@@ -40,12 +45,10 @@ import jax.extend.core
 import keras
 from keras import ops
 import numpy as np
-import tensorflow as tf
 
 from bert_tf import backend
 from bert_tf.modeling import layers as modeling_layers
 from bert_tf.training import distribution
-from bert_tf.training import prediction
 from bert_tf.training.engines import base
 
 # A dropout `keras.random.SeedGenerator`'s state, saved with each checkpoint
@@ -262,6 +265,8 @@ class JaxSteps:
                     self._used = self._find_used_variables(state, features)
                     self._train_step = self._build_train_step(self._used)
                 state, loss, metrics = self._train_step(state, features)
+                # One transfer of the step's scalars to the host.
+                loss, metrics = jax.device_get((loss, metrics))
                 last_loss = float(loss)
                 totals["loss"] += last_loss
                 for name in self.metric_names:
@@ -317,6 +322,7 @@ class JaxSteps:
 
 def _asks_for_every_local_device(strategy):
     """Whether `strategy` is `--distribution_strategy=mirrored`'s."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
     return (isinstance(strategy, tf.distribute.MirroredStrategy)
             and not isinstance(
                 strategy, tf.distribute.MultiWorkerMirroredStrategy))
@@ -344,17 +350,26 @@ class JaxEngine(base.Engine):
     that run, step for step (the processes check on the first batch that
     they read the same input). Each step's outputs are replicated, so every
     process holds the trained weights; the chief writes them.
+
+    Without a strategy (`strategy=None`) the engine runs on one device and
+    imports no TensorFlow: `train_steps` then takes an iterator of feature
+    dicts of arrays (numpy or JAX), as `JaxSteps.train_steps` does.
     """
 
     # Without x64, JAX counts in int32.
     step_dtype = "int32"
 
-    def __init__(self, task, config, strategy):
+    def __init__(self, task, config, strategy=None):
         super().__init__(task, config, strategy)
         processes = isinstance(strategy, distribution.JaxProcesses)
-        data_parallel = processes or _asks_for_every_local_device(strategy)
-        problem = unsupported_settings(
-            config, strategy is tf.distribute.get_strategy() or data_parallel)
+        data_parallel = processes
+        strategy_is_default = True
+        if strategy is not None and not processes:
+            import tensorflow as tf  # pylint: disable=import-outside-toplevel
+            data_parallel = _asks_for_every_local_device(strategy)
+            strategy_is_default = (
+                strategy is tf.distribute.get_strategy() or data_parallel)
+        problem = unsupported_settings(config, strategy_is_default)
         if problem:
             raise ValueError(problem)
         self._steps = None
@@ -451,6 +466,7 @@ class JaxEngine(base.Engine):
         # replica's batch per device and step (and a resumed run skips as
         # many): concatenated, they are the global batch, the examples the
         # one-device run's global batch holds, in its order.
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
         replicas = self.num_replicas
         batches = dataset_fn(tf.distribute.InputContext(
             num_replicas_in_sync=replicas)).as_numpy_iterator()
@@ -478,6 +494,7 @@ class JaxEngine(base.Engine):
                                        lambda: stop_request.requested)
 
     def eval_input(self, dataset_fn, per_replica_batch_size):
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
         # The global batch; the step sums over it (nothing to gather).
         return dataset_fn(per_replica_batch_size * self.num_replicas,
                           tf.distribute.InputContext()).as_numpy_iterator()
@@ -490,6 +507,8 @@ class JaxEngine(base.Engine):
                 description="records"):
         # Full length, one compiled program; a partial batch runs
         # replicated, so nothing is padded.
+        # pylint: disable-next=import-outside-toplevel
+        from bert_tf.training import prediction
         del pad_to_full_batches
         step = self._steps.predict_step(predict_batch)
         return prediction.predict_one_device(
