@@ -93,6 +93,9 @@ setup(
         # without it the pure-Python tokenizer gives the same ids.
         Extension("bert_tf.text._wordpiece_native",
                   ["bert_tf/text/_wordpiece_native.c"], optional=True),
+        # TFRecord framing (bert_tf/data/tfrecord_files.py; numpy without).
+        Extension("bert_tf.data._tfrecord_native",
+                  ["bert_tf/data/_tfrecord_native.c"], optional=True),
     ],
     cmdclass={"build_ext": BuildExtWithTables},
     py_modules=[

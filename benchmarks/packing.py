@@ -1,10 +1,13 @@
 """Sequence packing (`run_pretraining.py --pack_sequences`): fill and speed.
 
-Records are made as a user makes them: gensim's Wikipedia sample (the
-corpus `demo.py` pretrains on, `bert_tf.corpora.wikipedia`) through
+Records are made as a user makes them, from each of `--corpora`:
+"wikipedia", gensim's Wikipedia sample (the corpus `demo.py` pretrains on,
+`bert_tf.corpora.wikipedia`: long articles, which fill most rows), and
+"news", gensim's Lee corpus of 300 short news articles (about 200 words
+each, one document each: short documents, where packing pays), through
 `create_pretraining_data.py`'s library with Google's uncased vocabulary
 and Google's flags (`--dupe_factor` aside), at sequence 512 (80 masked
-positions) and 128 (20). For each length:
+positions) and 128 (20). For each corpus and length:
 
 - fill: the share of row tokens that are real tokens, one sequence per row
   (Google's records as they are) and packed (`--max_sequences_per_pack`,
@@ -88,6 +91,32 @@ def wikipedia_corpus(work_dir):
     if not os.path.exists(corpus):
         wikipedia.write_corpus(wikipedia.find_gensim_wiki_dump(), corpus)
     return corpus
+
+
+def news_corpus(work_dir):
+    """gensim's Lee news corpus (one article a line) in
+    create_pretraining_data.py's text format: one article a document, split
+    into sentences as the Wikipedia sample is."""
+    from bert_tf.corpora import package_files
+    from bert_tf.corpora import wikipedia
+    corpus = os.path.join(work_dir, "news.txt")
+    if not os.path.exists(corpus):
+        source = package_files.package_file(
+            wikipedia.GENSIM_PACKAGE,
+            os.path.join("test", "test_data", "lee_background.cor"),
+            wikipedia.GENSIM_REQUIREMENT, "the Lee news corpus")
+        with open(source, encoding="utf-8") as reader:
+            documents = ["\n".join(wikipedia.split_sentences(line.strip()))
+                         for line in reader if line.strip()]
+        with open(corpus, "w", encoding="utf-8") as writer:
+            writer.write("\n\n".join(documents) + "\n")
+    return corpus
+
+
+CORPORA = {"wikipedia": wikipedia_corpus, "news": news_corpus}
+# The speed measurements' names: the Wikipedia rows keep the names of the
+# records made before there was a second corpus.
+CORPUS_IN_NAME = {"wikipedia": "", "news": "news articles, "}
 
 
 def make_records(work_dir, seq_length, dupe_factor, corpus=None,
@@ -390,6 +419,9 @@ def main():
                         num_attention_heads=2, intermediate_size=512)
     parser.add_argument("--seq_lengths", default="512,128",
                         help="comma-separated; each of 128, 512")
+    parser.add_argument("--corpora", default=",".join(CORPORA),
+                        help="comma-separated; each of "
+                             f"{', '.join(CORPORA)} (speed part)")
     parser.add_argument("--batch_size", type=int, default=8,
                         help="rows per training batch, packed or not")
     parser.add_argument("--max_sequences_per_pack", type=int, default=3)
@@ -441,6 +473,10 @@ def main():
     except ValueError:
         parser.error("--seq_lengths and --convergence_seeds take "
                      "comma-separated integers, e.g. 512,128")
+    corpora = args.corpora.split(",")
+    if any(name not in CORPORA for name in corpora):
+        parser.error(f"--corpora={args.corpora}: each must be one of "
+                     f"{', '.join(CORPORA)}")
     if any(length not in MAX_PREDICTIONS for length in seq_lengths):
         parser.error(f"--seq_lengths: each must be one of "
                      f"{', '.join(map(str, MAX_PREDICTIONS))}")
@@ -463,18 +499,23 @@ def main():
           f"{os.cpu_count()} CPUs, TF {tf.__version__}", flush=True)
     work_dir = tempfile.mkdtemp(prefix="bert_tf_packing_")
     try:
-        for seq_length in seq_lengths if "speed" in parts else ():
-            records_path, count = make_records(work_dir, seq_length,
-                                               args.dupe_factor)
+        speed_runs = [(corpus, seq_length) for corpus in corpora
+                      for seq_length in seq_lengths] if "speed" in parts else []
+        for corpus, seq_length in speed_runs:
+            records_path, count = make_records(
+                work_dir, seq_length, args.dupe_factor,
+                corpus=CORPORA[corpus](work_dir), name=corpus)
             unpacked_fill, packed_fill, fill_details = fill_rates(
                 args, seq_length, records_path)
-            print(f"sequence {seq_length}: {count} records; real tokens "
-                  f"{unpacked_fill:.1%} of rows unpacked, {packed_fill:.1%} "
+            print(f"{corpus}, sequence {seq_length}: {count} records; real "
+                  f"tokens {unpacked_fill:.1%} of rows unpacked, "
+                  f"{packed_fill:.1%} "
                   f"packed ({fill_details['sequences_per_packed_row']} "
                   f"sequences per row)", flush=True)
             contenders = {}
             for name, pack in (("packed", True), ("unpacked", False)):
-                output_dir = os.path.join(work_dir, f"{name}-{seq_length}")
+                output_dir = os.path.join(work_dir,
+                                          f"{corpus}-{name}-{seq_length}")
                 contenders[name] = training_function(
                     args, pretraining_task(args, seq_length, records_path,
                                            pack), output_dir)
@@ -488,10 +529,12 @@ def main():
                       f"{harness.median(values):.1f} sequences/s "
                       f"({contenders[name][1]} sequences per call)",
                       flush=True)
-            record.add(f"training, sequence {seq_length}, {short_shape}",
+            record.add(f"training, {CORPUS_IN_NAME[corpus]}sequence "
+                       f"{seq_length}, {short_shape}",
                        rates, unit="sequences/s", lower_is_better=False,
                        ratio=("packed", "unpacked"),
-                       details={"seq_length": seq_length, "shape": shape,
+                       details={"corpus": corpus,
+                                "seq_length": seq_length, "shape": shape,
                                 "records": count,
                                 "dupe_factor": args.dupe_factor,
                                 "max_sequences_per_pack":

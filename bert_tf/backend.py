@@ -29,13 +29,15 @@ def name():
 
 
 def devices():
-    """The devices of this process that the backend computes on.
+    """The devices the backend computes on.
 
     Returns:
       Keras' names of them (`keras.distribution.list_devices`), e.g.
       `["gpu:0", "gpu:1"]`, or `["cpu:0"]` on a machine without
       accelerators: the accelerators when there are any, else the CPUs
       (with `XLA_FLAGS=--xla_force_host_platform_device_count=N`, N CPUs on
-      JAX).
+      JAX). Those of this process, or, on JAX in a `jax.distributed` job
+      (`--distribution_strategy=multi_worker_mirrored`), those of every
+      process of the job.
     """
     return list(keras.distribution.list_devices())

@@ -6,7 +6,7 @@ import json
 from bert_tf import file_io
 
 # Google's `modeling.BertConfig` fields and defaults, in its argument order.
-_DEFAULTS = {
+DEFAULTS = {
     "vocab_size": None,
     "hidden_size": 768,
     "num_hidden_layers": 12,
@@ -163,17 +163,12 @@ class BertConfig:
             raise BertConfigError(
                 f"cannot read bert config file {json_file}: "
                 f"{error.strerror or error}") from error
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise BertConfigError(
-                f"{json_file}: not valid JSON (line {error.lineno}, column "
-                f"{error.colno}): {error.msg}") from error
+        values = file_io.parse_json(text, json_file, BertConfigError)
         return cls.from_dict(values, source=str(json_file))
 
     def to_dict(self):
         """Google's fields plus every unknown key that was read."""
-        values = {field: getattr(self, field) for field in _DEFAULTS}
+        values = {field: getattr(self, field) for field in DEFAULTS}
         values.update(copy.deepcopy(self.extra))
         return values
 

@@ -5,6 +5,7 @@ import contextlib
 import errno
 import fnmatch
 import glob
+import json
 import os
 import re
 import secrets
@@ -60,6 +61,29 @@ def read_bytes(path, description="file"):
     except OSError as error:
         raise OSError(f"cannot read {description} {path}: "
                       f"{error.strerror or error}") from error
+
+
+def parse_json(text, source, error_class=ValueError):
+    """`json.loads(text)`, with a one-line error naming `source`.
+
+    Args:
+      text: the JSON text.
+      source: what holds it, for the message (a file name, or e.g. "the
+        TF_CONFIG environment variable").
+      error_class: the exception class to raise.
+
+    Returns:
+      The parsed value.
+
+    Raises:
+      error_class: "<source>: not valid JSON (line L, column C): <why>".
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise error_class(
+            f"{source}: not valid JSON (line {error.lineno}, column "
+            f"{error.colno}): {error.msg}") from None
 
 
 def split_lines(text, keepends=False):

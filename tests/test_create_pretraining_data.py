@@ -658,8 +658,14 @@ def test_encoder_matches_protobuf_serialization(tf):
         assert ours == expected
 
 
-def test_batch_records_equal_one_by_one_encoding(tmp_path,
-                                                uncased_vocab_file, tf):
+@pytest.mark.parametrize("framing", ["native", "numpy"])
+def test_batch_records_equal_one_by_one_encoding(tmp_path, framing,
+                                                uncased_vocab_file, tf,
+                                                monkeypatch):
+    if framing == "numpy":  # What runs where the C extension is not built.
+        monkeypatch.setattr(tfrecord_files, "_tfrecord_native", None)
+    elif tfrecord_files._tfrecord_native is None:
+        pytest.skip("bert_tf/data/_tfrecord_native.c is not built")
     # Sequences past 128 tokens: positions need two-byte varints too.
     rng = random.Random(8)
     words = ["castle", "unbelievably", "ghost", "denmark", ",", "the", "of"]
@@ -707,6 +713,30 @@ def test_varint_rows_match_protobuf(tf):
             assert b"\x0a" + bytes([len(payload)]) + payload == serialized
     with pytest.raises(ValueError, match="non-negative"):
         pretraining_records.varint_rows(np.array([[1, -1]]))
+
+
+def test_native_framing_crc32c_rfc3720_vectors():
+    native = tfrecord_files._tfrecord_native
+    if native is None:
+        pytest.skip("bert_tf/data/_tfrecord_native.c is not built")
+    rng = random.Random(3)
+    tails = [bytes(rng.randrange(256) for _ in range(length))
+             for length in range(20)]
+    for crc32c in (native.crc32c, native.crc32c_tables):
+        # RFC 3720 (iSCSI) B.4.
+        assert crc32c(b"123456789") == 0xE3069283
+        assert crc32c(bytes(32)) == 0x8A9136AA
+        assert crc32c(b"\xff" * 32) == 0x62A8AB43
+        assert crc32c(bytes(range(32))) == 0x46DD794E
+        assert crc32c(b"") == 0
+        # Every tail length past the 8-byte steps, against the numpy tables.
+        assert [crc32c(data) for data in tails] == [
+            tfrecord_files.crc32c(data) for data in tails]
+    with pytest.raises(ValueError, match="lengths exceed the data"):
+        native.frame_round_robin(b"abc", np.array([2, 2]), 1)
+    with pytest.raises(ValueError, match="differ from its length"):
+        native.lay_out_rows([(np.zeros((1, 4), np.uint8), None)],
+                            np.array([3]))
 
 
 @pytest.mark.parametrize("hardware", [True, False])

@@ -7,8 +7,10 @@ requirement parser) and `ast`; what pip does with them is checked by
 """
 
 import ast
+import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
@@ -252,3 +254,25 @@ def test_a_passing_run_ends_quietly(tmp_path):
     assert "SKIPPED" not in quiet
     assert "Unraisable" not in quiet and "KeyboardInterrupt" not in quiet
     assert "SKIPPED [1] " in pytest_output("-rs")
+
+
+def test_a_machine_without_a_c_compiler_still_builds(tmp_path):
+    """The C extensions are optional: with no working compiler,
+    `build_ext` (what `pip install` runs) warns and succeeds, and none is
+    built (the package then runs its pure-Python twins, whose equality with
+    the C code the tokenizer, pretraining and TFRecord tests check)."""
+    shutil.copytree(REPO_ROOT / "bert_tf", tmp_path / "bert_tf",
+                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    shutil.copy(REPO_ROOT / "setup.py", tmp_path / "setup.py")
+    environment = dict(os.environ, CC="false", LDSHARED="false")
+    result = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+        cwd=tmp_path, env=environment, capture_output=True, text=True,
+        check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert not list((tmp_path / "bert_tf").rglob("*.so"))
+    output = result.stdout + result.stderr
+    for extension in ("bert_tf.pretraining._native",
+                      "bert_tf.text._wordpiece_native",
+                      "bert_tf.data._tfrecord_native"):
+        assert extension in output

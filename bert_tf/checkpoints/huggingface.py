@@ -28,6 +28,7 @@ from bert_tf import file_io
 from bert_tf import progress as progress_lib
 from bert_tf.checkpoints import hf_tokenizer
 from bert_tf.checkpoints import tf1_checkpoint
+from bert_tf import config as bert_config_lib
 from bert_tf.config import BertConfig
 
 HF_WEIGHTS_NAME = "model.safetensors"
@@ -130,20 +131,10 @@ _GOOGLE_TO_HF_ACTIVATIONS = {"gelu": "gelu_new", EXACT_GELU: "gelu",
                              "relu": "relu", "tanh": "tanh",
                              "linear": "linear"}
 _GOOGLE_LAYER_NORM_EPSILON = 1e-12
-# Google's bert_config.json fields; Hugging Face's BertConfig defaults.
-_HF_DEFAULTS = {
-    "vocab_size": 30522,
-    "hidden_size": 768,
-    "num_hidden_layers": 12,
-    "num_attention_heads": 12,
-    "intermediate_size": 3072,
-    "hidden_act": "gelu",
-    "hidden_dropout_prob": 0.1,
-    "attention_probs_dropout_prob": 0.1,
-    "max_position_embeddings": 512,
-    "type_vocab_size": 2,
-    "initializer_range": 0.02,
-}
+# Google's bert_config.json fields, with Hugging Face's BertConfig defaults:
+# Google's but for these two.
+_HF_DEFAULTS = {**bert_config_lib.DEFAULTS, "vocab_size": 30522,
+                "type_vocab_size": 2}
 # Keys of Google's released configs beyond the 11 fields (the Chinese model);
 # Hugging Face's copies of those configs carry them too.
 _GOOGLE_EXTRA_KEY_PATTERN = re.compile(r"^(pooler_\w+|directionality)$")

@@ -58,6 +58,23 @@ def example_weights(features):
     return ops.ones([ops.shape(first)[0]], "float32")
 
 
+def shard_for_input_pipeline(dataset, input_context):
+    """The share of `dataset` that this input pipeline reads.
+
+    Args:
+      dataset: a `tf.data.Dataset` of examples.
+      input_context: the `tf.distribute.InputContext`, or None.
+
+    Returns:
+      Every `num_input_pipelines`-th example from this pipeline's id on
+      (`dataset` itself with one pipeline).
+    """
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        return dataset.shard(input_context.num_input_pipelines,
+                             input_context.input_pipeline_id)
+    return dataset
+
+
 def in_memory_dataset(arrays, training, per_replica_batch_size,
                       input_context=None, seed=None,
                       pad_to_full_batches=False):
@@ -84,10 +101,8 @@ def in_memory_dataset(arrays, training, per_replica_batch_size,
                         if input_context is not None else 1)
         arrays = pad_to_batch_multiple(
             arrays, per_replica_batch_size * num_replicas)
-    dataset = tf.data.Dataset.from_tensor_slices(arrays)
-    if input_context is not None and input_context.num_input_pipelines > 1:
-        dataset = dataset.shard(input_context.num_input_pipelines,
-                                input_context.input_pipeline_id)
+    dataset = shard_for_input_pipeline(
+        tf.data.Dataset.from_tensor_slices(arrays), input_context)
     if training:
         num_rows = len(next(iter(arrays.values())))
         dataset = dataset.repeat().shuffle(num_rows, seed=seed)

@@ -8,7 +8,8 @@ neither TensorFlow's writer nor its 5-10 s import.
 * `frame_tfrecords` / `frame_round_robin`: framed bytes of a batch of
   records (for one file, or spread round-robin over several);
   `records_from_byte_blocks`: the records built as rows of numpy byte
-  matrices;
+  matrices, laid end to end; `frame_laid_out_round_robin` frames those
+  (in C, `_tfrecord_native.c`, where built: no Python object per record);
 * `TFRecordFileWriter`: one file, written under a temporary name and renamed
   only when complete, so an interrupted run never leaves (or overwrites with)
   a truncated file; remote paths (`gs://...`) go through `tf.io.gfile`,
@@ -24,6 +25,11 @@ import uuid
 import numpy as np
 
 from bert_tf import file_io
+
+try:
+    from bert_tf.data import _tfrecord_native
+except ImportError:  # Not built (no C compiler): numpy frames the same bytes.
+    _tfrecord_native = None
 
 _CRC32C_POLYNOMIAL = 0x82F63B78  # Reflected form of 0x1EDC6F41.
 _CRC_MASK_DELTA = 0xA282EAD8
@@ -176,7 +182,7 @@ def frame_round_robin(records, num_files):
 
 
 def records_from_byte_blocks(blocks, lengths=None):
-    """The records of rows of padded byte blocks, as `bytes` each.
+    """The records of rows of padded byte blocks, laid end to end.
 
     For records built many at once in numpy (`pretraining_records`): record
     r is the concatenation, block by block, of the bytes of row r that the
@@ -190,23 +196,80 @@ def records_from_byte_blocks(blocks, lengths=None):
       lengths: the records' lengths, if known (else counted).
 
     Returns:
-      A list of `bytes`, one record per row.
+      (data, lengths): a uint8 array, the records one after the other, and
+      an int64 array of their lengths (`split_records` gives them one by
+      one, `frame_laid_out_round_robin` framed).
     """
     count = blocks[0][0].shape[0]
     if count == 0:
-        return []
+        return np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int64)
+    if _tfrecord_native is not None and lengths is not None:
+        lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+        laid_out = _tfrecord_native.lay_out_rows(
+            [(np.ascontiguousarray(matrix, dtype=np.uint8),
+              None if keep is None else np.ascontiguousarray(keep,
+                                                             dtype=bool))
+             for matrix, keep in blocks], lengths)
+        return np.frombuffer(laid_out, dtype=np.uint8), lengths
     data = np.concatenate([matrix for matrix, _ in blocks], axis=1)
     keep = np.concatenate(
         [np.broadcast_to(True, matrix.shape) if keep is None else keep
          for matrix, keep in blocks], axis=1)
     if lengths is None:
         lengths = keep.sum(axis=1, dtype=np.int64)
+    return data.ravel()[keep.ravel()], np.asarray(lengths, dtype=np.int64)
+
+
+def split_records(data, lengths):
+    """The records laid end to end in `data`, as `bytes` each.
+
+    Args:
+      data: the records one after the other (a bytes-like object).
+      lengths: their lengths.
+
+    Returns:
+      A list of `bytes`, one a record.
+    """
+    flat = bytes(data)
     ends = np.cumsum(lengths).tolist()
-    flat = data.ravel()[keep.ravel()].tobytes()
     return [flat[start:end] for start, end in zip([0] + ends[:-1], ends)]
 
 
-class TFRecordFileWriter:
+def frame_laid_out_round_robin(data, lengths, num_files):
+    """`frame_round_robin` of records laid end to end in `data`.
+
+    Args:
+      data: the records one after the other (a contiguous uint8 array or
+        bytes).
+      lengths: their lengths (int64).
+      num_files: the number of output files.
+
+    Returns:
+      A list of `num_files` framed byte strings.
+    """
+    if _tfrecord_native is not None:
+        return _tfrecord_native.frame_round_robin(
+            np.ascontiguousarray(data, dtype=np.uint8),
+            np.ascontiguousarray(lengths, dtype=np.int64), num_files)
+    return frame_round_robin(split_records(data, lengths), num_files)
+
+
+class _CompleteOrNothing:
+    """A writer used as a context manager: `close()` when the block ends
+    normally, `abort()` when it ends by an exception."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, traceback):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+        return False
+
+
+class TFRecordFileWriter(_CompleteOrNothing):
     """Writes one uncompressed TFRecord file, atomically.
 
     Records are buffered and framed in batches (`frame_tfrecords`). The data
@@ -306,18 +369,8 @@ class TFRecordFileWriter:
         except OSError:
             pass  # Cleaning up after another error: do not mask it.
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, exc_type, exc, traceback):
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-        return False
-
-
-class RoundRobinRecordWriter:
+class RoundRobinRecordWriter(_CompleteOrNothing):
     """Spreads records over several TFRecord files, as Google's script does.
 
     Record i goes to file i % len(paths). All files are written atomically
@@ -389,16 +442,6 @@ class RoundRobinRecordWriter:
         """Drops every temporary file."""
         for writer in self._writers:
             writer.abort()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, traceback):
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-        return False
 
 
 # -- finding the damaged record of a file ------------------------------------

@@ -182,7 +182,8 @@ class RunConfig:
         "How to spread training over devices: default (one device, as the "
         "original), one_device, mirrored (all local GPUs, or all logical "
         "CPUs), multi_worker_mirrored (the workers in the TF_CONFIG "
-        "environment variable), tpu (--tpu_name; --use_tpu implies it).",
+        "environment variable; on KERAS_BACKEND=jax, one jax.distributed "
+        "job of them), tpu (--tpu_name; --use_tpu implies it).",
         choices=distribution.STRATEGY_NAMES)
     optimizer: str = setting(
         "adamw",

@@ -9,7 +9,8 @@ from bert_tf.training import distribution
 
 def lock_output_dir(config, strategy):
     """Takes `--output_dir`'s lock for a training run (chief only), before
-    the runner writes anything there; removes stale temporary files.
+    the runner writes anything there; removes stale temporary files (the
+    other processes of a JAX job wait for that).
 
     See `bert_tf.training.run_lock`. The `Trainer` takes the same lock (the
     lock is reentrant within a process); runners take it earlier because
@@ -23,6 +24,10 @@ def lock_output_dir(config, strategy):
     run_lock.lock_output_dir(config.output_dir, is_chief)
     if is_chief:
         run_lock.remove_stale_temporary_files(config.output_dir)
+    # The other processes of a JAX job write their records only after that:
+    # in a directory several machines share, the chief cannot tell their
+    # temporary files from a dead run's.
+    distribution.wait_for_every_process(strategy, "output_dir cleaned")
 
 
 def releases_output_dir(recipe_run):

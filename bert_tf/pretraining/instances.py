@@ -603,11 +603,14 @@ class _BatchRecordEncoder:
           A list of `num_files` framed byte strings: the k-th holds records
           k, k + num_files, ... (see `RoundRobinRecordWriter`).
         """
-        return tfrecord_files.frame_round_robin(
-            self.records(indices), num_files)
+        return tfrecord_files.frame_laid_out_round_robin(
+            *self._laid_out_records(indices), num_files)
 
     def records(self, indices):
         """The serialized Examples of instances `indices`, in that order."""
+        return tfrecord_files.split_records(*self._laid_out_records(indices))
+
+    def _laid_out_records(self, indices):
         return tfrecord_files.records_from_byte_blocks(
             *self._encoder.record_blocks(*self.features(indices)))
 

@@ -148,14 +148,6 @@ class _CharacterClasses:
     Built once per process (a sweep over all code points, under a second).
     """
 
-    _instance = None
-
-    @classmethod
-    def get(cls):
-        if cls._instance is None:
-            cls._instance = cls()
-        return cls._instance
-
     def __init__(self):
         characters, categories = _assigned_characters()
         to_space, to_delete, punctuation = [], [0, 0xFFFD], []
@@ -179,6 +171,10 @@ class _CharacterClasses:
         self.punctuation_pattern = _re2_class(_to_ranges(punctuation))
 
 
+# The one instance of the process, built on first use.
+_character_classes = functools.cache(_CharacterClasses)
+
+
 class _CaseAndAccentTables:
     """Python's `str.lower()` + NFD + Mn deletion, as code point tables.
 
@@ -196,14 +192,6 @@ class _CaseAndAccentTables:
       characters that count as cased (and are not skipped) and
       `case_ignorable_ranges` those that are skipped.
     """
-
-    _instance = None
-
-    @classmethod
-    def get(cls):
-        if cls._instance is None:
-            cls._instance = cls()
-        return cls._instance
 
     def __init__(self):
         characters, categories = _assigned_characters()
@@ -252,6 +240,10 @@ class _CaseAndAccentTables:
         self.cased_ranges = np.array(_to_ranges(cased), np.int32)
         self.case_ignorable_ranges = np.array(
             _to_ranges(case_ignorable), np.int32)
+
+
+# The one instance of the process, built on first use.
+_case_and_accent_tables = functools.cache(_CaseAndAccentTables)
 
 
 def _in_ranges(code_points, ranges):
@@ -411,9 +403,9 @@ class GraphFullTokenizer:
             raise ValueError(
                 f"vocab file {vocab_file} has no {UNKNOWN_TOKEN} token, which "
                 "the tokenizer needs for words it cannot split")
-        self._classes = _CharacterClasses.get()
+        self._classes = _character_classes()
         self._case_tables = (
-            _CaseAndAccentTables.get() if self.do_lower_case else None)
+            _case_and_accent_tables() if self.do_lower_case else None)
         # Created eagerly even when the tokenizer is built inside a graph, so
         # that every dataset and function can share the table.
         with tf.init_scope():

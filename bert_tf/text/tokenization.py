@@ -33,6 +33,7 @@ reference and its fallback (`FullTokenizer(..., native=False)` uses them).
 """
 
 import collections
+import functools
 import re
 import unicodedata
 from array import array
@@ -126,14 +127,6 @@ class _UnicodeTables:
     0.3 s a process; real text holds a few hundred distinct characters.)
     """
 
-    _instance = None
-
-    @classmethod
-    def get(cls):
-        if cls._instance is None:
-            cls._instance = cls()
-        return cls._instance
-
     def __init__(self):
         self._known = set()
         self._clean = {}          # code point -> None (drop) or " " (space)
@@ -199,6 +192,10 @@ class _UnicodeTables:
         if start < len(word):
             pieces.append(word[start:])
         return pieces
+
+
+# The one instance of the process, built on first use.
+_unicode_tables = functools.cache(_UnicodeTables)
 
 
 def convert_to_unicode(text):
@@ -347,7 +344,7 @@ class BasicTokenizer:
             if not text.isprintable():
                 text = _ASCII_CONTROL_RE.sub("", text)
             return text.split()
-        tables = _UnicodeTables.get()
+        tables = _unicode_tables()
         text = tables.clean(text)
         text = tables.cjk_re.sub(r" \g<0> ", text)
         return text.split()
@@ -367,11 +364,11 @@ class BasicTokenizer:
             if not word.isascii():
                 # Accent stripping: decompose, then drop the combining marks.
                 word = unicodedata.normalize("NFD", word)
-                word = _UnicodeTables.get().strip_marks(word)
+                word = _unicode_tables().strip_marks(word)
         if word.isascii():
             pieces = _ASCII_PUNCTUATION_SPLIT_RE.split(word)
         else:
-            pieces = _UnicodeTables.get().split_punctuation(word)
+            pieces = _unicode_tables().split_punctuation(word)
         # Google joins the pieces with spaces and splits again: empty pieces
         # (between adjacent punctuation, or a word that was all accents)
         # disappear.

@@ -174,6 +174,11 @@ class CheckpointManager:
         existing = self._existing_checkpoints()
         return existing[-1] if existing else None
 
+    def newest_step(self):
+        """The step of `latest_checkpoint`; 0 when there is none."""
+        latest = self.latest_checkpoint
+        return _step_of(latest, self.basename) if latest else 0
+
     def existing_checkpoints(self):
         """Prefixes of the directory's `basename-<step>` checkpoints, oldest
         first."""

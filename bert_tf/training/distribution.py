@@ -13,14 +13,23 @@
 |                         | device) holds a replica; gradients are all-reduced     |
 | `multi_worker_mirrored` | the same across the machines that `TF_CONFIG` lists    |
 | `tpu`                   | the Cloud TPU `--tpu_name` names (TPUStrategy)         |
+
+On the JAX backend (`KERAS_BACKEND=jax`) `multi_worker_mirrored` builds no
+TensorFlow strategy: `get_distribution_strategy` joins the processes of one
+`jax.distributed` job instead, configured from the same `TF_CONFIG` (the
+coordinator is the chief, else worker 0; every chief and worker is a
+process), and returns a `JaxProcesses` that stands where the strategy
+stands (`num_replicas_in_sync`, `is_chief`).
 """
 
-import json
 import os
 import socket
+import time
 import urllib.parse
 
 from absl import logging
+
+from bert_tf import file_io
 
 STRATEGY_NAMES = (
     "default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
@@ -28,6 +37,33 @@ STRATEGY_NAMES = (
 
 class DistributionError(ValueError):
     """A strategy cannot be built from the given flags or environment."""
+
+
+class JaxProcesses:
+    """`multi_worker_mirrored` on the JAX backend: the processes of one
+    `jax.distributed` job, data parallel over the devices of all of them.
+
+    What the trainer and the runners ask a `tf.distribute.Strategy`, it
+    answers: how many replicas a global batch is split over, and whether
+    this process writes checkpoints and files (`is_chief`). The JAX engine
+    runs the steps (`bert_tf.training.engines.jax_engine`).
+
+    Attributes:
+      process_index: this process's number, 0 (the chief) to
+        `num_processes - 1`.
+      num_processes: the processes of the job.
+      num_replicas_in_sync: the devices of every process together.
+    """
+
+    def __init__(self, process_index, num_processes, num_replicas_in_sync):
+        """Args: see the class's attributes."""
+        self.process_index = process_index
+        self.num_processes = num_processes
+        self.num_replicas_in_sync = num_replicas_in_sync
+
+    def __repr__(self):
+        return (f"JaxProcesses(process {self.process_index} of "
+                f"{self.num_processes}, {self.num_replicas_in_sync} devices)")
 
 
 def resolve_strategy_name(distribution_strategy, use_tpu=False):
@@ -82,13 +118,18 @@ def get_distribution_strategy(distribution_strategy="default", *,
         has (with a warning).
 
     Returns:
-      A `tf.distribute.Strategy`.
+      A `tf.distribute.Strategy`; on the JAX backend, for
+      `multi_worker_mirrored`, a `JaxProcesses` (`join_jax_processes`).
 
     Raises:
       DistributionError: naming the flag (or `TF_CONFIG`) that cannot work.
     """
-    import tensorflow as tf
     name = resolve_strategy_name(distribution_strategy, use_tpu)
+    if name == "multi_worker_mirrored":
+        from bert_tf import backend  # Imports keras: not for --help.
+        if backend.name() == backend.JAX:
+            return join_jax_processes()
+    import tensorflow as tf
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "one_device":
@@ -115,25 +156,242 @@ def _mirrored_strategy():
     return tf.distribute.MirroredStrategy(devices=cpus)
 
 
+def _read_tf_config():
+    """The parsed `TF_CONFIG` environment variable; None when unset.
+
+    Raises:
+      DistributionError: it is not JSON, or has no `cluster` entry.
+    """
+    tf_config = os.environ.get("TF_CONFIG")
+    if not tf_config:
+        return None
+    parsed = file_io.parse_json(
+        tf_config, "--distribution_strategy=multi_worker_mirrored: the "
+        "TF_CONFIG environment variable", DistributionError)
+    if not isinstance(parsed, dict) or "cluster" not in parsed:
+        raise DistributionError(
+            "--distribution_strategy=multi_worker_mirrored: TF_CONFIG has "
+            "no 'cluster' entry listing the workers")
+    return parsed
+
+
 def _multi_worker_mirrored_strategy():
     import tensorflow as tf
-    tf_config = os.environ.get("TF_CONFIG")
-    if tf_config:
-        try:
-            parsed = json.loads(tf_config)
-        except json.JSONDecodeError as error:
-            raise DistributionError(
-                f"--distribution_strategy=multi_worker_mirrored: the TF_CONFIG "
-                f"environment variable is not valid JSON: {error}") from error
-        if not isinstance(parsed, dict) or "cluster" not in parsed:
-            raise DistributionError(
-                "--distribution_strategy=multi_worker_mirrored: TF_CONFIG has "
-                "no 'cluster' entry listing the workers")
-    else:
+    if _read_tf_config() is None:
         logging.warning(
             "--distribution_strategy=multi_worker_mirrored without TF_CONFIG: "
             "running as a single worker")
     return tf.distribute.MultiWorkerMirroredStrategy()
+
+
+# The jobs of a TF_CONFIG cluster whose tasks train, in process order: the
+# chief (at most one) is process 0, then the workers.
+_TRAINING_JOBS = ("chief", "worker")
+_JAX_PROBLEM = ("--distribution_strategy=multi_worker_mirrored on "
+                "KERAS_BACKEND=jax")
+
+
+def _check_address(job, index, address):
+    """Refuses a cluster address that is not `host:port`."""
+    host, _, port = str(address).rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise DistributionError(
+            f"{_JAX_PROBLEM}: TF_CONFIG cluster {job}[{index}] is "
+            f"{address!r}, not host:port")
+
+
+def jax_cluster(tf_config):
+    """Where a process of a `jax.distributed` job finds the others.
+
+    The cluster is `TF_CONFIG`'s, as TensorFlow's multi-worker strategy reads
+    it: every `chief` and `worker` task is a process; process 0, the chief
+    (the `chief` task, else `worker` 0), runs the coordinator at its own
+    address; the workers follow in their order.
+
+    Args:
+      tf_config: the parsed `TF_CONFIG` (a dict with `cluster` and `task`).
+
+    Returns:
+      `(coordinator_address, num_processes, process_id)`, the arguments of
+      `jax.distributed.initialize`.
+
+    Raises:
+      DistributionError: one line naming what in `TF_CONFIG` cannot work.
+    """
+    cluster = tf_config.get("cluster")
+    if not isinstance(cluster, dict):
+        raise DistributionError(
+            f"{_JAX_PROBLEM}: TF_CONFIG's 'cluster' must map job names "
+            f"(chief, worker) to lists of host:port addresses, not "
+            f"{cluster!r:.80}")
+    for job, addresses in cluster.items():
+        if job not in _TRAINING_JOBS:
+            raise DistributionError(
+                f"{_JAX_PROBLEM}: TF_CONFIG's cluster lists the job {job!r}; "
+                "on JAX every process trains: list them under 'chief' and "
+                "'worker'")
+        if not isinstance(addresses, list):
+            raise DistributionError(
+                f"{_JAX_PROBLEM}: TF_CONFIG cluster {job} must be a list of "
+                f"host:port addresses, not {addresses!r:.80}")
+        for index, address in enumerate(addresses):
+            _check_address(job, index, address)
+    if len(cluster.get("chief", [])) > 1:
+        raise DistributionError(
+            f"{_JAX_PROBLEM}: TF_CONFIG's cluster lists "
+            f"{len(cluster['chief'])} chiefs; there is at most one")
+    processes = [(job, index) for job in _TRAINING_JOBS
+                 for index in range(len(cluster.get(job, [])))]
+    if not processes:
+        raise DistributionError(
+            f"{_JAX_PROBLEM}: TF_CONFIG's cluster lists no chief or worker")
+    task = tf_config.get("task")
+    if not isinstance(task, dict) or "type" not in task:
+        raise DistributionError(
+            f"{_JAX_PROBLEM}: TF_CONFIG has no 'task' entry saying which "
+            'process this is, e.g. "task": {"type": "worker", "index": 0}')
+    job, index = task["type"], task.get("index", 0)
+    if (job, index) not in processes:
+        raise DistributionError(
+            f"{_JAX_PROBLEM}: TF_CONFIG's task {job}[{index!r}] is not in "
+            f"its cluster ({', '.join(f'{j}[{i}]' for j, i in processes)})")
+    first_job, _ = processes[0]
+    return (cluster[first_job][0], len(processes),
+            processes.index((job, index)))
+
+
+# How long a process waits for the job's coordinator (and the coordinator
+# for the others): jax.distributed's own default.
+JAX_JOIN_TIMEOUT_SECONDS = 300
+
+
+def join_jax_processes(timeout_seconds=JAX_JOIN_TIMEOUT_SECONDS):
+    """`multi_worker_mirrored` on JAX: joins this process to the job.
+
+    Calls `jax.distributed.initialize` with `jax_cluster(TF_CONFIG)`; it
+    must come before any JAX computation (a runner asks for its strategy
+    first). Without `TF_CONFIG`, JAX's own detection of the cluster is used
+    (Cloud TPU pod slices, SLURM, Open MPI, Kubernetes); with none found,
+    this process runs alone on its devices, as TensorFlow's strategy runs
+    a single worker. The processes then agree on Keras' random seed (the
+    one they draw from without `--seed`), so that every process starts
+    from the same weights and reads its input in the same order.
+
+    Args:
+      timeout_seconds: how long a process other than the coordinator waits
+        for the coordinator's address to answer (the processes of a job
+        may start in any order), and the coordinator for the others.
+
+    Returns:
+      A `JaxProcesses`.
+
+    Raises:
+      DistributionError: one line naming what in `TF_CONFIG` cannot work, or
+        why this process could not join the job (a coordinator that does
+        not answer, a port in use, JAX already computing).
+    """
+    import jax
+    tf_config = _read_tf_config()
+    if tf_config is None:
+        arguments = {}
+    else:
+        coordinator, num_processes, process_id = jax_cluster(tf_config)
+        arguments = {"coordinator_address": coordinator,
+                     "num_processes": num_processes,
+                     "process_id": process_id,
+                     "initialization_timeout": timeout_seconds}
+    if jax.distributed.is_initialized():
+        # A second run in this Python process (bert_tf.finetune): the job
+        # is joined once.
+        if arguments and (jax.process_count(), jax.process_index()) != (
+                arguments["num_processes"], arguments["process_id"]):
+            raise DistributionError(
+                f"{_JAX_PROBLEM}: this Python process already runs as "
+                f"process {jax.process_index()} of {jax.process_count()}, "
+                f"TF_CONFIG now says {arguments['process_id']} of "
+                f"{arguments['num_processes']}")
+    else:
+        where = ""
+        if arguments:
+            where = (f"process {arguments['process_id']} of "
+                     f"{arguments['num_processes']}, coordinator "
+                     f"{arguments['coordinator_address']}")
+            logging.info("Joining the JAX job as %s.", where)
+            if arguments["process_id"]:
+                # JAX ends the process (no exception) when the coordinator
+                # does not answer in time: wait for it here, where a clear
+                # error can be raised.
+                _wait_for_coordinator(arguments["coordinator_address"],
+                                      timeout_seconds, where)
+        try:
+            jax.distributed.initialize(**arguments)
+        except ValueError as error:
+            if arguments:
+                raise DistributionError(
+                    f"{_JAX_PROBLEM}: {_first_line(error)}") from error
+            # No TF_CONFIG and no cluster JAX knows of.
+            logging.warning(
+                "--distribution_strategy=multi_worker_mirrored without "
+                "TF_CONFIG: running as a single process")
+        except Exception as error:  # JaxRuntimeError, RuntimeError, ...
+            hint = ""
+            if arguments and not arguments["process_id"]:
+                hint = (" (process 0 runs the coordinator at its TF_CONFIG "
+                        "address: is that port free on this machine?)")
+            raise DistributionError(
+                f"{_JAX_PROBLEM}: could not join the job"
+                f"{f' ({where})' if where else ''}: {type(error).__name__}: "
+                f"{_first_line(error)}{hint}") from error
+        if jax.process_count() > 1:
+            _agree_on_random_seed()
+    logging.info("JAX process %d of %d; %d devices in all, %d here",
+                 jax.process_index(), jax.process_count(),
+                 jax.device_count(), jax.local_device_count())
+    return JaxProcesses(jax.process_index(), jax.process_count(),
+                        jax.device_count())
+
+
+def _wait_for_coordinator(address, timeout_seconds, where):
+    """Returns once `address` (host:port) accepts a connection.
+
+    Raises:
+      DistributionError: it did not within `timeout_seconds`.
+    """
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        try:
+            with socket.create_connection(
+                    (host, int(port)),
+                    timeout=max(0.1, min(5.0, deadline - time.monotonic()))):
+                return
+        except OSError as error:
+            if time.monotonic() >= deadline:
+                raise DistributionError(
+                    f"{_JAX_PROBLEM}: the coordinator {address} (TF_CONFIG's "
+                    f"chief, else worker 0) did not answer within "
+                    f"{timeout_seconds:g} s ({where}): "
+                    f"{error.strerror or error}") from error
+        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+
+
+def _first_line(error):
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def _agree_on_random_seed():
+    """Seeds Keras (and Python, NumPy, TensorFlow) alike in every process:
+    process 0's draw. `--seed` (set after the strategy) replaces it."""
+    import random
+
+    import keras
+    import numpy as np
+    from jax.experimental import multihost_utils
+    seed = multihost_utils.broadcast_one_to_all(
+        np.uint32(random.SystemRandom().randrange(2 ** 31)))
+    keras.utils.set_random_seed(int(seed))
 
 
 def _check_grpc_address_reachable(address, timeout_seconds=10.0):
@@ -230,6 +488,27 @@ def is_single_device(strategy):
                 "_DefaultDistributionStrategy"))
 
 
+def wait_for_every_process(strategy, name):
+    """Returns once every process of a JAX job has called it with `name`.
+
+    A barrier for what one process must finish before the others go on;
+    nothing to wait for with one process or a `tf.distribute.Strategy`.
+
+    Args:
+      strategy: a `tf.distribute.Strategy` or a `JaxProcesses`.
+      name: the barrier's name, the same in every process.
+    """
+    if isinstance(strategy, JaxProcesses) and strategy.num_processes > 1:
+        from jax.experimental import multihost_utils
+        multihost_utils.sync_global_devices(name)
+
+
 def is_chief(strategy):
-    """Whether this process writes checkpoints, summaries and results."""
+    """Whether this process writes checkpoints, summaries and results.
+
+    Args:
+      strategy: a `tf.distribute.Strategy` or a `JaxProcesses`.
+    """
+    if isinstance(strategy, JaxProcesses):
+        return strategy.process_index == 0
     return bool(getattr(strategy.extended, "should_checkpoint", True))

@@ -207,8 +207,10 @@ class Trainer:
 
     The steps run on the engine of the Keras backend
     (`bert_tf.training.engines`); on the JAX backend (`KERAS_BACKEND=jax`)
-    as `jax.jit`-compiled functions on one device, with the same
-    checkpoints, logs, evaluation results and prediction files.
+    as `jax.jit`-compiled functions on one device, every local device
+    (`mirrored`) or the devices of several processes
+    (`multi_worker_mirrored`), with the same checkpoints, logs, evaluation
+    results and prediction files.
 
     Example (what `run_pretraining.py` does)::
 
@@ -233,6 +235,8 @@ class Trainer:
           task: a `bert_tf.tasks.base.Task` (any object with its methods).
           config: a `TrainerConfig`.
           strategy: a `tf.distribute.Strategy`; the default strategy if None.
+            On JAX, `multi_worker_mirrored`'s `distribution.JaxProcesses`
+            (`get_distribution_strategy` gives the one to use).
           optimizer_factory: a callable returning a bert_tf optimizer
             (`bert_tf.training.optimization.create_optimizer(...)`); called
             inside the strategy's scope. None for an evaluation-only trainer.
@@ -338,6 +342,7 @@ class Trainer:
         return None
 
     def _initialize_variables(self):
+        self.engine.check_same_start(self.checkpoint_manager.newest_step())
         latest = self._restore_newest_readable()
         if latest:
             self.restored_checkpoint = latest

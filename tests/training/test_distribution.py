@@ -5,6 +5,7 @@ before TensorFlow initializes; it runs this file as a script in a fresh
 process (`python tests/training/test_distribution.py mirrored OUT.json`).
 """
 
+import importlib.util
 import json
 import os
 import socket
@@ -63,12 +64,103 @@ def test_unreachable_tpu_address_fails_fast():
 def test_multi_worker_with_malformed_tf_config(monkeypatch):
     monkeypatch.setenv("TF_CONFIG", "{not json")
     with pytest.raises(distribution.DistributionError,
-                       match="TF_CONFIG environment variable is not valid"):
+                       match="TF_CONFIG environment variable: not valid JSON "
+                             r"\(line 1, column 2\)"):
         distribution.get_distribution_strategy("multi_worker_mirrored")
     monkeypatch.setenv("TF_CONFIG", json.dumps({"task": {"index": 0}}))
     with pytest.raises(distribution.DistributionError,
                        match="TF_CONFIG has no 'cluster' entry"):
         distribution.get_distribution_strategy("multi_worker_mirrored")
+
+
+# -- multi_worker_mirrored on JAX: TF_CONFIG -> jax.distributed ---------------
+
+def test_jax_cluster_takes_tf_configs_chief_and_workers():
+    workers = ["10.0.0.2:2222", "10.0.0.3:2222"]
+    # Without a chief, worker 0 is process 0 and runs the coordinator.
+    for index in range(2):
+        assert distribution.jax_cluster({
+            "cluster": {"worker": workers},
+            "task": {"type": "worker", "index": index}}) == (
+                "10.0.0.2:2222", 2, index)
+    # With one, the chief is process 0; the workers follow in their order.
+    cluster = {"worker": workers, "chief": ["chief.example.com:5000"]}
+    assert distribution.jax_cluster({
+        "cluster": cluster, "task": {"type": "chief", "index": 0}}) == (
+            "chief.example.com:5000", 3, 0)
+    assert distribution.jax_cluster({
+        "cluster": cluster, "task": {"type": "worker", "index": 1}}) == (
+            "chief.example.com:5000", 3, 2)
+    # IPv6 addresses keep their brackets.
+    assert distribution.jax_cluster({
+        "cluster": {"worker": ["[::1]:2222"]},
+        "task": {"type": "worker", "index": 0}}) == ("[::1]:2222", 1, 0)
+
+
+@pytest.mark.parametrize("tf_config, message", [
+    ({"cluster": {"worker": ["a:1"], "ps": ["b:2"]},
+      "task": {"type": "worker", "index": 0}},
+     "TF_CONFIG's cluster lists the job 'ps'; on JAX every process trains: "
+     "list them under 'chief' and 'worker'"),
+    ({"cluster": {"worker": ["a:1", "b"]},
+      "task": {"type": "worker", "index": 0}},
+     "TF_CONFIG cluster worker[1] is 'b', not host:port"),
+    ({"cluster": {"worker": ["a:1", "b:port"]},
+      "task": {"type": "worker", "index": 0}},
+     "TF_CONFIG cluster worker[1] is 'b:port', not host:port"),
+    ({"cluster": {"worker": "a:1"}, "task": {"type": "worker", "index": 0}},
+     "TF_CONFIG cluster worker must be a list of host:port addresses, not "
+     "'a:1'"),
+    ({"cluster": ["a:1"], "task": {"type": "worker", "index": 0}},
+     "TF_CONFIG's 'cluster' must map job names (chief, worker) to lists of "
+     "host:port addresses, not ['a:1']"),
+    ({"cluster": {"chief": ["a:1", "b:1"]},
+      "task": {"type": "chief", "index": 0}},
+     "TF_CONFIG's cluster lists 2 chiefs; there is at most one"),
+    ({"cluster": {"worker": []}, "task": {"type": "worker", "index": 0}},
+     "TF_CONFIG's cluster lists no chief or worker"),
+    ({"cluster": {"worker": ["a:1"]}},
+     "TF_CONFIG has no 'task' entry saying which process this is, e.g. "
+     '"task": {"type": "worker", "index": 0}'),
+    ({"cluster": {"worker": ["a:1", "b:1"]},
+      "task": {"type": "worker", "index": 2}},
+     "TF_CONFIG's task worker[2] is not in its cluster (worker[0], "
+     "worker[1])"),
+    ({"cluster": {"worker": ["a:1"]}, "task": {"type": "chief", "index": 0}},
+     "TF_CONFIG's task chief[0] is not in its cluster (worker[0])"),
+])
+def test_jax_cluster_refuses_a_bad_cluster_in_one_line(tf_config, message):
+    with pytest.raises(distribution.DistributionError) as error:
+        distribution.jax_cluster(tf_config)
+    assert str(error.value) == (
+        "--distribution_strategy=multi_worker_mirrored on KERAS_BACKEND=jax: "
+        + message)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None,
+                    reason="jax is not installed (pip install -e .[test])")
+def test_jax_process_waits_for_its_coordinator_then_says_so(monkeypatch):
+    # JAX itself would end the process (no exception) when the coordinator
+    # does not answer; it is waited for first.
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("TF_CONFIG", json.dumps({
+        "cluster": {"worker": [f"127.0.0.1:{port}", "127.0.0.1:1"]},
+        "task": {"type": "worker", "index": 1}}))
+    with pytest.raises(distribution.DistributionError) as error:
+        distribution.join_jax_processes(timeout_seconds=1.5)
+    assert str(error.value).startswith(
+        "--distribution_strategy=multi_worker_mirrored on KERAS_BACKEND=jax: "
+        f"the coordinator 127.0.0.1:{port} (TF_CONFIG's chief, else worker "
+        "0) did not answer within 1.5 s (process 1 of 2, coordinator "
+        f"127.0.0.1:{port}): "), str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_jax_processes_chief_is_process_0():
+    assert distribution.is_chief(distribution.JaxProcesses(0, 2, 4))
+    assert not distribution.is_chief(distribution.JaxProcesses(1, 2, 4))
 
 
 def test_batch_must_split_over_replicas():

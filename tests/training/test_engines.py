@@ -85,7 +85,28 @@ def test_jax_engine_refusals_and_checkpoint_step(tmp_path):
         from bert_tf.training.engines import jax_engine
 
         assert backend.name() == backend.JAX, backend.name()
+        # multi_worker_mirrored, before JAX computes anything: a cluster
+        # JAX cannot run is refused in one line; without TF_CONFIG (and
+        # no cluster JAX detects) this process is the whole job.
+        import json, os
+        from bert_tf.training import distribution
+        os.environ["TF_CONFIG"] = json.dumps({{
+            "cluster": {{"worker": ["127.0.0.1:1"], "evaluator": ["b:2"]}},
+            "task": {{"type": "worker", "index": 0}}}})
+        try:
+            distribution.get_distribution_strategy("multi_worker_mirrored")
+        except distribution.DistributionError as error:
+            print(error)
+        else:
+            raise AssertionError("not refused")
+        del os.environ["TF_CONFIG"]
+        alone = distribution.get_distribution_strategy("multi_worker_mirrored")
+        assert isinstance(alone, distribution.JaxProcesses), alone
         config = trainer_lib.TrainerConfig(output_dir={str(tmp_path)!r})
+        engine = engines.create(object(), config, alone)
+        assert (engine.num_replicas, engine.is_chief, engine.one_process) == (
+            1, True, True)
+        print(engine.compilation_in_words())
         engine = engines.create(object(), config, tf.distribute.get_strategy())
         assert isinstance(engine, jax_engine.JaxEngine)
         assert engine.step_variable().dtype == "int32"
@@ -110,8 +131,13 @@ def test_jax_engine_refusals_and_checkpoint_step(tmp_path):
         check=False)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.splitlines() == [
+        "--distribution_strategy=multi_worker_mirrored on KERAS_BACKEND=jax: "
+        "TF_CONFIG's cluster lists the job 'evaluator'; on JAX every "
+        "process trains: list them under 'chief' and 'worker'",
+        "JAX (the whole step jit-compiled, one device)",
         "--dtype=mixed_float16: on KERAS_BACKEND=jax training runs in "
         "float32 or mixed_bfloat16 (float16 needs the TensorFlow backend's "
         "loss scaling)",
         "--distribution_strategy: on KERAS_BACKEND=jax a run uses one "
-        "device (default) or every local device (mirrored)"]
+        "device (default), every local device (mirrored) or the devices of "
+        "every process (multi_worker_mirrored)"]

@@ -127,7 +127,8 @@ class ClassificationConfig(finetuning.FineTuningConfig):
 @finetuning.releases_output_dir
 def run(config, train_examples=None, eval_examples=None,
         predict_examples=None):
-    """Validates `config`, then trains, evaluates and/or predicts.
+    """Fine-tunes a sentence (pair) classifier: validates `config`, then
+    trains, evaluates and/or predicts.
 
     Args:
       config: a `ClassificationConfig`.

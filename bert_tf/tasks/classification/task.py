@@ -32,6 +32,7 @@ from keras import ops
 import numpy as np
 
 from bert_tf import file_io
+from bert_tf.data import in_memory
 from bert_tf.modeling import BertModel, ClassifierHead
 from bert_tf.modeling import save_signature
 from bert_tf.tasks import base
@@ -232,10 +233,8 @@ class ClassificationTask(base.Task):
                                           self.is_regression)
 
     def build_inputs(self, mode, per_replica_batch_size, input_context=None):
-        dataset = self._records(mode)
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines,
-                                    input_context.input_pipeline_id)
+        dataset = in_memory.shard_for_input_pipeline(self._records(mode),
+                                                     input_context)
         is_training = mode == base.TRAIN
         return features_lib.batch_dataset(
             dataset, per_replica_batch_size, is_training,

@@ -69,7 +69,8 @@ class MultipleChoiceConfig(finetuning.FineTuningConfig):
 @finetuning.releases_output_dir
 def run(config, train_examples=None, eval_examples=None,
         predict_examples=None):
-    """Validates `config`, then trains, evaluates and/or predicts.
+    """Fine-tunes a multiple-choice model: validates `config`, then trains,
+    evaluates and/or predicts.
 
     Args:
       config: a `MultipleChoiceConfig`.

@@ -23,7 +23,6 @@ the file when the id itself is missing), instead of a `KeyError` deep inside.
 """
 
 import dataclasses
-import json
 import re
 from typing import List, Optional
 
@@ -113,12 +112,7 @@ def load_squad_json(input_file):
         raise SquadFormatError(
             f"{input_file}: not UTF-8 text ({error.reason} at byte "
             f"{error.start})") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise SquadFormatError(
-            f"{input_file}: not valid JSON (line {error.lineno}, column "
-            f"{error.colno}): {error.msg}") from None
+    document = file_io.parse_json(text, input_file, SquadFormatError)
     if not isinstance(document, dict) or not isinstance(
             document.get("data"), list):
         raise SquadFormatError(

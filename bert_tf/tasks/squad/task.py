@@ -29,6 +29,7 @@ from keras import ops
 import numpy as np
 
 from bert_tf import checkpoints
+from bert_tf.data import in_memory
 from bert_tf.modeling import SpanHead
 from bert_tf.tasks import base
 from bert_tf.tasks import losses
@@ -94,27 +95,13 @@ class SquadModel(sequence_model.SequenceOutputModel):
         return {START_LOGITS: start_logits, END_LOGITS: end_logits}
 
 
-def position_cross_entropy(logits, positions):
-    """Each example's cross-entropy of a position over the sequence.
-
-    Google's `compute_loss` before its mean:
-    `-sum(one_hot(positions, seq_length) * log_softmax(logits))`.
-
-    Args:
-      logits: [batch, seq_length].
-      positions: [batch] integer target positions.
-
-    Returns:
-      float32 [batch].
-    """
-    return losses.cross_entropy(logits, positions)
-
-
 def span_example_losses(outputs, features):
-    """Each example's loss: the mean of its start and end cross-entropies."""
-    start_loss = position_cross_entropy(
+    """Each example's loss: the mean of its start and end cross-entropies
+    over the sequence's positions (Google's `compute_loss` before its batch
+    mean)."""
+    start_loss = losses.cross_entropy(
         outputs[START_LOGITS], features[features_lib.START_POSITIONS])
-    end_loss = position_cross_entropy(
+    end_loss = losses.cross_entropy(
         outputs[END_LOGITS], features[features_lib.END_POSITIONS])
     return (start_loss + end_loss) / 2.0
 
@@ -277,10 +264,8 @@ class SquadTask(base.Task):
                                           is_training)
 
     def build_inputs(self, mode, per_replica_batch_size, input_context=None):
-        dataset = self._records(mode)
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines,
-                                    input_context.input_pipeline_id)
+        dataset = in_memory.shard_for_input_pipeline(self._records(mode),
+                                                     input_context)
         is_training = mode == base.TRAIN
         return classifier_features.batch_dataset(
             dataset, per_replica_batch_size, is_training,

@@ -136,7 +136,8 @@ def _given_label_list(path):
 @finetuning.releases_output_dir
 def run(config, train_examples=None, eval_examples=None,
         predict_examples=None):
-    """Validates `config`, then trains, evaluates and/or predicts.
+    """Fine-tunes a token tagger: validates `config`, then trains,
+    evaluates and/or predicts.
 
     Args:
       config: a `TaggingConfig`.

@@ -14,7 +14,8 @@ def create(task, config, strategy):
     Args:
       task: a `bert_tf.tasks.base.Task`.
       config: a validated `TrainerConfig`.
-      strategy: the `tf.distribute.Strategy` to run under.
+      strategy: the `tf.distribute.Strategy` to run under (on JAX, or a
+        `bert_tf.training.distribution.JaxProcesses`).
 
     Returns:
       An unbuilt `base.Engine` (call its `build`).

@@ -42,7 +42,7 @@ class Engine(abc.ABC):
       task: the trainer's `Task`.
       config: its `TrainerConfig`.
       strategy: the `tf.distribute.Strategy` (the default one on backends
-        without `tf.distribute`).
+        without `tf.distribute`), or on JAX a `distribution.JaxProcesses`.
       num_replicas: model replicas a global batch is split over.
       is_chief: whether this process writes checkpoints and files.
       one_process: whether one process runs the whole step, so that a call
@@ -63,7 +63,8 @@ class Engine(abc.ABC):
         """Args:
           task: a `bert_tf.tasks.base.Task`.
           config: a validated `TrainerConfig`.
-          strategy: the `tf.distribute.Strategy` to run under.
+          strategy: the `tf.distribute.Strategy` to run under (on JAX, or
+            a `distribution.JaxProcesses`).
 
         Raises:
           ValueError: a setting this backend cannot run, named as its flag.
@@ -145,6 +146,18 @@ class Engine(abc.ABC):
         """The `{name: variable or value}` to write for `tensors` (the
         model's, `optimizer_state`'s and `optional_state`'s)."""
         return tensors
+
+    def check_same_start(self, global_step):
+        """Fails unless every process of a multi-process run resumes from
+        the checkpoint of `global_step` (0: none): processes that found
+        different checkpoints in their --output_dir would load and run
+        different things. A TensorFlow strategy's workers read the chief's
+        checkpoint; the JAX engine's processes check.
+
+        Raises:
+          ValueError: the processes would start from different steps.
+        """
+        del global_step
 
     def step_variable(self):
         """A fresh variable an evaluation-only run reads `global_step` into

@@ -22,8 +22,10 @@ Google's optimizer skips a `None` gradient -- a zero gradient would still
 decay its weights -- found once from the step's jaxpr.
 
 What differs from TensorFlow: one device, or with `mirrored` every local
-device under a `keras.distribution` mesh (no `tf.distribute`; see
-`JaxEngine`); the input is the task's `tf.data` pipeline read as numpy; every batch runs at the
+device, with `multi_worker_mirrored` the devices of every process of a
+`jax.distributed` job, under a `keras.distribution` mesh (no
+`tf.distribute`; see `JaxEngine`); the input is the task's `tf.data`
+pipeline read as numpy; every batch runs at the
 records' full length (cutting batches to their real length would compile a
 program per length); dropout masks come from a `keras.random.SeedGenerator`
 whose state is part of the step's state (and of a seeded run's
@@ -31,6 +33,7 @@ checkpoints).
 """
 
 import contextlib
+import zlib
 
 import jax
 import jax.extend.core
@@ -41,6 +44,7 @@ import tensorflow as tf
 
 from bert_tf import backend
 from bert_tf.modeling import layers as modeling_layers
+from bert_tf.training import distribution
 from bert_tf.training import prediction
 from bert_tf.training.engines import base
 
@@ -92,7 +96,8 @@ class JaxSteps:
     """The jitted steps of one `Trainer` (model, task, optimizer)."""
 
     def __init__(self, task, model, trainable_variables, optimizer=None,
-                 seed_generator=None, num_micro_batches=1):
+                 seed_generator=None, num_micro_batches=1,
+                 output_sharding=None):
         """Builds nothing yet: each step compiles on its first call.
 
         Args:
@@ -103,6 +108,11 @@ class JaxSteps:
           seed_generator: the `keras.random.SeedGenerator` dropout draws
             from (training only).
           num_micro_batches: micro-batches per step, their gradients summed.
+          output_sharding: where every step's outputs go (a
+            `jax.sharding.Sharding`), or None to leave it to XLA. Over
+            several processes, replicated: each process then holds all of
+            every output (the new weights, the loss, every example's
+            prediction) and reads it without talking to the others.
         """
         self.task = task
         self.model = model
@@ -115,6 +125,7 @@ class JaxSteps:
         self.seed_generator = seed_generator
         self.num_micro_batches = num_micro_batches
         self.metric_names = tuple(task.metric_names)
+        self.output_sharding = output_sharding
         self._train_step = None
         self._used = None
         self._eval_step = None
@@ -208,7 +219,13 @@ class JaxSteps:
                      seed_state)
             return state, loss, metrics
 
-        return jax.jit(train_step)
+        return self._jit(train_step)
+
+    def _jit(self, function):
+        """`function` jit-compiled, its outputs at `output_sharding`."""
+        if self.output_sharding is None:
+            return jax.jit(function)
+        return jax.jit(function, out_shardings=self.output_sharding)
 
     def _read_state(self):
         return (_values(self.trainable), _values(self.others),
@@ -280,7 +297,7 @@ class JaxSteps:
                                  for name in self.metric_names})
                     return sums, prediction_outputs(features, outputs)
 
-            self._eval_step = jax.jit(eval_step)
+            self._eval_step = self._jit(eval_step)
         return self._eval_step(_values(self.model.variables), features)
 
     def predict_step(self, predict_fn):
@@ -293,7 +310,7 @@ class JaxSteps:
                         state_mapping=self._model_mapping(values)):
                     return predict_fn(features)
 
-            step = jax.jit(run)
+            step = self._jit(run)
             self._predict_steps[predict_fn] = step
         return lambda features: step(_values(self.model.variables), features)
 
@@ -317,6 +334,16 @@ class JaxEngine(base.Engine):
     (the gradients are summed over devices by XLA). The input is still one
     pipeline, the step the same function of the global batch, so the
     numbers are the one-device run's up to the order of the sums.
+
+    With `multi_worker_mirrored` (a `distribution.JaxProcesses`: the
+    processes of a `jax.distributed` job) the mesh holds the devices of
+    every process, and so does each step; each process feeds its own
+    devices. Every process reads the whole input, as a one-process run
+    reads it, and keeps its devices' rows of each global batch: a global
+    batch holds the examples the one-process run's holds, and the run is
+    that run, step for step (the processes check on the first batch that
+    they read the same input). Each step's outputs are replicated, so every
+    process holds the trained weights; the chief writes them.
     """
 
     # Without x64, JAX counts in int32.
@@ -324,7 +351,8 @@ class JaxEngine(base.Engine):
 
     def __init__(self, task, config, strategy):
         super().__init__(task, config, strategy)
-        data_parallel = _asks_for_every_local_device(strategy)
+        processes = isinstance(strategy, distribution.JaxProcesses)
+        data_parallel = processes or _asks_for_every_local_device(strategy)
         problem = unsupported_settings(
             config, strategy is tf.distribute.get_strategy() or data_parallel)
         if problem:
@@ -332,7 +360,13 @@ class JaxEngine(base.Engine):
         self._steps = None
         # The device mesh of a data parallel run; None on one device.
         self._distribution = None
+        self._num_processes = strategy.num_processes if processes else 1
+        # Whether the processes have compared their first training batch.
+        self._input_checked = self._num_processes == 1
+        # Workers run the same steps in every call and stop together.
+        self.one_process = self._num_processes == 1
         if data_parallel:
+            # Every process's devices (in a jax.distributed job).
             self._distribution = keras.distribution.DataParallel(
                 devices=backend.devices())
             # The TensorFlow strategy's replicas are TensorFlow's devices;
@@ -345,21 +379,27 @@ class JaxEngine(base.Engine):
             return contextlib.nullcontext()
         return self._distribution.scope()
 
+    def _sharding(self, spec):
+        return jax.sharding.NamedSharding(
+            self._distribution.device_mesh.backend_mesh, spec)
+
     def _place(self, features):
-        """`features` (numpy) on the mesh: split along the batch when it
-        splits evenly over the devices, else (a last partial evaluation or
-        prediction batch) replicated."""
+        """`features` (numpy, the whole batch) on the mesh: split along the
+        batch when it splits evenly over the devices, else (a last partial
+        evaluation or prediction batch) replicated. Each process puts its
+        own devices' part there."""
         if self._distribution is None:
             return features
-        mesh = self._distribution.device_mesh.backend_mesh
         size = next(iter(features.values())).shape[0]
         if size % self.num_replicas:
             spec = jax.sharding.PartitionSpec()
         else:
             spec = jax.sharding.PartitionSpec(
                 self._distribution.batch_dim_name)
-        return jax.device_put(features,
-                              jax.sharding.NamedSharding(mesh, spec))
+        sharding = self._sharding(spec)
+        return {key: jax.make_array_from_callback(
+            value.shape, sharding, lambda index, value=value: value[index])
+            for key, value in features.items()}
 
     def _dropout_generator(self, seed):
         # Every jitted step needs a generator to draw from.
@@ -367,9 +407,13 @@ class JaxEngine(base.Engine):
 
     def build(self, optimizer_factory=None):
         super().build(optimizer_factory)
+        output_sharding = None
+        if self._num_processes > 1:
+            output_sharding = self._sharding(jax.sharding.PartitionSpec())
         self._steps = JaxSteps(
             self.task, self.model, self.trainable_variables, self.optimizer,
-            self.dropout_generator, self.config.num_accumulation_steps)
+            self.dropout_generator, self.config.num_accumulation_steps,
+            output_sharding)
 
     # -- state in/out ------------------------------------------------------
 
@@ -388,6 +432,19 @@ class JaxEngine(base.Engine):
         return tensors
 
     # -- the steps ---------------------------------------------------------
+
+    def check_same_start(self, global_step):
+        if self._num_processes == 1:
+            return
+        from jax.experimental import multihost_utils
+        try:
+            multihost_utils.assert_equal(np.int64(global_step))
+        except AssertionError:
+            raise ValueError(
+                "--distribution_strategy=multi_worker_mirrored: the "
+                f"processes found different checkpoints (this one of step "
+                f"{global_step}) in their --output_dir: give every process "
+                "the same --output_dir, a directory they share") from None
 
     def train_iterator(self, dataset_fn):
         # One pipeline, read as numpy. Over several devices it yields one
@@ -409,8 +466,12 @@ class JaxEngine(base.Engine):
                     pieces.append(next(batches))
                 except StopIteration:
                     return
-            yield self._place({key: np.concatenate(
-                [piece[key] for piece in pieces]) for key in pieces[0]})
+            features = {key: np.concatenate([piece[key] for piece in pieces])
+                        for key in pieces[0]}
+            if not self._input_checked:
+                _check_same_input(features)
+                self._input_checked = True
+            yield self._place(features)
 
     def train_steps(self, iterator, num_steps, stop_request):
         return self._steps.train_steps(iterator, num_steps,
@@ -437,10 +498,36 @@ class JaxEngine(base.Engine):
             description=description)
 
     def compilation_in_words(self):
-        if self._distribution is None:
+        if self._distribution is None or self.num_replicas == 1:
             return "JAX (the whole step jit-compiled, one device)"
+        processes = (f" of {self._num_processes} processes"
+                     if self._num_processes > 1 else "")
         return (f"JAX (the whole step jit-compiled, data parallel over "
-                f"{self.num_replicas} devices)")
+                f"{self.num_replicas} devices{processes})")
+
+
+def _check_same_input(features):
+    """Fails unless every process of the job holds the same global batch.
+
+    Each process puts only its own devices' rows of the batch on the mesh;
+    processes that read their input in different orders (an unseeded
+    shuffle that drew differently) would train on a mixture of batches.
+
+    Raises:
+      ValueError: the processes' batches differ.
+    """
+    from jax.experimental import multihost_utils
+    checksum = 0
+    for key in sorted(features):
+        checksum = zlib.crc32(np.ascontiguousarray(features[key]).tobytes(),
+                              checksum)
+    try:
+        multihost_utils.assert_equal(np.uint32(checksum))
+    except AssertionError:
+        raise ValueError(
+            "--distribution_strategy=multi_worker_mirrored: the processes "
+            "read different training batches (their first global batch "
+            "differs): give every process the same data and flags") from None
 
 
 def unsupported_settings(config, strategy_is_default):
@@ -449,15 +536,16 @@ def unsupported_settings(config, strategy_is_default):
     Args:
       config: a `TrainerConfig`.
       strategy_is_default: whether the run's strategy is one the engine
-        runs: TensorFlow's default (one device) or `mirrored`'s (every
-        local device).
+        runs: TensorFlow's default (one device), `mirrored`'s (every
+        local device) or `multi_worker_mirrored`'s (`JaxProcesses`).
 
     Returns:
       A message naming the first such setting, or None.
     """
     if not strategy_is_default:
         return ("--distribution_strategy: on KERAS_BACKEND=jax a run uses "
-                "one device (default) or every local device (mirrored)")
+                "one device (default), every local device (mirrored) or "
+                "the devices of every process (multi_worker_mirrored)")
     if config.dtype not in ("float32", "mixed_bfloat16"):
         return (f"--dtype={config.dtype}: on KERAS_BACKEND=jax training "
                 "runs in float32 or mixed_bfloat16 (float16 needs the "

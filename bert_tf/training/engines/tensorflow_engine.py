@@ -169,12 +169,7 @@ class TensorFlowEngine(base.Engine):
         # run's first step.
         @tf.autograph.experimental.do_not_convert
         def replica_step(features):
-            replica_context = tf.distribute.get_replica_context()
-            denominators = {k: tf.cast(v, tf.float32) for k, v
-                            in task.loss_denominators(features).items()}
-            if denominators:
-                denominators = replica_context.all_reduce(
-                    tf.distribute.ReduceOp.SUM, denominators)
+            denominators = _global_loss_denominators(task, features)
             if num_micro_batches == 1:
                 grads, loss, metrics = gradients_fn(features, denominators)
             else:
@@ -192,7 +187,7 @@ class TensorFlowEngine(base.Engine):
             optimizer.apply(grads, [v for _, v in updated])
             # One packed all-reduce of a few scalars: the global loss and
             # metric sums, identical on every replica and worker.
-            return replica_context.all_reduce(
+            return tf.distribute.get_replica_context().all_reduce(
                 tf.distribute.ReduceOp.SUM, {"loss": loss, **metrics})
 
         if self._compiles_whole_step():
@@ -252,12 +247,7 @@ class TensorFlowEngine(base.Engine):
         # Not converted by AutoGraph, as the training step.
         @tf.autograph.experimental.do_not_convert
         def replica_step(features):
-            replica_context = tf.distribute.get_replica_context()
-            denominators = {k: tf.cast(v, tf.float32) for k, v
-                            in task.loss_denominators(features).items()}
-            if denominators:
-                denominators = replica_context.all_reduce(
-                    tf.distribute.ReduceOp.SUM, denominators)
+            denominators = _global_loss_denominators(task, features)
 
             def evaluate_batch(features):
                 outputs = task.forward(model, features, training=False)
@@ -269,8 +259,8 @@ class TensorFlowEngine(base.Engine):
                 return values, keep(features, outputs)
 
             values, kept = self._at_length(evaluate_batch, features)
-            sums = replica_context.all_reduce(tf.distribute.ReduceOp.SUM,
-                                              values)
+            sums = tf.distribute.get_replica_context().all_reduce(
+                tf.distribute.ReduceOp.SUM, values)
             return sums, kept
 
         # The last batch may be partial: retrace for it only once.
@@ -320,3 +310,19 @@ class TensorFlowEngine(base.Engine):
         # Our optimizers' per-variable update is always one XLA program
         # (TensorFlow says "Compiled cluster using XLA!" for it).
         return "XLA off (except the fused optimizer update)"
+
+
+def _global_loss_denominators(task, features):
+    """The task's loss denominators of `features`, summed over every replica
+    and worker (in a replica context): the global batch's, so that each
+    replica's loss is its share of the global mean.
+
+    Returns:
+      A dict of float32 scalars (empty when the task has none).
+    """
+    denominators = {k: tf.cast(v, tf.float32) for k, v
+                    in task.loss_denominators(features).items()}
+    if denominators:
+        denominators = tf.distribute.get_replica_context().all_reduce(
+            tf.distribute.ReduceOp.SUM, denominators)
+    return denominators
