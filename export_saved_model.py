@@ -44,7 +44,14 @@ written under a temporary name and renamed at the end; an existing
 export of this program's holding nothing else (its `bert_tf_export.json`
 lists the files it wrote): a training run, a vocabulary or a user's files
 are never deleted. An `--export_dir` that is or holds an input is refused.
+
+A SavedModel is a TensorFlow graph: with another Keras backend
+(`KERAS_BACKEND=jax`) the program runs itself again on TensorFlow's, which
+reads the same checkpoint (checkpoints are the same on every backend).
 """
+
+import os
+import sys
 
 from bert_tf import startup
 
@@ -109,7 +116,18 @@ def _check_export_dir(flag_values):
 
 def run(flag_values):
     """Builds the export of `--task_name` (its task spec's
-    `export_from_flags`) and writes it to `--export_dir`."""
+    `export_from_flags`) and writes it to `--export_dir`.
+
+    Raises:
+      ValueError: a bad flag (named), or Keras runs on another backend
+        than TensorFlow (the program itself runs again on TensorFlow's:
+        `run_on_tensorflow`; this is for a caller in such a process).
+    """
+    from bert_tf import backend
+    if backend.name() != backend.TENSORFLOW:
+        raise ValueError(
+            f"exports are TensorFlow graphs: {PROGRAM} builds them with "
+            f"KERAS_BACKEND=tensorflow, not {backend.name()}")
     checks.require(flag_values, "task_name", "bert_config_file",
                    "vocab_file", "init_checkpoint", "export_dir")
     task_name = flag_values.task_name.lower()
@@ -154,8 +172,28 @@ def run(flag_values):
 
 def main(argv, flag_values=FLAGS):
     """Runs with parsed flags; a bad flag or input (an existing
-    --export_dir, a full disk: OSErrors) ends with its message."""
+    --export_dir, a full disk: OSErrors) ends with its message. With
+    another Keras backend than TensorFlow's, the process's command line
+    runs again on TensorFlow's (`run_on_tensorflow`)."""
+    run_on_tensorflow()
     runner_flags.run_main(PROGRAM, run, argv, flag_values)
+
+
+def run_on_tensorflow():
+    """Replaces this process by its own command line on Keras' TensorFlow
+    backend, when Keras runs on another (`KERAS_BACKEND=jax`): the export
+    is built from the checkpoint there, as on TensorFlow. The command line
+    is the process's (`sys.orig_argv`), so a script of one's own that runs
+    this program's `main` (docs/adding-a-task.md) runs again whole."""
+    from bert_tf import backend
+    if backend.name() == backend.TENSORFLOW:
+        return
+    sys.stderr.write(
+        f"{PROGRAM}: KERAS_BACKEND={backend.name()}: a SavedModel is a "
+        "TensorFlow graph; building it on the TensorFlow backend\n")
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]],
+              {**os.environ, "KERAS_BACKEND": backend.TENSORFLOW})
 
 
 if __name__ == "__main__":

@@ -19,19 +19,20 @@ Nothing here is a second implementation of what the programs do:
   built from the keyword arguments; Python lists become the recipe's
   examples directly. The `output_dir` it writes is a runner's, checkpoints,
   `eval_results.txt` and all.
-- `load(...).predict` calls the `serving_default` function of the task's
-  export (`bert_tf.export`): the SavedModel's own, or, for a training run's
-  `--output_dir`, the export built from its newest checkpoint and its
-  `bert_tf_run.json` (`bert_tf.finetuning.write_run_description`).
-  The exports are tested to give the runners' `test_results.tsv`,
-  `predictions.json` and `test_predictions.txt`.
-- `embed` is the `embeddings` export; `fill_mask` the encoder and
-  `MaskedLMHead` (the layers of the pretraining model) on the released
-  checkpoint's `cls/predictions/...` variables.
-- With another Keras backend than TensorFlow (`KERAS_BACKEND=jax`), `embed`
-  and a classification run's `predict` run the pure-Python tokenizer and the
-  Keras model (`bert_tf.export.served.PythonServed`): there are no
-  TensorFlow exports there.
+- `load(run).predict`, for a training run's `--output_dir`, is the
+  prediction phase of the run's recipe on the inputs, on any Keras
+  backend (TensorFlow, JAX): the task's Python conversions make them the
+  recipe's examples and features, the trainer runs the task's model from
+  the run's newest checkpoint, and the task's own post-processing gives
+  what the runner writes to `test_results.tsv`, `predictions.json`
+  (n-best lists, null odds) and `test_predictions.txt` (the task spec's
+  `predictor`, `bert_tf.tasks.registry`). A SavedModel of
+  `export_saved_model.py` is predicted by its `serving_default`
+  signature (TensorFlow).
+- `embed` is the encoder's pooled and mean-pooled outputs, `fill_mask` the
+  encoder and `MaskedLMHead` (the layers of the pretraining model) on the
+  released checkpoint's `cls/predictions/...` variables, each with the
+  Python tokenizer, on any Keras backend.
 
 `load` takes one of three kinds of directory:
 
@@ -55,7 +56,6 @@ import numpy as np  # noqa: E402
 
 from bert_tf import finetuning  # noqa: E402
 from bert_tf.data import python_inputs  # noqa: E402
-from bert_tf.export import served as served_lib  # noqa: E402
 from bert_tf.pretraining import fill_mask  # noqa: E402
 from bert_tf.tasks import registry  # noqa: E402
 
@@ -219,7 +219,7 @@ class PretrainedModel:
         # A run fine-tuned with --causal_attention has a left-to-right
         # encoder (its weights do not say so).
         self.causal_attention = causal_attention
-        self._embedder = None
+        self._encoder = None
         self._masked_lm = None
         self._tokenizer = None
 
@@ -242,19 +242,12 @@ class PretrainedModel:
             # As `predict([])` returns []: no rows, of the embeddings' width.
             empty = np.zeros([0, self.bert_config.hidden_size], np.float32)
             return {"pooled_output": empty, "mean_pooled": empty.copy()}
-        if self._embedder is None and not served_lib.on_tensorflow():
-            self._embedder = served_lib.PythonServed(
-                None, self, self._encoder_with(head=None))
-        if self._embedder is None:
-            from bert_tf.export import builders
-            export = builders.embedding_export(
-                self.bert_config, self.vocab_file, self.do_lower_case,
-                self.checkpoint, self.max_seq_length,
-                causal_attention=self.causal_attention)
-            self._embedder = served_lib.Served(export)
-        rows = self._embedder.call_batched({"text": texts}, self.batch_size)
-        return {name: rows[name] for name in ("pooled_output",
-                                              "mean_pooled")}
+        from bert_tf.features import embeddings
+        if self._encoder is None:
+            self._encoder, _ = self._encoder_with(head=None)
+        return embeddings.sentence_embeddings(
+            self._encoder, self.tokenizer(), texts, self.max_seq_length,
+            self.batch_size)
 
     # -- masked LM --
 
@@ -284,10 +277,11 @@ class PretrainedModel:
                              f"{self.bert_config.vocab_size}]")
         encoder, head = self._masked_lm_model()
         return fill_mask.likeliest_pieces(
-            encoder, head, self._python_tokenizer(), texts, top_k,
+            encoder, head, self.tokenizer(), texts, top_k,
             self.batch_size, self.max_seq_length)
 
-    def _python_tokenizer(self):
+    def tokenizer(self):
+        """The model's `FullTokenizer` (its vocabulary and casing)."""
         if self._tokenizer is None:
             from bert_tf.text import tokenization
             self._tokenizer = tokenization.FullTokenizer(
@@ -339,12 +333,8 @@ class PretrainedModel:
 
 
 class _TaskPredictor:
-    """`predict` over a `serving_default` function (`_serving()`, a
-    `bert_tf.export.served.Served`): inputs checked and batched, outputs
-    turned into the runner's results."""
-
-    def _serving(self):
-        raise NotImplementedError
+    """`predict` of a task's model: a list of inputs in, the runner's
+    results out (`_predict` of a non-empty list, by the subclass)."""
 
     def predict(self, inputs):
         """What the runner predicts for `inputs`, one result per input.
@@ -384,10 +374,11 @@ class _TaskPredictor:
           ValueError: an input of the wrong shape for the task (named by
             its index).
         """
-        served = self._serving()
-        columns = served.columns(inputs)
-        rows = served.call_batched(columns, self.batch_size)
-        return served.results(rows, len(inputs))
+        if isinstance(inputs, (str, bytes)) or not isinstance(
+                inputs, (list, tuple)):
+            raise ValueError(f"inputs must be a list, got "
+                             f"{type(inputs).__name__}")
+        return self._predict(list(inputs)) if inputs else []
 
 
 class FineTunedModel(PretrainedModel, _TaskPredictor):
@@ -413,7 +404,7 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
             causal_attention=description.get("causal_attention", False))
         self.description = description
         self.task = description["task"]
-        self._served = None
+        self._predictor = None
 
     @property
     def labels(self):
@@ -423,62 +414,30 @@ class FineTunedModel(PretrainedModel, _TaskPredictor):
         return (self.description.get("label_names")
                 or self.description.get("label_list"))
 
-    def _serving(self):
-        # Built on first use: loading for `embed` alone needs no export.
-        if self._served is None and not served_lib.on_tensorflow():
-            self._served = self._python_served()
-        if self._served is None:
-            served = served_lib.Served(self._build_export())
-            served.labels = self.labels
-            self._served = served
-        return self._served
-
-    def _python_served(self):
-        """The tasks with a head on the pooled output (classification),
-        without TensorFlow: the other tasks' exports have in-graph
-        post-processing that exists only in TensorFlow."""
-        from bert_tf import backend
-        spec = registry.of_run_kind(self.task)
-        try:
-            if spec is None or spec.python_head is None:
-                raise ValueError(self.task)
-            head, label_list, has_text_b = spec.python_head(self)
-        except ValueError as kind:
-            raise ValueError(
-                f"predict: {self.path} is a {kind} run; with KERAS_BACKEND="
-                f"{backend.name()} predict serves classification "
-                "only (the other tasks need the TensorFlow backend)"
-                ) from None
-        models = self._encoder_with(lambda encoder: head)
-        return served_lib.PythonServed(spec, self, models,
-                                       label_list=label_list,
-                                       has_text_b=has_text_b)
-
-    def _build_export(self):
-        """The export of the run's task (its spec's `export_from_run`)."""
-        spec = registry.of_run_kind(self.task)
-        if spec is None:
-            raise ValueError(f"predict: {self.path} is a {self.task} run, "
-                             "which predict does not serve")
-        return spec.export_from_run(self, dict(
-            bert_config=self.bert_config, vocab_file=self.vocab_file,
-            do_lower_case=self.do_lower_case,
-            init_checkpoint=self.checkpoint,
-            max_seq_length=self.max_seq_length,
-            causal_attention=self.causal_attention))
+    def _predict(self, inputs):
+        # Built on first use (loading for `embed` alone builds no task):
+        # the task's model restored once, its compiled steps kept.
+        if self._predictor is None:
+            spec = registry.of_run_kind(self.task)
+            if spec is None:
+                raise ValueError(f"predict: {self.path} is a {self.task} "
+                                 "run, which predict does not serve")
+            self._predictor = spec.predictor(self)
+        return self._predictor(inputs)
 
 
 class ExportedModel(_TaskPredictor):
     """A SavedModel of `export_saved_model.py`: `predict` through its
-    `serving_default` signature."""
+    `serving_default` signature (TensorFlow's, on any Keras backend)."""
 
     def __init__(self, path, batch_size=32):
         import tensorflow as tf
         import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
+        from bert_tf.export import served
         self.path = path
         self.batch_size = batch_size
         self._saved_model = tf.saved_model.load(path)
-        self._served = served_lib.Served.from_signature(
+        self._served = served.Served(
             self._saved_model.signatures["serving_default"], path)
         self.task = self._served.task
 
@@ -488,8 +447,10 @@ class ExportedModel(_TaskPredictor):
         result names its label)."""
         return None
 
-    def _serving(self):
-        return self._served
+    def _predict(self, inputs):
+        columns = self._served.columns(inputs)
+        rows = self._served.call_batched(columns, self.batch_size)
+        return self._served.results(rows, len(inputs))
 
 
 # -- fine-tuning ---------------------------------------------------------------

@@ -93,6 +93,43 @@ def start_runner(script, workspace, *flags_, cwd=REPO_ROOT, env=None,
         env=runner_environment() if env is None else env, **popen_kwargs)
 
 
+def start_on_backend(command, backend, stderr_path, **changes):
+    """`command` started with `KERAS_BACKEND=backend` (JAX on its CPUs), for
+    checks that run one process per Keras backend (Keras picks its backend
+    once per process): a `Popen` whose stderr goes to the file
+    `stderr_path` (a file, not a pipe: two processes at once never block on
+    a full pipe); `changes` as `runner_environment`'s."""
+    environment = runner_environment(KERAS_BACKEND=backend,
+                                     JAX_PLATFORMS="cpu", **changes)
+    with open(stderr_path, "w") as stderr:
+        process = subprocess.Popen(
+            command, cwd=REPO_ROOT, env=environment,
+            stdout=subprocess.DEVNULL, stderr=stderr)
+    process.stderr_path = pathlib.Path(stderr_path)
+    return process
+
+
+def finish_processes(*processes, timeout=600):
+    """Waits for processes of `start_on_backend`; fails the test with the
+    stderr of one that failed.
+
+    Returns:
+      Their stderr, a list.
+    """
+    try:
+        for process in processes:
+            process.wait(timeout=timeout)
+    finally:  # A timeout: none is left running.
+        for process in processes:
+            if process.returncode is None:
+                process.kill()
+                process.wait()
+    stderrs = [process.stderr_path.read_text() for process in processes]
+    for process, stderr in zip(processes, stderrs):
+        assert process.returncode == 0, stderr[-5000:]
+    return stderrs
+
+
 def assert_error_line(process, message):
     """The run failed with status 1 and stderr's last line is the one-line
     error `<program>: error: <message>` of `bert_tf.cli`."""

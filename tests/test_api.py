@@ -249,15 +249,13 @@ def _serving_default(inputs, outputs):
     return tf.function(serve).get_concrete_function(*specs)
 
 
-class _SignaturePredictor(api._TaskPredictor):
-    """`predict` over a `_serving_default` function."""
+class _SignaturePredictor(api.ExportedModel):
+    """`predict` over a `_serving_default` function, as over a loaded
+    SavedModel's signature."""
 
     def __init__(self, function):
         self.batch_size = 8
-        self._served = served_lib.Served.from_signature(function, "a test")
-
-    def _serving(self):
-        return self._served
+        self._served = served_lib.Served(function, "a test")
 
 
 SURROGATE_MESSAGE = (" is a lone surrogate '\\ud800', which is not Unicode "

@@ -11,6 +11,6 @@ windows), both over `data/windows.py`'s sliding windows. A saved export
 needs only `tensorflow` and `tensorflow_text` to load. `portable` writes
 the ids signature as ONNX (`onnx_export`, for ONNX Runtime) or TFLite,
 optionally int8, with the tokenizer files and `packing.json` beside it.
-`served` calls an export's `serving_default` from Python
-(`bert_tf.load(...).predict` and `embed`).
+`served` calls a SavedModel's `serving_default` from Python
+(`bert_tf.load(saved_model_dir).predict`).
 """

@@ -52,11 +52,6 @@ def load_strictly(model, init_checkpoint):
     return model
 
 
-# A variable of the BiLSTM of run_squad.py --span_bilstm and run_tagging.py
-# --tagging_bilstm, [units, 4 * units].
-BILSTM_RECURRENT_KERNEL = "bilstm/fw/lstm_cell/recurrent_kernel"
-
-
 def embedding_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
                      max_seq_length, causal_attention=False,
                      pad_to_multiple_of=None, enable_xla=False,

@@ -2,11 +2,12 @@
 
 Each task folder declares its spec in `spec.py` (`SPEC = TaskSpec(...)`):
 its names, its program and recipe, how `bert_tf.finetune`'s Python lists
-become the recipe's examples, how `load(...).predict`'s inputs become the
-export's columns and its rows the results, and its export
-(`bert_tf/tasks/<task>/export.py`). `bert_tf.api`, `export_saved_model.py`
-and `python -m bert_tf` read this list; nothing outside a task's folder
-names a task. Adding a task is a folder and a line in `TASK_SPECS` (or a
+become the recipe's examples, how `load(run).predict` predicts a training
+run's inputs (the recipe's prediction phase on them, on any Keras
+backend), and its export (`bert_tf/tasks/<task>/export.py`) with how a
+SavedModel's inputs become its columns and its rows the results.
+`bert_tf.api`, `export_saved_model.py` and `python -m bert_tf` read this
+list; nothing outside a task's folder names a task. Adding a task is a folder and a line in `TASK_SPECS` (or a
 `register(spec)` call, for a task kept outside bert_tf): see
 docs/adding-a-task.md.
 
@@ -48,15 +49,20 @@ class TaskSpec:
         the config's fields so far (it may set some, e.g. `<phase>_file`
         for a file), `base` the `load`ed base model, `names` {phase: the
         argument's name, for messages}.
+      predictor: `predictor(run)` -> `predict(inputs)`, the results of
+        `load(run).predict` for a training run's `--output_dir` (`run` a
+        `bert_tf.api.FineTunedModel` with its `description`), on any Keras
+        backend: the inputs (a list, checked: errors name `inputs[i]`)
+        made the recipe's examples and features, the run's task predicting
+        them (`bert_tf.finetuning.run_prediction.RunPrediction`) and
+        post-processing its state as the recipe does for its files.
       serves: `serves(input_names, output_names)` -> whether a
         `serving_default` signature with these names is this task's export.
       columns: `columns(inputs, input_names)` -> {export input: list} of
-        `predict`'s inputs, checked (errors name `inputs[i]`).
+        `predict`'s inputs to a SavedModel, checked (errors name
+        `inputs[i]`).
       results: `results(rows, count, labels)` -> one result dict per input
         from the export's output rows ({output: numpy rows}).
-      export_from_run: `export_from_run(model, common)` -> the export of a
-        training run's `--output_dir` (`model` a `bert_tf.api.FineTunedModel`
-        with its `description`; `common` the builder's model keywords).
       export_from_flags: `export_from_flags(flag_values, common)` -> the
         export `export_saved_model.py --task_name=<name>` writes.
       run_kinds: the run-description kinds it serves (default: `name`).
@@ -72,10 +78,6 @@ class TaskSpec:
       finetune_sets: optional `finetune_sets(sets, settings)` ->
         `(sets, names)`: `finetune`'s train/dev/test by phase when they
         are not the phases of the same names, and {phase: argument name}.
-      python_head: optional `python_head(model)` -> `(head, label_list,
-        has_text_b)`: a Keras head on the pooled output that predicts
-        without TensorFlow (other Keras backends); raises ValueError
-        (the run's kind) where the run needs TensorFlow.
       summary: one line for `python -m bert_tf`.
     """
     name: str
@@ -83,10 +85,10 @@ class TaskSpec:
     recipe: Callable
     config_class: Callable
     python_examples: Optional[Callable]
+    predictor: Callable
     serves: Callable
     columns: Callable
     results: Callable
-    export_from_run: Callable
     export_from_flags: Callable
     run_kinds: Tuple[str, ...] = ()
     aliases: Tuple[str, ...] = ()
@@ -94,7 +96,6 @@ class TaskSpec:
     finetune_aliases: Optional[Callable] = None
     finetune_sets: Optional[Callable] = None
     default_max_seq_length: int = 128
-    python_head: Optional[Callable] = None
     summary: str = ""
 
     def kinds(self):
@@ -142,9 +143,9 @@ def module(name):
 def folder_spec(package, *, name, program, config_class, **settings):
     """The `TaskSpec` of a task folder laid out as the built-in ones are:
     `<package>.recipe` (the recipe, with the config class
-    `config_class`), `<package>.python_api` (`python_examples`, `serves`,
-    `columns`, `results`) and `<package>.export` (`export_from_run`,
-    `export_from_flags`).
+    `config_class`), `<package>.python_api` (`python_examples`,
+    `predictor`, `serves`, `columns`, `results`) and `<package>.export`
+    (`export_from_flags`).
 
     Args:
       package: the folder's package, e.g. "bert_tf.tasks.squad".
@@ -167,16 +168,16 @@ def folder_spec(package, *, name, program, config_class, **settings):
         name=name, program=program, recipe=module(recipe),
         config_class=attribute(recipe, config_class),
         python_examples=hook(python_api, "python_examples"),
+        predictor=hook(python_api, "predictor"),
         serves=hook(python_api, "serves"),
         columns=hook(python_api, "columns"),
         results=hook(python_api, "results"),
-        export_from_run=hook(export, "export_from_run"),
         export_from_flags=hook(export, "export_from_flags"),
         **{**settings, **hooks})
 
 
 # The optional hooks `folder_spec` takes by their python_api function name.
-_OPTIONAL_HOOKS = ("finetune_aliases", "finetune_sets", "python_head")
+_OPTIONAL_HOOKS = ("finetune_aliases", "finetune_sets")
 
 
 _registered = []

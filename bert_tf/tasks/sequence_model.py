@@ -12,6 +12,23 @@ from bert_tf.data.encoded_input import INPUT_IDS, INPUT_MASK, SEGMENT_IDS
 from bert_tf.modeling import BertModel, BiLSTM
 from bert_tf.modeling import save_signature
 
+# A variable of the BiLSTM (run_squad.py --span_bilstm, run_tagging.py
+# --tagging_bilstm), [units, 4 * units].
+BILSTM_RECURRENT_KERNEL = "bilstm/fw/lstm_cell/recurrent_kernel"
+
+
+def bilstm_units_of(checkpoint_shapes):
+    """The BiLSTM of a fine-tuned checkpoint: its units per direction, or
+    None when it has none (its variables say so; its run's flags are not
+    needed).
+
+    Args:
+      checkpoint_shapes: {variable name: shape} of the checkpoint
+        (`bert_tf.checkpoints.checkpoint_shapes`).
+    """
+    recurrent_kernel = checkpoint_shapes.get(BILSTM_RECURRENT_KERNEL)
+    return None if recurrent_kernel is None else recurrent_kernel[0]
+
 
 class SequenceOutputModel(save_signature.TaskModel):
     """`BertModel` (+ `BiLSTM`), for a head over every position.

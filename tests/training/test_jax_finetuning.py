@@ -32,7 +32,6 @@ import pathlib
 import random
 import shutil
 import socket
-import subprocess
 import sys
 
 import numpy as np
@@ -40,8 +39,9 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import checkpoints
-from runner_harness import REPO_ROOT, read_eval_results, run_in_process
-from runner_harness import runner_environment, script_environment
+from runner_harness import finish_processes, read_eval_results
+from runner_harness import run_in_process, script_environment
+from runner_harness import start_on_backend
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("jax") is None,
@@ -115,46 +115,13 @@ def _common_flags(workspace, output_dir):
             "--do_lower_case=false", f"--output_dir={output_dir}"]
 
 
-def _popen(command, backend, stderr_path, **changes):
-    """`command` started on `backend`: a `Popen` whose stderr goes to the
-    file `stderr_path` (a file, not a pipe: two runs at once never block on
-    a full pipe)."""
-    environment = runner_environment(KERAS_BACKEND=backend,
-                                     JAX_PLATFORMS="cpu", **changes)
-    with open(stderr_path, "w") as stderr:
-        process = subprocess.Popen(
-            command, cwd=REPO_ROOT, env=environment,
-            stdout=subprocess.DEVNULL, stderr=stderr)
-    process.stderr_path = stderr_path
-    return process
-
-
 def _start_script(script, workspace, backend, output_dir, *flags):
-    """`script` on `backend`, as a user runs it, started (`_popen`)."""
-    return _popen(
+    """`script` on `backend`, as a user runs it, started
+    (`start_on_backend`)."""
+    return start_on_backend(
         [sys.executable, "-c", _without_head_dropout(script),
          *_common_flags(workspace, output_dir), *flags],
         backend, output_dir.parent / f"{output_dir.name}.stderr")
-
-
-def _finish(*processes):
-    """Waits for started runs; fails with the stderr of one that failed.
-
-    Returns:
-      Their stderr, a list.
-    """
-    try:
-        for process in processes:
-            process.wait(timeout=600)
-    finally:  # A timeout: none is left running.
-        for process in processes:
-            if process.returncode is None:
-                process.kill()
-                process.wait()
-    stderrs = [process.stderr_path.read_text() for process in processes]
-    for process, stderr in zip(processes, stderrs):
-        assert process.returncode == 0, stderr[-5000:]
-    return stderrs
 
 
 def _classifier_flags(workspace):
@@ -176,7 +143,7 @@ def _start(workspace, backend, output_dir, *flags):
 
 def _run(workspace, backend, output_dir, *flags):
     """`_start`'s run to its end; returns its stderr."""
-    return _finish(_start(workspace, backend, output_dir, *flags))[0]
+    return finish_processes(_start(workspace, backend, output_dir, *flags))[0]
 
 
 @pytest.fixture(scope="module")
@@ -185,8 +152,9 @@ def runs(workspace):
     outputs = {backend: workspace / f"out_{backend}" for backend in BACKENDS}
     # Both at once: the two CPU cores this runs on are otherwise half idle
     # while each process imports and traces.
-    _finish(*[_start(workspace, backend, outputs[backend], "--do_train",
-                     "--do_eval", "--do_predict") for backend in BACKENDS])
+    finish_processes(*[_start(workspace, backend, outputs[backend],
+                              "--do_train", "--do_eval", "--do_predict")
+                       for backend in BACKENDS])
     return outputs
 
 
@@ -322,14 +290,14 @@ def test_jax_mirrored_over_two_devices_is_the_one_device_run(runs,
     weights, evaluation and predictions as the one-device run of the same
     global batch."""
     output_dir = workspace / "jax_two_devices"
-    process = _popen(
+    process = start_on_backend(
         [sys.executable, "-c", _without_head_dropout("run_classifier.py"),
          *_common_flags(workspace, output_dir), *_classifier_flags(workspace),
          "--distribution_strategy=mirrored", "--do_train", "--do_eval",
          "--do_predict"],
         "jax", workspace / "jax_two_devices.stderr",
         XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    stderr, = _finish(process)
+    stderr, = finish_processes(process)
     assert ("2 replicas, global batch 20 (10 per replica)" in stderr
             and "data parallel over 2 devices" in stderr), stderr[-3000:]
     reference = _scalars(runs["jax"], "loss")
@@ -397,7 +365,7 @@ def test_jax_two_processes_are_the_one_process_run(runs, workspace):
     for index, output_dir in enumerate(outputs):
         tf_config = {"cluster": {"worker": workers},
                      "task": {"type": "worker", "index": index}}
-        processes.append(_popen(
+        processes.append(start_on_backend(
             [sys.executable, "-c", _without_head_dropout("run_classifier.py"),
              *_common_flags(workspace, output_dir),
              *_classifier_flags(workspace),
@@ -405,7 +373,7 @@ def test_jax_two_processes_are_the_one_process_run(runs, workspace):
              "--do_eval", "--do_predict"],
             "jax", workspace / f"jax_process_{index}.stderr",
             TF_CONFIG=json.dumps(tf_config)))
-    stderr, _ = _finish(*processes)
+    stderr, _ = finish_processes(*processes)
     assert ("2 replicas, global batch 20 (10 per replica)" in stderr
             and "data parallel over 2 devices of 2 processes" in stderr
             ), stderr[-3000:]
@@ -460,7 +428,7 @@ def test_jax_two_processes_are_the_one_process_run(runs, workspace):
     for index, output_dir in enumerate(outputs):
         tf_config = {"cluster": {"worker": workers},
                      "task": {"type": "worker", "index": index}}
-        processes.append(_popen(
+        processes.append(start_on_backend(
             [sys.executable, "-c", _without_head_dropout("run_classifier.py"),
              *_common_flags(workspace, output_dir),
              *_classifier_flags(workspace),
@@ -643,11 +611,11 @@ def task_runs(workspace):
             in tasks.items()]
         plan_file = workspace / f"plan_{backend}.json"
         plan_file.write_text(json.dumps(plan))
-        processes.append(_popen(
+        processes.append(start_on_backend(
             [sys.executable, __file__, str(plan_file)], backend,
             workspace / f"plan_{backend}.stderr",
             PYTHONPATH=script_environment(__file__)["PYTHONPATH"]))
-    _finish(*processes)
+    finish_processes(*processes)
     return outputs
 
 

@@ -1,8 +1,8 @@
 """Classification's raw-text export: `serving_default` takes `text_a` (and
 `text_b`) and returns run_classifier.py's `test_results.tsv` numbers
 (`bert_tf.export.serving.ClassifierExport`), built from a fine-tuned
-checkpoint, a training run's `--output_dir` or export_saved_model.py's
-flags."""
+checkpoint by export_saved_model.py's flags (`bert_tf.load` of a training
+run predicts through the task's Python path, `python_api.predictor`)."""
 
 from bert_tf.export import builders
 from bert_tf.export import serving
@@ -67,27 +67,6 @@ def classifier_export(bert_config, vocab_file, do_lower_case,
                                     threshold=threshold,
                                     enable_xla=enable_xla,
                                     **builders.lengths(pad_to_multiple_of))
-
-
-def export_from_run(model, common):
-    """The export of a classification (or multi-label) run's directory.
-
-    Args:
-      model: the `bert_tf.api.FineTunedModel` (its `description`, `path`).
-      common: the builder's model keywords.
-    """
-    from bert_tf import finetuning
-    d = model.description
-    if d["task"] == finetuning.MULTI_LABEL:
-        # export_saved_model.py's multi-label export: a sigmoid per
-        # label, the run's --threshold.
-        head = finetuning.read_multi_label_head(model.path)
-        return classifier_export(
-            label_list=head["label_list"], has_text_b=d["has_text_b"],
-            multi_label=True, threshold=head["threshold"], **common)
-    return classifier_export(
-        label_list=model.labels, is_regression=d["is_regression"],
-        has_text_b=d["has_text_b"], **common)
 
 
 def export_from_flags(flag_values, common):

@@ -1,6 +1,8 @@
-"""Classification from Python: `bert_tf.finetune`'s lists as the generic
-task's examples, `load(...).predict`'s texts as the export's columns and
-its rows as results (the task spec's hooks, `spec.py`)."""
+"""Classification from Python (the task spec's hooks, `spec.py`):
+`bert_tf.finetune`'s lists as the generic task's examples;
+`load(run).predict` of a run as its recipe predicts (`predictor`, on any
+Keras backend); a SavedModel's texts as its columns and its rows as
+results."""
 
 from bert_tf.data import python_inputs
 
@@ -156,18 +158,96 @@ def results(rows, count, labels):
                                             rows["probabilities"])]
 
 
-def python_head(model):
-    """The classifier head of a classification run, for `predict` without
-    TensorFlow (`bert_tf.api`): `(head, label_list, has_text_b)`.
+def predictor(run):
+    """`load(run).predict` of a run_classifier.py run: each input encoded
+    as the recipe encodes its examples (`features.convert_single_example`),
+    the run's task predicting them (`RunPrediction`), its probabilities
+    those of test_results.tsv.
+
+    Args:
+      run: the loaded run (`bert_tf.api.FineTunedModel`).
+
+    Returns:
+      `predict(inputs)` -> one result per input (as `results`).
 
     Raises:
-      ValueError: a regression or multi-label run (served by the
-        TensorFlow export only).
+      ValueError: a multi-label run's record is not one (naming its file).
     """
-    from bert_tf.modeling import ClassifierHead
-    d = model.description
-    if d["task"] != "classification" or d["is_regression"]:
-        raise ValueError("regression" if d["task"] == "classification"
-                         else d["task"])
-    return (ClassifierHead(model.bert_config, len(d["label_list"])),
-            d["label_list"], d["has_text_b"])
+    from bert_tf import finetuning
+    from bert_tf.finetuning.run_prediction import RunPrediction
+    from bert_tf.tasks.classification import features
+    from bert_tf.tasks.classification import glue_processors
+    from bert_tf.tasks.classification import task as classification
+    d = run.description
+    input_names = ("text_a", "text_b") if d["has_text_b"] else ("text_a",)
+    tokenizer = run.tokenizer()
+
+    def examples(inputs):
+        texts = columns(inputs, input_names)
+        return [glue_processors.InputExample(
+            guid=f"inputs-{i}", text_a=text_a,
+            text_b=texts["text_b"][i] if d["has_text_b"] else None)
+            for i, text_a in enumerate(texts["text_a"])]
+
+    if d["task"] == finetuning.MULTI_LABEL:
+        return _multi_label_predictor(run, examples)
+    label_list = d["label_list"]
+    task = classification.ClassificationTask(
+        run.bert_config, 1 if d["is_regression"] else len(label_list),
+        classification.ClassificationDataConfig(
+            max_seq_length=run.max_seq_length),
+        is_regression=d["is_regression"],
+        causal_attention=run.causal_attention)
+    prediction = RunPrediction(run, task)
+
+    def predict(inputs):
+        probabilities = task.predicted_probabilities(prediction.predict(
+            features.features_to_arrays(
+                features.convert_examples_to_features(
+                    examples(inputs), label_list, run.max_seq_length,
+                    tokenizer), d["is_regression"])))
+        if d["is_regression"]:
+            return [{"score": float(row[0])} for row in probabilities]
+        return [{"label": run.labels[int(row.argmax())],
+                 "probabilities": [float(p) for p in row]}
+                for row in probabilities]
+
+    return predict
+
+
+def _multi_label_predictor(run, examples):
+    """`predictor` of a `run_classifier.py --multi_label` run: a sigmoid
+    per label, the labels at the run's --threshold (its record).
+
+    Args:
+      run: the loaded run.
+      examples: `examples(inputs)` -> the inputs' `InputExample`s.
+
+    Raises:
+      ValueError: the run's record is not one (read before the model is
+        built).
+    """
+    from bert_tf import finetuning
+    from bert_tf.finetuning.run_prediction import RunPrediction
+    from bert_tf.tasks.base import ArraysDataConfig
+    from bert_tf.tasks.classification import multi_label_data
+    from bert_tf.tasks.classification import multi_label_task
+    head = finetuning.read_multi_label_head(run.path)
+    task = multi_label_task.MultiLabelTask(
+        run.bert_config, head["label_list"],
+        ArraysDataConfig(max_seq_length=run.max_seq_length),
+        threshold=head["threshold"], causal_attention=run.causal_attention)
+    prediction = RunPrediction(run, task)
+
+    def predict(inputs):
+        probabilities, _ = task.stacked_predictions(prediction.predict(
+            multi_label_data.examples_to_arrays(
+                examples(inputs), task.label_list, run.max_seq_length,
+                run.tokenizer())))
+        return [{"labels": [label for label, on in zip(task.label_list,
+                                                       predicted) if on],
+                 "probabilities": [float(p) for p in row]}
+                for row, predicted in zip(
+                    probabilities, task.predict_labels(probabilities))]
+
+    return predict

@@ -11,6 +11,6 @@ SPEC = registry.folder_spec(
     # from data_dir.
     aliases=tuple(glue_processors.PROCESSORS),
     export_names=tuple(sorted(glue_processors.PROCESSORS)),
-    finetune_aliases="finetune_alias", python_head="python_head",
+    finetune_aliases="finetune_alias",
     summary="labelled texts or text pairs (GLUE, your own files)",
 )

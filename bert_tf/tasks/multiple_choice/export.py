@@ -1,8 +1,8 @@
-"""Multiple choice's raw-text export: `serving_default` takes `context`
-(and `question`) and `choices` and returns run_multiple_choice.py's
-probabilities (`bert_tf.export.serving.MultipleChoiceExport`), built from a
-fine-tuned checkpoint, a training run's `--output_dir` or
-export_saved_model.py's flags."""
+"""Multiple choice's raw-text export: `serving_default` takes `context` (and
+`question`) and `choices` and returns run_multiple_choice.py's probabilities
+(`bert_tf.export.serving.MultipleChoiceExport`), built from a fine-tuned
+checkpoint by export_saved_model.py's flags (`bert_tf.load` of a training
+run predicts through the task's Python path, `python_api.predictor`)."""
 
 from bert_tf.export import builders
 from bert_tf.export import serving
@@ -33,12 +33,6 @@ def multiple_choice_export(bert_config, vocab_file, do_lower_case,
     return serving.MultipleChoiceExport(model, tokenizer, max_seq_length,
                                         has_question, enable_xla=enable_xla,
                                         **builders.lengths(pad_to_multiple_of))
-
-
-def export_from_run(model, common):
-    """The export of a run_multiple_choice.py run's directory."""
-    return multiple_choice_export(
-        has_question=model.description["input_format"] == "jsonl", **common)
 
 
 def export_from_flags(flag_values, common):

@@ -1,6 +1,8 @@
-"""Multiple choice from Python: `bert_tf.finetune`'s dicts as
-`MultipleChoiceExample`s, `load(...).predict`'s inputs as the export's
-columns and its rows as results (the task spec's hooks, `spec.py`)."""
+"""Multiple choice from Python (the task spec's hooks, `spec.py`):
+`bert_tf.finetune`'s dicts as `MultipleChoiceExample`s;
+`load(run).predict` of a run as its recipe predicts (`predictor`, on any
+Keras backend); a SavedModel's inputs as its columns and its rows as
+results."""
 
 from bert_tf.data import python_inputs
 
@@ -103,3 +105,49 @@ def results(rows, count, labels):
              "probabilities": [float(p) for p in probabilities]}
             for label, probabilities in zip(rows["label"],
                                             rows["probabilities"])]
+
+
+def predictor(run):
+    """`load(run).predict` of a run_multiple_choice.py run: each input made
+    the recipe's example (a JSON-lines record: `examples.parse_record`;
+    SWAG's context and choices) and encoded as it encodes them
+    (`examples.examples_to_arrays`), the run's task predicting them
+    (`RunPrediction`), its probabilities those of test_results.tsv.
+
+    Args:
+      run: the loaded run (`bert_tf.api.FineTunedModel`).
+
+    Returns:
+      `predict(inputs)` -> one result per input (as `results`).
+    """
+    from bert_tf.finetuning.run_prediction import RunPrediction
+    from bert_tf.tasks.base import ArraysDataConfig
+    from bert_tf.tasks.multiple_choice import examples as multiple_choice
+    from bert_tf.tasks.multiple_choice import task as task_lib
+    has_question = run.description["input_format"] == multiple_choice.JSONL
+    input_names = ("context", "question", "choices") if has_question else (
+        "context", "choices")
+    task = task_lib.MultipleChoiceTask(
+        run.bert_config, ArraysDataConfig(max_seq_length=run.max_seq_length),
+        causal_attention=run.causal_attention)
+    prediction = RunPrediction(run, task)
+    tokenizer = run.tokenizer()
+
+    def example(i, record):
+        if has_question:
+            return multiple_choice.parse_record("inputs", i, record)
+        return multiple_choice.MultipleChoiceExample(
+            f"inputs-{i}", record["context"], record["choices"], None, i)
+
+    def predict(inputs):
+        given = columns(inputs, input_names)
+        examples = [example(i, {name: given[name][i] for name in given})
+                    for i in range(len(inputs))]
+        probabilities = task.probabilities(prediction.predict(
+            multiple_choice.examples_to_arrays(
+                examples, run.max_seq_length, tokenizer)))
+        return [{"label": int(row.argmax()),
+                 "probabilities": [float(p) for p in row]}
+                for row in probabilities]
+
+    return predict

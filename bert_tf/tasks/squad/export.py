@@ -1,13 +1,14 @@
-"""SQuAD's raw-text export: `serving_default` takes `question` and
-`context` and returns run_squad.py's answers and n-best lists, windows and
-answer selection in the graph (`graph_answers`;
-`bert_tf.export.serving.SquadExport`), built from a fine-tuned
-checkpoint, a training run's `--output_dir` or export_saved_model.py's
-flags."""
+"""SQuAD's raw-text export: `serving_default` takes `question` and `context`
+and returns run_squad.py's answers and n-best lists, windows and answer
+selection in the graph (`graph_answers`;
+`bert_tf.export.serving.SquadExport`), built from a fine-tuned checkpoint by
+export_saved_model.py's flags (`bert_tf.load` of a training run predicts
+through the task's Python path, `python_api.predictor`)."""
 
 from bert_tf import checkpoints
 from bert_tf.export import builders
 from bert_tf.export import serving
+from bert_tf.tasks import sequence_model
 from bert_tf.text.graph_tokenizer import GraphFullTokenizer
 from bert_tf.training import precision
 
@@ -37,13 +38,11 @@ def squad_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
     builders.check_length(max_seq_length, bert_config, pad_to_multiple_of,
                           serving_dtype)
     tokenizer = GraphFullTokenizer(vocab_file, do_lower_case)
-    recurrent_kernel = checkpoints.checkpoint_shapes(init_checkpoint).get(
-        builders.BILSTM_RECURRENT_KERNEL)
     with precision.serving_dtype_scope(serving_dtype):
         model = SquadModel(
             bert_config, causal_attention=causal_attention,
-            bilstm_units=(None if recurrent_kernel is None
-                          else recurrent_kernel[0]))
+            bilstm_units=sequence_model.bilstm_units_of(
+                checkpoints.checkpoint_shapes(init_checkpoint)))
     config = SquadPostprocessConfig(
         doc_stride=doc_stride, max_query_length=max_query_length,
         n_best_size=n_best_size, max_answer_length=max_answer_length,
@@ -63,13 +62,6 @@ POSTPROCESS_FIELDS = ("doc_stride", "max_query_length", "n_best_size",
                       "null_score_diff_threshold")
 # export_saved_model.py's --doc_stride default: run_squad.py's.
 DEFAULT_DOC_STRIDE = 128
-
-
-def export_from_run(model, common):
-    """The export of a run_squad.py run's directory (its description's
-    window and answer settings)."""
-    return squad_export(**{name: model.description[name]
-                           for name in POSTPROCESS_FIELDS}, **common)
 
 
 def export_from_flags(flag_values, common):

@@ -1,7 +1,9 @@
-"""SQuAD from Python: `bert_tf.finetune`'s question dicts as a SQuAD
-JSON's articles, `load(...).predict`'s `(question, context)` pairs as the
-export's columns and its rows as predictions.json-like results (the task
-spec's hooks, `spec.py`)."""
+"""SQuAD from Python (the task spec's hooks, `spec.py`):
+`bert_tf.finetune`'s question dicts as a SQuAD JSON's articles;
+`load(run).predict` of a run's `(question, context)` pairs as run_squad.py
+answers them (`predictor`: its windows and `postprocess.py`, on any Keras
+backend); a SavedModel's pairs as its columns and its rows as
+predictions.json-like results."""
 
 from bert_tf.data import python_inputs
 from bert_tf.data.python_inputs import decode
@@ -97,6 +99,79 @@ def _result(rows, i):
     }
     if "null_score_diff" in rows:
         result["null_score_diff"] = float(rows["null_score_diff"][i])
+    return result
+
+
+def predictor(run):
+    """`load(run).predict` of a run_squad.py run: each (question, context)
+    cut into the recipe's windows (`features.generate_features`), the run's
+    task predicting them at the full length (`RunPrediction`, as
+    run_squad.py predicts) and its answers chosen by `postprocess.py`, as
+    predictions.json, nbest_predictions.json and null_odds.json have them.
+
+    Args:
+      run: the loaded run (`bert_tf.api.FineTunedModel`).
+
+    Returns:
+      `predict(inputs)` -> one result per input (as `results`).
+    """
+    import dataclasses
+
+    from bert_tf import checkpoints
+    from bert_tf.finetuning.run_prediction import RunPrediction
+    from bert_tf.tasks import sequence_model
+    from bert_tf.tasks.squad import examples as squad_examples
+    from bert_tf.tasks.squad import features as squad_features
+    from bert_tf.tasks.squad import task as squad
+    from bert_tf.tasks.squad.postprocess import SquadPostprocessConfig
+    config = SquadPostprocessConfig(**{
+        field.name: run.description[field.name]
+        for field in dataclasses.fields(SquadPostprocessConfig)})
+    max_seq_length = run.max_seq_length
+    task = squad.SquadTask(
+        run.bert_config, squad.SquadDataConfig(max_seq_length=max_seq_length),
+        squad.SquadPredictionConfig(postprocess=config,
+                                    do_lower_case=run.do_lower_case),
+        causal_attention=run.causal_attention,
+        bilstm_units=sequence_model.bilstm_units_of(
+            checkpoints.checkpoint_shapes(run.checkpoint)))
+    prediction = RunPrediction(run, task, pad_to_multiple_of=None)
+    tokenizer = run.tokenizer()
+
+    def predict(inputs):
+        pairs = columns(inputs, ("question", "context"))
+        examples = [squad_examples.SquadExample(
+            qas_id=str(i), question_text=question,
+            doc_tokens=squad_examples.split_context(context)[0])
+            for i, (question, context) in enumerate(zip(
+                pairs["question"], pairs["context"]))]
+        windows = list(squad_features.generate_features(
+            examples, tokenizer, max_seq_length, config.doc_stride,
+            config.max_query_length, is_training=False))
+        state = prediction.predict(
+            squad_features.features_to_arrays(windows, is_training=False),
+            squad.SpanPredictions(
+                len(windows), max_seq_length, examples,
+                [window.without_model_inputs() for window in windows]))
+        return [_python_result(state, example.qas_id, config)
+                for example in examples]
+
+    return predict
+
+
+def _python_result(state, qas_id, config):
+    """The result of one question from the reduced `SpanPredictions`."""
+    answer, nbest = state.predictions[qas_id], state.nbest[qas_id]
+    result = {
+        "answer": answer,
+        # The answer's entry (the first "" when it is the null answer).
+        "probability": next(entry["probability"] for entry in nbest
+                            if entry["text"] == answer),
+        "nbest": [{key: entry[key] for key in (
+            "text", "probability", "start_logit", "end_logit")}
+            for entry in nbest]}
+    if config.version_2_with_negative:
+        result["null_score_diff"] = float(state.null_odds[qas_id])
     return result
 
 

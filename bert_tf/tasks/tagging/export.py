@@ -1,18 +1,16 @@
-"""Tagging's raw-text export: `serving_default` takes `text` (words
-separated by whitespace) and returns run_tagging.py's labels, words and
-windows in the graph (`graph_windows`; `bert_tf.export.serving.TaggingExport`),
-built from a fine-tuned checkpoint, a training run's `--output_dir` or
-export_saved_model.py's flags."""
+"""Tagging's raw-text export: `serving_default` takes `text` (words separated
+by whitespace) and returns run_tagging.py's labels, words and windows in the
+graph (`graph_windows`; `bert_tf.export.serving.TaggingExport`), built from
+a fine-tuned checkpoint by export_saved_model.py's flags (`bert_tf.load` of
+a training run predicts through the task's Python path,
+`python_api.predictor`)."""
 
 from bert_tf import checkpoints
 from bert_tf.export import builders
 from bert_tf.export import serving
+from bert_tf.tasks import sequence_model
 from bert_tf.text.graph_tokenizer import GraphFullTokenizer
 from bert_tf.training import precision
-
-
-# The CRF's variable (`LinearChainCRF` under its default name).
-CRF_TRANSITIONS = "crf/transitions"
 
 
 def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
@@ -38,6 +36,7 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
         shape (e.g. another number of labels).
     """
     from bert_tf.tasks.tagging.features import TaggingWindowConfig
+    from bert_tf.tasks.tagging.task import CRF_TRANSITIONS
     from bert_tf.tasks.tagging.task import TaggingModel
     builders.check_length(max_seq_length, bert_config, pad_to_multiple_of,
                           serving_dtype)
@@ -45,7 +44,6 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
         raise ValueError("tagging needs at least one label")
     shapes = checkpoints.checkpoint_shapes(init_checkpoint)
     has_crf = CRF_TRANSITIONS in shapes
-    recurrent_kernel = shapes.get(builders.BILSTM_RECURRENT_KERNEL)
     if use_crf is not None and use_crf != has_crf:
         raise ValueError(
             f"--use_crf={str(use_crf).lower()}, but the checkpoint "
@@ -56,8 +54,7 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
         model = TaggingModel(
             bert_config, len(label_list), use_crf=has_crf,
             causal_attention=causal_attention,
-            bilstm_units=(None if recurrent_kernel is None
-                          else recurrent_kernel[0]))
+            bilstm_units=sequence_model.bilstm_units_of(shapes))
     export = serving.TaggingExport(
         model, tokenizer,
         TaggingWindowConfig(max_seq_length=max_seq_length,
@@ -70,13 +67,6 @@ def tagging_export(bert_config, vocab_file, do_lower_case, init_checkpoint,
 
 # export_saved_model.py's --doc_stride default: run_tagging.py's.
 DEFAULT_DOC_STRIDE = 64
-
-
-def export_from_run(model, common):
-    """The export of a run_tagging.py run's directory."""
-    d = model.description
-    return tagging_export(doc_stride=d["doc_stride"],
-                          label_list=d["label_list"], **common)
 
 
 def export_from_flags(flag_values, common):

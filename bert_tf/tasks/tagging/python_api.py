@@ -1,7 +1,11 @@
-"""Tagging from Python: `bert_tf.finetune`'s `(words, labels)` lists as
-`TaggingFile`s, `load(...).predict`'s word lists as the export's columns
-and its rows as test_predictions-like results (the task spec's hooks,
-`spec.py`)."""
+"""Tagging from Python (the task spec's hooks, `spec.py`):
+`bert_tf.finetune`'s `(words, labels)` lists as `TaggingFile`s;
+`load(run).predict` of a run's word lists as run_tagging.py tags them
+(`predictor`: its windows, softmax or CRF, on any Keras backend); a
+SavedModel's word lists as its columns and its rows as
+test_predictions-like results."""
+
+import numpy as np
 
 from bert_tf.data import python_inputs
 from bert_tf.data.python_inputs import decode
@@ -111,6 +115,61 @@ def _result(rows, i, label_list):
         result["entities"] = tagging.sentence_entities(
             words, labels, tagging.is_chunk_scheme(label_list))
     return result
+
+
+def predictor(run):
+    """`load(run).predict` of a run_tagging.py run: each word list cut into
+    the recipe's windows (`features.convert_sentences`), the run's task
+    predicting them (`RunPrediction`: softmax or Viterbi, as the
+    checkpoint's CRF says) and putting each word's label in its sentence,
+    as test_predictions.txt and .jsonl have them.
+
+    Args:
+      run: the loaded run (`bert_tf.api.FineTunedModel`).
+
+    Returns:
+      `predict(inputs)` -> one result per input (as `results`).
+    """
+    from bert_tf import checkpoints
+    from bert_tf import modes
+    from bert_tf.finetuning.run_prediction import RunPrediction
+    from bert_tf.tasks import sequence_model
+    from bert_tf.tasks.tagging import examples as tagging_examples
+    from bert_tf.tasks.tagging import features as tagging_features
+    from bert_tf.tasks.tagging import task as tagging
+    shapes = checkpoints.checkpoint_shapes(run.checkpoint)
+    window_config = tagging_features.TaggingWindowConfig(
+        max_seq_length=run.max_seq_length,
+        doc_stride=run.description["doc_stride"])
+    task = tagging.TaggingTask(
+        run.bert_config, run.description["label_list"],
+        tagging.TaggingDataConfig(max_seq_length=run.max_seq_length),
+        use_crf=tagging.CRF_TRANSITIONS in shapes,
+        causal_attention=run.causal_attention,
+        bilstm_units=sequence_model.bilstm_units_of(shapes))
+    prediction = RunPrediction(run, task)
+    tokenizer = run.tokenizer()
+
+    def predict(inputs):
+        sentences = [tagging_examples.TaggedSentence(
+            words, None, list(range(1, len(words) + 1)))
+            for words in (python_inputs.word_list(i, item)
+                          for i, item in enumerate(inputs))]
+        windows = tagging_features.convert_sentences(
+            sentences, task.label_list, window_config, tokenizer)
+        # The state the task starts from with its own set: no word
+        # predicted yet.
+        state = prediction.predict(
+            tagging_features.windows_to_arrays(windows, run.max_seq_length),
+            [np.full([len(sentence.words)], -1, np.int64)
+             for sentence in sentences])
+        return [{"words": sentence.words, "labels": labels,
+                 "entities": tagging.sentence_entities(
+                     sentence.words, labels, task.chunk_scheme)}
+                for sentence, labels in zip(
+                    sentences, task.predicted_labels(state, modes.PREDICT))]
+
+    return predict
 
 
 def _check_labels_are_a_list(name, i, item):

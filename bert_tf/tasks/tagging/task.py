@@ -54,6 +54,9 @@ TEST_PREDICTIONS_FILE = "test_predictions.txt"
 TEST_PREDICTIONS_JSONL = "test_predictions.jsonl"
 TEST_RESULTS_FILE = "test_results.txt"
 _CHUNK_PREFIXES = ("B-", "I-", "E-", "S-")
+# The CRF's variable (`LinearChainCRF` under its default name): a
+# checkpoint that holds it is of a model with a CRF.
+CRF_TRANSITIONS = "crf/transitions"
 
 
 def is_chunk_scheme(label_list):

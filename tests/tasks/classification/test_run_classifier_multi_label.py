@@ -162,9 +162,10 @@ def _check_export(workspace, output_dir, probabilities):
 
 
 def _check_python_api(workspace, output_dir, probabilities):
-    """`bert_tf.load(run).predict` (the export built from the run's record)
-    and `bert_tf.load(SavedModel).predict` give test_results.tsv's
-    probabilities and the labels at the run's threshold (0.5)."""
+    """`bert_tf.load(run).predict` (the run's prediction phase, with its
+    record's labels and threshold) and `bert_tf.load(SavedModel).predict`
+    give test_results.tsv's probabilities and the labels at the run's
+    threshold (0.5)."""
     import bert_tf
     expected = [{"labels": [name for name, p in zip(["art", "sports"], row)
                             if p >= 0.5], "probabilities": row}

@@ -1,7 +1,7 @@
 """Pair regression's raw-text export: `serving_default` takes `sentence1`
 and `sentence2` and returns the model's `score`; `serving_ids` takes the
-packed ids. Built from a fine-tuned checkpoint, a training run's
-`--output_dir` (`bert_tf.load`) or export_saved_model.py's flags."""
+packed ids. Built from a fine-tuned checkpoint by export_saved_model.py's
+flags."""
 
 import tensorflow as tf
 
@@ -52,7 +52,7 @@ def pair_regression_export(bert_config, vocab_file, do_lower_case,
     one-output `output_weights`/`output_bias`, loaded strictly).
 
     Args: the keywords every task's builder takes (`common` of
-      `export_from_run` and `export_from_flags`).
+      `export_from_flags`).
     """
     from .task import PairRegressionModel
     builders.check_length(max_seq_length, bert_config, pad_to_multiple_of,
@@ -65,14 +65,6 @@ def pair_regression_export(bert_config, vocab_file, do_lower_case,
     return PairRegressionExport(model, tokenizer, max_seq_length,
                                 enable_xla=enable_xla,
                                 **builders.lengths(pad_to_multiple_of))
-
-
-def export_from_run(model, common):
-    """The export of a training run's directory (`bert_tf.load`): nothing
-    beyond the common keywords (a task with settings reads them from
-    `model.description`, its `bert_tf_run.json`)."""
-    del model
-    return pair_regression_export(**common)
 
 
 def export_from_flags(flag_values, common):

@@ -1,6 +1,6 @@
 """Pair regression from Python (the spec's hooks): `bert_tf.finetune`'s
-lists as `PairExample`s, `load(...).predict`'s pairs as the export's
-columns, its rows as results."""
+lists as `PairExample`s, `load(run).predict` as the recipe's prediction
+phase on the given pairs, and a SavedModel's columns and rows."""
 
 import numbers
 
@@ -48,6 +48,38 @@ def python_examples(given, values, base, names):
                 item[0], item[1], float(item[2]) if labelled else None))
         examples[f"{phase}_examples"] = phase_examples
     return examples
+
+
+def predictor(run):
+    """`load(run).predict`: the pairs made the recipe's examples and arrays
+    (`examples_to_arrays`), the run's task predicting them from the run's
+    newest checkpoint (`RunPrediction`, on any Keras backend), its scores
+    those of test_results.tsv.
+
+    Args:
+      run: the loaded run (`bert_tf.api.FineTunedModel`: its config,
+        tokenizer, `max_seq_length`, `description`).
+
+    Returns:
+      `predict(inputs)` -> [{"score"}] per input.
+    """
+    from bert_tf.finetuning.run_prediction import RunPrediction
+    from bert_tf.tasks.base import ArraysDataConfig
+    from .task import PairExample, PairRegressionTask, examples_to_arrays
+    task = PairRegressionTask(
+        run.bert_config, ArraysDataConfig(max_seq_length=run.max_seq_length),
+        causal_attention=run.causal_attention)
+    prediction = RunPrediction(run, task)
+
+    def predict(inputs):
+        pairs = columns(inputs, ())
+        examples = [PairExample(first, second) for first, second in zip(
+            pairs["sentence1"], pairs["sentence2"])]
+        state = prediction.predict(examples_to_arrays(
+            examples, run.max_seq_length, run.tokenizer()))
+        return [{"score": float(score)} for score in task.scores(state)]
+
+    return predict
 
 
 def serves(input_names, output_names):
