@@ -834,7 +834,8 @@ def test_finetune_glue_task_reads_data_dir(tmp_path, cased_tiny_dir):
         pytest.approx(read_eval_results(output_dir)))
     assert "eval_f1" in results["eval"]  # MRPC's own metric
     model = api.load(output_dir)
-    assert model.labels == ["0", "1"]
+    # MRPC's labels "0" and "1", by their names.
+    assert model.labels == ["not_equivalent", "equivalent"]
     predicted = model.predict([(a, b) for a, b, _ in MRPC_PAIRS])
     assert [len(row["probabilities"]) for row in predicted] == [2] * 4
     with pytest.raises(ValueError, match=r"^inputs\[0\]: expected a pair "
