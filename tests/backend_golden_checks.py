@@ -153,12 +153,6 @@ def test_fine_tuned_classifier_probabilities_are_googles(tmp_path,
     model = api.load(run_dir)
     pairs = [("The king of the land.", "A man at his home."),
              ("at his", "The end of the day of the king")]
-    if keras.backend.backend() not in ("tensorflow", "jax"):
-        # A run predicts through the trainer's engine (TensorFlow, JAX).
-        with pytest.raises(ValueError, match=r"the trainer runs on the "
-                                             r"tensorflow and jax backends"):
-            model.predict(pairs)
-        return
     results = model.predict(pairs)
     tokenizer = model.tokenizer()
     for (text_a, text_b), result in zip(pairs, results):

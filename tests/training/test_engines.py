@@ -14,13 +14,19 @@ import sys
 import textwrap
 
 import keras
+import numpy as np
 import pytest
 
 from bert_tf import backend
+from bert_tf import checkpoints
+from bert_tf.training import optimization
 from bert_tf.training import engines
 from bert_tf.training import trainer as trainer_lib
+from bert_tf.training.engines import eager_engine
 from bert_tf.training.engines import tensorflow_engine
 
+from modeling_harness import tiny_bert_config
+from pretraining_harness import ArrayPretrainingTask, make_pretraining_arrays
 from runner_harness import runner_environment
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "bert_tf"
@@ -63,15 +69,60 @@ def test_tensorflow_backend_gets_the_tensorflow_engine(tmp_path):
     assert engine.one_process
 
 
-def test_a_backend_without_an_engine_is_refused_in_one_line(tmp_path,
-                                                            monkeypatch):
+def test_other_backends_evaluate_and_predict_eagerly(tmp_path, monkeypatch):
+    """A backend without a training engine (PyTorch) gets the eager one:
+    it evaluates and predicts as the TensorFlow engine does, on the same
+    checkpoint, and refuses training in one line. (Run here on TensorFlow's
+    tensors, with the backend's name made "torch": the engine uses only
+    `keras.ops` and the task's own functions.)"""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    arrays = make_pretraining_arrays(11, seed=4)
+
+    def trainer(name, init_checkpoint=None, optimizer_factory=None):
+        return trainer_lib.Trainer(
+            ArrayPretrainingTask(tiny_bert_config(), arrays,
+                                 init_checkpoint=init_checkpoint),
+            trainer_lib.TrainerConfig(
+                output_dir=str(tmp_path / name), train_batch_size=4,
+                eval_batch_size=4, max_eval_steps=None),
+            optimizer_factory=optimizer_factory)
+
+    def evaluate_and_predict(trainer):
+        chunks = list(trainer.predict(tf.data.Dataset.from_tensor_slices(
+            arrays), 4, num_examples=11))
+        return trainer.evaluate(), {
+            key: np.concatenate([chunk[key] for chunk in chunks])
+            for key in chunks[0]}
+
+    reference = trainer("tensorflow")
+    assert isinstance(reference.engine, tensorflow_engine.TensorFlowEngine)
+    weights = checkpoints.save_checkpoint(
+        {name: variable.numpy() for name, variable in
+         reference.task.checkpoint_variables(reference.model).items()},
+        str(tmp_path / "weights.ckpt"))
+    expected_results, expected_rows = evaluate_and_predict(reference)
+
     monkeypatch.setattr(backend, "name", lambda: "torch")
-    config = trainer_lib.TrainerConfig(output_dir=str(tmp_path))
+    eager = trainer("torch", init_checkpoint=weights)
+    assert isinstance(eager.engine, eager_engine.EagerEngine)
+    assert eager.engine.compilation_in_words() == (
+        "torch, eager (evaluation and prediction only)")
+    results, rows = evaluate_and_predict(eager)
+    assert sorted(results) == sorted(expected_results)
+    for key, value in expected_results.items():
+        np.testing.assert_allclose(results[key], value, rtol=1e-6, atol=1e-6,
+                                   err_msg=key)
+    assert sorted(rows) == sorted(expected_rows)
+    for key, value in expected_rows.items():
+        assert len(value) == 11
+        np.testing.assert_allclose(rows[key], value, rtol=1e-5, atol=1e-6,
+                                   err_msg=key)
     with pytest.raises(ValueError) as error:
-        engines.create(object(), config, None)
+        trainer("train", optimizer_factory=lambda: (
+            optimization.create_optimizer("adamw", 1e-3, 10, 1)))
     assert str(error.value) == (
-        "KERAS_BACKEND=torch: the trainer runs on the tensorflow and jax "
-        "backends")
+        "KERAS_BACKEND=torch: training runs on the tensorflow and jax "
+        "backends (torch evaluates and predicts)")
 
 
 def test_jax_engine_refusals_and_checkpoint_step(tmp_path):

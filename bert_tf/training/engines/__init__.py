@@ -2,7 +2,9 @@
 
 `create` gives the engine of the backend this process runs on
 (`bert_tf.backend.name()`): `tensorflow_engine.TensorFlowEngine` (the
-default) or `jax_engine.JaxEngine`.
+default) or `jax_engine.JaxEngine`, which train, evaluate and predict; on
+other Keras backends (PyTorch) `eager_engine.EagerEngine`, which evaluates
+and predicts.
 """
 
 from bert_tf import backend
@@ -21,8 +23,8 @@ def create(task, config, strategy):
       An unbuilt `base.Engine` (call its `build`).
 
     Raises:
-      ValueError: a backend without an engine, or a setting the backend's
-        engine cannot run (the message names the flag).
+      ValueError: a setting the backend's engine cannot run (the message
+        names the flag).
     """
     name = backend.name()
     # Imported here: the JAX engine imports jax, which a TensorFlow run
@@ -34,6 +36,5 @@ def create(task, config, strategy):
     if name == backend.JAX:
         from bert_tf.training.engines import jax_engine
         return jax_engine.JaxEngine(task, config, strategy)
-    raise ValueError(
-        f"KERAS_BACKEND={name}: the trainer runs on the tensorflow and jax "
-        "backends")
+    from bert_tf.training.engines import eager_engine
+    return eager_engine.EagerEngine(task, config, strategy)
