@@ -9,28 +9,10 @@
 The SavedModel's `serving_default` signature takes strings and does what
 the runner does, in the graph: Google's tokenization (the same ids as the
 Python tokenizer), packing and truncation, the model, and the task's
-post-processing:
-
-- a run_classifier.py task (cola, mnli, mnli-mm, mrpc, xnli, sst-2, qqp,
-  qnli, rte, wnli, sts-b, generic): `text_a` (and `text_b` for pair tasks)
-  -> `probabilities`, `label`, `label_id`, `logits` (sts-b: `score`);
-  `label` is the name the training run beside `--init_checkpoint` gives
-  the label (its `bert_tf_run.json`: sst-2's `negative`, `positive`, as
-  `bert_tf.load` of the run answers), else the label itself;
-  a `--multi_label` checkpoint (its run's `bert_tf_run.json` beside it
-  says so): sigmoid `probabilities`, `predicted` (0/1 at the run's
-  `--threshold`), `labels` (the predicted labels' names, "" elsewhere);
-- `squad`: `question`, `context` -> `answer`, `probability`, `score`,
-  the n-best list (`nbest_text`, ...), `null_score_diff`;
-- `tagging` (run_tagging.py, softmax or CRF): `text` (words separated by
-  whitespace) -> `labels` [batch, max_words] (each word's label, "" past
-  the sentence's end), `words`, `num_words`; the labels come from
-  `label_list.txt` beside `--init_checkpoint` (or `--label_list`);
-- `multiple_choice` (run_multiple_choice.py): `context` (and `question`
-  with `--input_format=jsonl`), `choices` [batch, num_choices] ->
-  `probabilities`, `label` (the likeliest choice's index), `logits`;
-- `embeddings` (any checkpoint's encoder): `text` -> `pooled_output`,
-  `mean_pooled`.
+post-processing (SQuAD's n-best answers, the tagger's words, a label's
+name as the training run beside `--init_checkpoint` gives it). Each task's
+inputs and outputs: docs/serving.md; `--task_name=embeddings` exports the
+encoder of any checkpoint (`pooled_output`, `mean_pooled`).
 
 A second signature, `serving_ids`, takes int32 `input_ids`, `input_mask`,
 `segment_ids`. `--enable_xla` makes the model call of both one XLA-compiled
@@ -79,41 +61,6 @@ def define_flags(flag_values=FLAGS):
     runner_flags.define_config_flags(config_class(), flag_values)
 
 
-def _task_spec(task_name):
-    """The spec of `--task_name` (None: embeddings); an unknown name is
-    refused, every known one listed."""
-    from bert_tf.export import settings
-    from bert_tf.tasks import registry
-    spec = registry.of_export_name(task_name)
-    if spec is None and task_name != settings.EMBEDDINGS:
-        known = [name for spec in registry.specs()
-                 for name in spec.exported_as()] + [settings.EMBEDDINGS]
-        raise ValueError(f"--task_name={task_name}: unknown task; one of: "
-                         f"{', '.join(known)}")
-    return spec
-
-
-def _check_export_dir(flag_values):
-    """Refuses, before the checkpoint is loaded, an --export_dir that is or
-    holds an input, or that exists and may not be replaced."""
-    import os
-
-    from bert_tf import file_io
-    from bert_tf.export import serving
-    from bert_tf.tasks.tagging import examples as tagging_examples
-    checkpoint = flag_values.init_checkpoint
-    checkpoint_dir = (checkpoint if os.path.isdir(checkpoint)
-                      else os.path.dirname(checkpoint))
-    file_io.check_outputs_are_not_inputs(
-        [("--export_dir", flag_values.export_dir)],
-        [(f"--{name}", flag_values[name].value) for name in (
-            "bert_config_file", "vocab_file", "init_checkpoint", "data_dir")]
-        + [("label list", os.path.join(checkpoint_dir,
-                                       tagging_examples.LABEL_LIST_FILE))],
-        whole_directories=True)
-    serving.check_export_dir(flag_values.export_dir, flag_values.overwrite)
-
-
 def run(flag_values):
     """Builds the export of `--task_name` (its task spec's
     `export_from_flags`) and writes it to `--export_dir`.
@@ -130,15 +77,16 @@ def run(flag_values):
             f"KERAS_BACKEND=tensorflow, not {backend.name()}")
     checks.require(flag_values, "task_name", "bert_config_file",
                    "vocab_file", "init_checkpoint", "export_dir")
-    task_name = flag_values.task_name.lower()
-    spec = _task_spec(task_name)
     from bert_tf.export import portable
+    from bert_tf.export import settings
+    task_name = flag_values.task_name.lower()
+    spec = settings.task_spec(task_name)
     portable.check_options(flag_values.format, flag_values.quantize,
                            flag_values.enable_xla, flag_values.serving_dtype)
     checks.check_file("bert_config_file", flag_values.bert_config_file)
     checks.check_file("vocab_file", flag_values.vocab_file)
     # Before the slow work (loading the checkpoint, tracing the graph).
-    _check_export_dir(flag_values)
+    settings.check_export_dir(flag_values)
 
     from absl import logging
 

@@ -169,3 +169,48 @@ class ExportConfig:
 
     REQUIRED_FLAGS = ("task_name", "bert_config_file", "vocab_file",
                       "init_checkpoint", "export_dir")
+
+
+def task_spec(task_name):
+    """The registry's spec of `--task_name` (None: `EMBEDDINGS`).
+
+    Raises:
+      ValueError: an unknown name; the message lists every known one.
+    """
+    from bert_tf.tasks import registry
+    spec = registry.of_export_name(task_name)
+    if spec is None and task_name != EMBEDDINGS:
+        known = [name for spec in registry.specs()
+                 for name in spec.exported_as()] + [EMBEDDINGS]
+        raise ValueError(f"--task_name={task_name}: unknown task; one of: "
+                         f"{', '.join(known)}")
+    return spec
+
+
+def check_export_dir(settings):
+    """Refuses, before the checkpoint is loaded, an --export_dir that is or
+    holds an input, or that exists and may not be replaced.
+
+    Args:
+      settings: the parsed flags (or an `ExportConfig`): `export_dir`,
+        `overwrite` and the inputs' fields.
+
+    Raises:
+      ValueError: the message names the flags.
+    """
+    import os
+
+    from bert_tf import file_io
+    from bert_tf.export import serving
+    from bert_tf.tasks.tagging import examples as tagging_examples
+    checkpoint = settings.init_checkpoint
+    checkpoint_dir = (checkpoint if os.path.isdir(checkpoint)
+                      else os.path.dirname(checkpoint))
+    file_io.check_outputs_are_not_inputs(
+        [("--export_dir", settings.export_dir)],
+        [(f"--{name}", getattr(settings, name)) for name in (
+            "bert_config_file", "vocab_file", "init_checkpoint", "data_dir")]
+        + [("label list", os.path.join(checkpoint_dir,
+                                       tagging_examples.LABEL_LIST_FILE))],
+        whole_directories=True)
+    serving.check_export_dir(settings.export_dir, settings.overwrite)
