@@ -11,7 +11,10 @@ compiled once with `jax.jit`:
 The Keras variables stay the truth between calls: `JaxSteps.train_steps`
 reads them, runs its steps on the values and writes them back, so the
 trainer's checkpoints (Google's names and layout, `bert_tf.checkpoints`),
-evaluation and prediction see the trained weights.
+evaluation and prediction see the trained weights. The training step is
+given its state as donated (`donate_argnums`): the new values are written
+into the memory of the ones they replace, so a device holds the weights
+and the optimizer's slots once.
 
 What a step does is the TensorFlow step's contract (`bert_tf.tasks.base`):
 the task's loss denominators of the whole batch; gradients summed over
@@ -111,11 +114,13 @@ class JaxSteps:
           seed_generator: the `keras.random.SeedGenerator` dropout draws
             from (training only).
           num_micro_batches: micro-batches per step, their gradients summed.
-          output_sharding: where every step's outputs go (a
-            `jax.sharding.Sharding`), or None to leave it to XLA. Over
-            several processes, replicated: each process then holds all of
-            every output (the new weights, the loss, every example's
-            prediction) and reads it without talking to the others.
+          output_sharding: where the evaluation and prediction steps'
+            outputs go (a `jax.sharding.Sharding`), or None to leave it to
+            XLA. Over several processes, replicated: each process then
+            holds all of every output (the loss, every example's
+            prediction) and reads it without talking to the others. The
+            training step's new values go where the variables live
+            (replicated over a mesh; `_train_output_shardings`).
         """
         self.task = task
         self.model = model
@@ -197,7 +202,7 @@ class JaxSteps:
                          + (", ..." if len(unused) > 4 else ""))
         return used
 
-    def _build_train_step(self, used):
+    def _build_train_step(self, used, state):
         optimizer = self.optimizer
         trainable = self.trainable
 
@@ -222,7 +227,32 @@ class JaxSteps:
                      seed_state)
             return state, loss, metrics
 
-        return self._jit(train_step)
+        # The state is donated: XLA writes the new values into the buffers
+        # of the ones they replace, so a device holds the weights and the
+        # optimizer's slots once, not twice. The arrays passed in are
+        # deleted by the call; `train_steps` keeps only the returned ones
+        # and writes them to the variables (`_write_state`).
+        return jax.jit(train_step, donate_argnums=(0,),
+                       out_shardings=self._train_output_shardings(state))
+
+    def _train_output_shardings(self, state):
+        """Where the training step puts its outputs: on a device mesh,
+        each new value where the variable it replaces lives (the layout
+        Keras gave it: replicated), the loss and metric sums replicated;
+        None (XLA's choice) on one device.
+
+        The same shardings in as out: a donated buffer is reused only by
+        an output of its sharding, and the first step of a call (the
+        variables' values) and the next ones (the previous step's outputs)
+        then run one compiled program.
+        """
+        seed_state = state[-1]  # any value: all live on the same devices
+        if not isinstance(seed_state.sharding, jax.sharding.NamedSharding):
+            return None
+        replicated = jax.sharding.NamedSharding(
+            seed_state.sharding.mesh, jax.sharding.PartitionSpec())
+        return (jax.tree.map(lambda value: value.sharding, state),
+                replicated, replicated)
 
     def _jit(self, function):
         """`function` jit-compiled, its outputs at `output_sharding`."""
@@ -253,6 +283,13 @@ class JaxSteps:
         Returns:
           `(totals, steps_run, last_loss)` as `Trainer.train_steps`: the
           call returns early after a step whose loss is not finite.
+
+        The steps take the variables' values and give back new ones in the
+        same device memory (the state is donated): during the call the
+        variables' old arrays are gone, and at its end (or on an error
+        between steps) the variables get the last step's values. A step
+        that fails on the device after its inputs were donated leaves the
+        variables without values; the run has failed then anyway.
         """
         totals = {key: 0.0 for key in ("loss",) + self.metric_names}
         steps_run, last_loss = 0, 0.0
@@ -263,7 +300,8 @@ class JaxSteps:
                 features = next(iterator)
                 if self._train_step is None:
                     self._used = self._find_used_variables(state, features)
-                    self._train_step = self._build_train_step(self._used)
+                    self._train_step = self._build_train_step(self._used,
+                                                              state)
                 state, loss, metrics = self._train_step(state, features)
                 # One transfer of the step's scalars to the host.
                 loss, metrics = jax.device_get((loss, metrics))
