@@ -21,7 +21,7 @@ from bert_tf.training import engines
 from bert_tf.training import trainer as trainer_lib
 from bert_tf.training.engines import tensorflow_engine
 
-from runner_harness import runner_environment
+from runner_harness import REPO_ROOT, runner_environment
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "bert_tf"
 
@@ -304,8 +304,8 @@ def test_jax_training_call_reads_one_step_behind_with_the_same_result():
     at the end of the input. No warning is printed."""
     result = subprocess.run(
         [sys.executable, "-c", _ONE_STEP_BEHIND_SCRIPT], capture_output=True,
-        text=True, env=runner_environment(KERAS_BACKEND="jax",
-                                          JAX_PLATFORMS="cpu"),
+        text=True, cwd=REPO_ROOT, env=runner_environment(
+            KERAS_BACKEND="jax", JAX_PLATFORMS="cpu"),
         timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.splitlines() == [
