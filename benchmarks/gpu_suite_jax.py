@@ -15,23 +15,29 @@ builds) on `bert_tf.pretraining.task.PretrainingTask` (its model: BERT with
 the masked-LM and next-sentence heads; its loss: Google's, in `keras.ops`)
 with Google's optimizer (`optimization.create_optimizer("adamw", ...)`:
 AdamWeightDecay, clipping by global norm 1.0, Google's learning-rate
-schedule), dropout as Google's from the engine's seeded generator. The
-batches are synthetic arrays already on the device (in place of the
-tf.data records a run reads). The first call compiles the step (`jax.jit`
-of the whole step: forward, backward, clipping, update); then `--steps`
-steps run in one `train_steps` call, as the trainer runs them (the loss
-read after each step). Printed: sequences per second, step time, and model
+schedule), dropout as Google's from the engine's seeded generator,
+attention as `--attention` sets it (`TrainerConfig.attention`). The
+batches are synthetic numpy arrays, as a run's tf.data pipeline hands its
+records to the engine (each step's call copies its batch to the device).
+The first call compiles the step (`jax.jit` of the whole step: forward,
+backward, clipping, update; its state donated, so the weights and the
+optimizer's slots are held once); then `--steps` steps run in one
+`train_steps` call, as the trainer runs them (each step's loss read once
+the next step is queued; the call returns when the last has ended).
+Printed: sequences per second, step time, and model
 FLOP utilization (MFU: the matmul FLOPs of forward and backward, 3x the
 forward's, as benchmarks/pretraining.py counts them, over `--peak_tflops`,
 default 989: H100/H200 SXM dense bf16), with NVIDIA's published TF2
 BERT-Large figures on one A100-80GB (AMP) beside: 485.6 sequences/s at
 sequence 128, 96.5 at 512.
 
-"fused" rows call `keras.ops.dot_product_attention` (JAX's cuDNN flash
-attention on a GPU in bf16; Keras falls back to the unfused XLA form where
-there is none). That op has no attention-probability dropout, so fused rows
-run with `attention_probs_dropout_prob` 0 (hidden dropout kept): say so
-beside any figure taken from them.
+"fused" rows run what `--attention=fused` runs:
+`keras.ops.dot_product_attention` (JAX's cuDNN flash attention on a GPU in
+bf16; Keras falls back to the unfused XLA form where there is none). That
+op has no attention-probability dropout, so fused rows run with
+`attention_probs_dropout_prob` 0 (hidden dropout kept), as a user's
+config must have it to train so: say so beside any figure taken from
+them.
 
 Rows run most important first (bf16 fused, bf16 Google's attention, then
 float32) and none starts after `--budget_s`; the record (every row, the
@@ -59,7 +65,6 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bert_tf.config import BertConfig  # noqa: E402
-from bert_tf.modeling.layers import fused_attention_scope  # noqa: E402
 from bert_tf.pretraining import task as pretraining  # noqa: E402
 from bert_tf.training import optimization  # noqa: E402
 from bert_tf.training.engines import jax_engine  # noqa: E402
@@ -192,7 +197,7 @@ def build_engine(config, row, predictions):
             max_predictions_per_seq=predictions))
     trainer_config = TrainerConfig(
         output_dir="(nothing is written)", train_batch_size=row["batch"],
-        dtype=row["dtype"], seed=0)
+        dtype=row["dtype"], seed=0, attention=row["attention"])
     trainer_config.validate()
     engine = jax_engine.JaxEngine(task, trainer_config)
     # Google's run_pretraining.py optimizer: AdamWeightDecay (rate 0.01),
@@ -213,15 +218,11 @@ def run_row(row, steps, peak_flops):
                         # The fused op has no attention dropout.
                         attention_probs_dropout_prob=0.0 if fused else 0.1)
     engine = build_engine(config, row, predictions)
-    features = {name: jax.device_put(value) for name, value in
-                synthetic_batch(config, row["batch"], seq_length,
-                                predictions, seed=0).items()}
-    batches = itertools.repeat(features)
+    batches = itertools.repeat(synthetic_batch(
+        config, row["batch"], seq_length, predictions, seed=0))
     started = time.perf_counter()
-    # The step is traced (and compiled) by its first call: the attention
-    # it traces is the one of this row.
-    with fused_attention_scope(fused):
-        engine.train_steps(batches, 1, _NeverStop())
+    # The first call traces and compiles the step.
+    engine.train_steps(batches, 1, _NeverStop())
     compile_s = time.perf_counter() - started
     started = time.perf_counter()
     _, steps_run, loss = engine.train_steps(batches, steps, _NeverStop())

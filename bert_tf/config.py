@@ -24,6 +24,15 @@ DEFAULTS = {
 # Face's "gelu") is bert_tf's addition for converted Hugging Face models.
 SUPPORTED_ACTIVATIONS = ("gelu", "relu", "tanh", "linear", "gelu_exact")
 
+# How self-attention is computed (`--attention`; `bert_tf.modeling.
+# transformer.set_attention`): "google", Google's einsum, float32 softmax and
+# attention-probability dropout; "fused", one `keras.ops.dot_product_attention`
+# call (a flash-attention kernel where the backend has one), which has no
+# attention-probability dropout.
+GOOGLE_ATTENTION = "google"
+FUSED_ATTENTION = "fused"
+ATTENTION_CHOICES = (GOOGLE_ATTENTION, FUSED_ATTENTION)
+
 _POSITIVE_INTS = (
     "vocab_size",
     "hidden_size",
@@ -133,6 +142,27 @@ class BertConfig:
                 f"BERT model was only trained up to sequence length "
                 f"{self.max_position_embeddings} (--max_seq_length exceeds "
                 f"the model's max_position_embeddings{where})")
+
+    def check_fused_attention_trains(self):
+        """Refuses to train with `--attention=fused` where this config
+        drops attention probabilities.
+
+        The fused op has no attention-probability dropout: training with it
+        would train another model than the config describes. Evaluation and
+        prediction have no dropout, so they take it with any config.
+
+        Raises:
+          BertConfigError: `attention_probs_dropout_prob` is not 0.
+        """
+        if self.attention_probs_dropout_prob:
+            where = f" in {self._source}" if self._source else ""
+            raise BertConfigError(
+                f"--attention=fused has no attention-probability dropout, "
+                f"but attention_probs_dropout_prob is "
+                f"{self.attention_probs_dropout_prob:g}{where}: train with "
+                f"--attention=google (the default) or with a copy of the "
+                f"config whose attention_probs_dropout_prob is 0 (evaluation "
+                f"and prediction take --attention=fused with any config)")
 
     @classmethod
     def from_dict(cls, values, source=None):

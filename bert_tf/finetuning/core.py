@@ -28,6 +28,7 @@ import os
 import typing
 from typing import Optional
 
+from bert_tf import config as bert_config_lib
 from bert_tf.data import sequence_lengths
 from bert_tf.finetuning import checks
 from bert_tf.finetuning import lock
@@ -208,6 +209,20 @@ class RunConfig:
         False,
         "Compile with XLA (jit_compile): the whole training step on one "
         "device; the forward and backward pass with several replicas.")
+    attention: str = setting(
+        bert_config_lib.GOOGLE_ATTENTION,
+        "How self-attention is computed. google (the original): einsum, "
+        "the -10000 mask added and softmax taken in float32, attention-"
+        "probability dropout. fused: one keras.ops.dot_product_attention "
+        "call, a fused flash-attention kernel where the backend has one "
+        "for the device and dtype (on KERAS_BACKEND=jax, cuDNN's on NVIDIA "
+        "GPUs in bfloat16 and float16), else the same arithmetic; the "
+        "same outputs to round-off in float32 (in 16 bits its softmax may "
+        "run in 16 bits). It has no attention-probability dropout, so "
+        "training with it needs a bert config whose "
+        "attention_probs_dropout_prob is 0 (refused otherwise); "
+        "evaluation and prediction take it with any config.",
+        choices=bert_config_lib.ATTENTION_CHOICES)
     keep_checkpoint_max: int = setting(
         5,
         "How many checkpoints to keep in --output_dir (0 keeps all); the "
@@ -361,11 +376,22 @@ def check_field_types(config):
 
 
 def load_bert_config(config):
-    """The `bert_config_file`'s `BertConfig` (the file checked first)."""
+    """The `bert_config_file`'s `BertConfig` (the file checked first), and
+    the checks of the run's settings against it that every program makes
+    before anything is written: `--attention=fused` with `--do_train` needs
+    a model without attention-probability dropout.
+
+    Raises:
+      ValueError: the file, the config in it, or a setting it rules out.
+    """
     checks.require(config, "bert_config_file")
     checks.check_file("bert_config_file", config.bert_config_file)
     from bert_tf.config import BertConfig
-    return BertConfig.from_json_file(config.bert_config_file)
+    bert_config = BertConfig.from_json_file(config.bert_config_file)
+    if config.do_train and (
+            config.attention == bert_config_lib.FUSED_ATTENTION):
+        bert_config.check_fused_attention_trains()
+    return bert_config
 
 
 # -- steps -------------------------------------------------------------------

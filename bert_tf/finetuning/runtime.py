@@ -54,7 +54,7 @@ _TRAINER_SETTINGS = (
     "group_by_length", "output_dir", "train_batch_size", "eval_batch_size",
     "save_checkpoints_steps", "iterations_per_loop",
     "num_accumulation_steps", "keep_checkpoint_max", "log_steps",
-    "log_every_seconds", "dtype", "enable_xla", "seed")
+    "log_every_seconds", "dtype", "enable_xla", "seed", "attention")
 
 
 def make_trainer_config(config, *, num_train_steps, max_eval_steps=None):

@@ -491,41 +491,6 @@ def attention_bias_from_mask(input_mask, causal=False, sequence_ids=None):
     return (1.0 - mask) * MASK_ADDER
 
 
-# -- fused attention ----------------------------------------------------------
-# `keras.ops.dot_product_attention` in place of the einsum-softmax-einsum.
-
-# True while `fused_attention_scope` is active (read when a call is traced).
-_FUSED_ATTENTION = False
-
-
-@contextlib.contextmanager
-def fused_attention_scope(enabled=True):
-    """Makes self-attention one `keras.ops.dot_product_attention` call.
-
-    That op runs a fused (flash) kernel where the backend has one for the
-    device and dtype (JAX's cuDNN kernel on a GPU in 16-bit; Keras decides),
-    else the same arithmetic unfused. It has no attention-probability
-    dropout, so it applies only where that dropout does not (inference, or
-    `attention_probs_dropout_prob` 0); elsewhere attention stays Google's.
-    Off by default: the unfused form adds the -10000 bias in float32, as
-    Google's code does, so its numbers are Google's to round-off.
-
-    Args:
-      enabled: whether calls traced inside use the fused op.
-    """
-    global _FUSED_ATTENTION
-    previous, _FUSED_ATTENTION = _FUSED_ATTENTION, bool(enabled)
-    try:
-        yield
-    finally:
-        _FUSED_ATTENTION = previous
-
-
-def fused_attention_enabled():
-    """Whether `fused_attention_scope` is active."""
-    return _FUSED_ATTENTION
-
-
 # -- checkpoint scope ---------------------------------------------------------
 # Variable paths that are Google's checkpoint names, however layers nest.
 #

@@ -21,10 +21,11 @@ import math
 import keras
 from keras import ops
 
+from bert_tf.config import FUSED_ATTENTION
+from bert_tf.config import GOOGLE_ATTENTION
 from bert_tf.modeling.layers import LayerNorm
 from bert_tf.modeling.layers import MASK_ADDER
 from bert_tf.modeling.layers import dropout
-from bert_tf.modeling.layers import fused_attention_enabled
 from bert_tf.modeling.layers import get_activation
 from bert_tf.modeling.layers import shape_list
 from bert_tf.modeling.layers import weight_initializer
@@ -62,6 +63,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.query = projection("query")
         self.key = projection("key")
         self.value = projection("value")
+        # Google's attention unless `set_attention` says otherwise; read
+        # when a call is traced. Not part of `get_config`: a choice of
+        # kernel for a run, not of the model.
+        self.attention = GOOGLE_ATTENTION
 
     def build(self, hidden_states_shape=None):
         shape = (None, None, self.config.hidden_size)
@@ -102,13 +107,16 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         value = split_heads(self.value(hidden_states))
 
         attention_dropout = self.config.attention_probs_dropout_prob
-        if fused_attention_enabled() and (
+        if self.attention == FUSED_ATTENTION and (
                 not attention_dropout or training is None
                 or training is False):
             # One fused kernel (flash attention where the backend and device
             # have one); no probabilities to drop, so only where dropout
-            # does not apply. The mask: keys whose bias is 0, one row per
-            # query (the shape fused kernels take), shared by the heads.
+            # does not apply (`set_attention` refuses to train a model with
+            # that dropout fused). The mask: keys whose bias is 0, one row
+            # per query (the shape fused kernels take), shared by the
+            # heads. A key Google masks gets -10000 before the softmax,
+            # whose exp is 0 in float32: masking it out is the same.
             mask = ops.broadcast_to(
                 ops.greater(attention_bias, MASK_ADDER / 2),
                 [batch_size, 1, seq_length, seq_length])
@@ -129,6 +137,40 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                                  value)             # [b, f, n, d]
         return ops.reshape(
             context, [batch_size, seq_length, self.config.hidden_size])
+
+
+def set_attention(model, attention, training):
+    """Makes every self-attention layer of `model` compute `attention`.
+
+    The layers read it when a call is traced: set it before the model's
+    steps are first called (the engines set it when they build the model,
+    from `TrainerConfig.attention`).
+
+    Args:
+      model: a Keras layer or model holding `MultiHeadSelfAttention`
+        layers (at any depth).
+      attention: one of `bert_tf.config.ATTENTION_CHOICES`.
+      training: whether the model is to be trained: then fused attention
+        is refused where the config has attention-probability dropout.
+
+    Returns:
+      The number of attention layers set.
+
+    Raises:
+      ValueError: an unknown `attention`, or fused attention for training
+        a model with attention-probability dropout (one line).
+    """
+    if attention not in (GOOGLE_ATTENTION, FUSED_ATTENTION):
+        raise ValueError(f"--attention={attention!r} must be one of "
+                         f"{GOOGLE_ATTENTION}, {FUSED_ATTENTION}")
+    layers = [layer for layer in model._flatten_layers()  # pylint: disable=protected-access
+              if isinstance(layer, MultiHeadSelfAttention)]
+    if attention == FUSED_ATTENTION and training:
+        for layer in layers:
+            layer.config.check_fused_attention_trains()
+    for layer in layers:
+        layer.attention = attention
+    return len(layers)
 
 
 # -- transformer block --------------------------------------------------------

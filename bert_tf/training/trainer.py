@@ -39,6 +39,7 @@ from bert_tf import checkpoints
 from bert_tf import file_io
 from bert_tf import modes
 from bert_tf import progress as progress_lib
+from bert_tf.config import GOOGLE_ATTENTION
 from bert_tf.data import sequence_lengths
 from bert_tf.training import checkpoint_manager as checkpoint_manager_lib
 from bert_tf.training import distribution
@@ -447,15 +448,18 @@ class Trainer:
         self._finished_train_input = None
 
     def _describe_setup(self):
-        """Replicas, batch, precision and what XLA compiles, in words."""
+        """Replicas, batch, precision, attention (when not Google's) and
+        what XLA compiles, in words."""
         config = self.config
         xla = self.engine.compilation_in_words()
         accumulation = (f" in {config.num_accumulation_steps} micro-batches"
                         if config.num_accumulation_steps > 1 else "")
+        attention = ("" if config.attention == GOOGLE_ATTENTION else
+                     f", {config.attention} attention")
         return (f"{self.num_replicas} replicas, global batch "
                 f"{config.train_batch_size} "
                 f"({self.per_replica_train_batch_size} per replica"
-                f"{accumulation}), {config.dtype}, {xla}")
+                f"{accumulation}), {config.dtype}{attention}, {xla}")
 
     def _steps_until_report(self, progress, seconds_per_step):
         """Steps that fit before the next time-based report is due."""

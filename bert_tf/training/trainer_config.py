@@ -8,6 +8,7 @@ runs where TensorFlow is not installed (`benchmarks/gpu_suite_jax.py`).
 import dataclasses
 from typing import Optional, Tuple
 
+from bert_tf import config as bert_config_lib
 from bert_tf.data import sequence_lengths
 from bert_tf.training import precision
 
@@ -55,6 +56,11 @@ class TrainerConfig:
       group_by_length: training batches of examples of similar lengths
         (the shuffle regrouped in windows of 50 batches): faster, but other
         batches than the plain shuffle's.
+      attention: how the model's self-attention is computed, one of
+        `bert_tf.config.ATTENTION_CHOICES`: "google" (Google's), or
+        "fused" (one `keras.ops.dot_product_attention` call, a fused
+        kernel where the backend has one; no attention-probability
+        dropout, so a model with that dropout is refused for training).
 
     The initial weights (`--init_checkpoint`) are the task's
     (`Task.init_checkpoint`).
@@ -76,6 +82,7 @@ class TrainerConfig:
     pad_to_multiple_of: int = sequence_lengths.DEFAULT_PAD_TO_MULTIPLE_OF
     length_buckets: Tuple[int, ...] = ()
     group_by_length: bool = False
+    attention: str = bert_config_lib.GOOGLE_ATTENTION
 
     def length_policy(self):
         """The `sequence_lengths.LengthPolicy` of these settings."""
@@ -113,4 +120,8 @@ class TrainerConfig:
                 f"--keep_checkpoint_max={self.keep_checkpoint_max} must be "
                 ">= 0")
         precision.validate_dtype(self.dtype)
+        if self.attention not in bert_config_lib.ATTENTION_CHOICES:
+            raise ValueError(
+                f"--attention={self.attention!r} must be one of "
+                f"{', '.join(bert_config_lib.ATTENTION_CHOICES)}")
         self.length_policy().validate()

@@ -675,3 +675,76 @@ def test_get_activation():
     with pytest.raises(ValueError, match=r"Unsupported activation 'swish'; "
                        r"supported: gelu, relu, tanh, linear"):
         get_activation("swish")
+
+
+# --- --attention=fused ---
+
+@pytest.fixture
+def counted_fused_calls(monkeypatch):
+    """Counts the calls of `keras.ops.dot_product_attention` (the fused op),
+    which this test makes sure the fused model reaches."""
+    calls = []
+    fused = keras.ops.dot_product_attention
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return fused(*args, **kwargs)
+
+    monkeypatch.setattr(keras.ops, "dot_product_attention", counting)
+    return calls
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_attention_gives_googles_outputs(random_model, padded_batch,
+                                               counted_fused_calls, causal):
+    """`set_attention(model, "fused")`: every layer's attention is one
+    `keras.ops.dot_product_attention` call, and the encoder's outputs are
+    Google's (the numpy reference of its formulas, and the model's own
+    einsum path) to float32 round-off, with and without dropout switched
+    on (the config's dropout is 0), padded, and causal."""
+    from bert_tf.modeling import transformer
+    model = BertModel(tiny(hidden_dropout_prob=0.0,
+                           attention_probs_dropout_prob=0.0),
+                      causal_attention=causal)
+    model.build()
+    for target, source in zip(model.weights, random_model.weights):
+        target.assign(source)
+    googles = model(*padded_batch)
+    assert counted_fused_calls == []
+    assert transformer.set_attention(model, "fused", training=True) == 2
+    expected = {key: keras.ops.convert_to_numpy(value)
+                for key, value in googles.items()}
+    for training in (False, True):
+        fused = model(*padded_batch, training=training)
+        _assert_outputs_close(fused, expected)
+    assert len(counted_fused_calls) == 2 * 2  # 2 layers, 2 calls
+    if not causal:
+        _assert_outputs_close(fused, np_bert_forward(
+            weights_by_path(model), tiny(), *padded_batch))
+    transformer.set_attention(model, "google", training=True)
+    model(*padded_batch)
+    assert len(counted_fused_calls) == 4
+
+
+def test_fused_attention_is_refused_for_training_with_attention_dropout(
+        random_model, padded_batch, counted_fused_calls):
+    from bert_tf.modeling import transformer
+    model = BertModel(tiny(attention_probs_dropout_prob=0.1))
+    model.build()
+    with pytest.raises(BertConfigError) as raised:
+        transformer.set_attention(model, "fused", training=True)
+    assert str(raised.value) == (
+        "--attention=fused has no attention-probability dropout, but "
+        "attention_probs_dropout_prob is 0.1: train with --attention=google "
+        "(the default) or with a copy of the config whose "
+        "attention_probs_dropout_prob is 0 (evaluation and prediction take "
+        "--attention=fused with any config)")
+    model(*padded_batch)
+    assert counted_fused_calls == []
+    # Inference has no dropout: fused with any config.
+    assert transformer.set_attention(model, "fused", training=False) == 2
+    model(*padded_batch)
+    assert len(counted_fused_calls) == 2
+    with pytest.raises(ValueError, match=r"^--attention='flash' must be one "
+                                         r"of google, fused$"):
+        transformer.set_attention(model, "flash", training=False)

@@ -24,7 +24,11 @@ the same `create_pretraining_data.py` records (or, with
   labels) evaluate the golden checkpoint to the same metrics;
 - `--pack_sequences` (issue 51) on JAX: the packed evaluation from the
   golden checkpoint gives the unpacked metrics, and a packed training step
-  (the JAX engine's) the unpacked step's loss, metrics and gradients.
+  (the JAX engine's) the unpacked step's loss, metrics and gradients;
+- Google's objective on JAX with `--attention=fused`, and with
+  `--distribution_strategy=mirrored` over two CPU devices (the JAX
+  processes see two, `--xla_force_host_platform_device_count=2`; the other
+  runs use one): the one-device run's losses, checkpoint and evaluation.
 
 The runs are made by one process per backend (Keras picks its backend once
 per process), started together with a third, the JAX run that is killed:
@@ -36,6 +40,7 @@ program compiled by one (the killed run's training step, an evaluation
 step) is loaded by the others, as the same executable.
 """
 
+import functools
 import importlib.util
 import json
 import os
@@ -59,6 +64,7 @@ pytestmark = pytest.mark.skipif(
 
 BACKENDS = ("tensorflow", "jax")  # the reference first
 NUM_STEPS = 5
+TRAIN_BATCH_SIZE = 8
 KILLED_AFTER_STEP = 2
 SEQ, PREDICTIONS = 64, 10
 # Measured on this project's 2-core CPU (float32 round-off of sums taken in
@@ -79,6 +85,14 @@ PACKED_METRIC_TOLERANCE = 1e-5
 # 0.1 times the clipped gradient): the test_sequence_packing bounds.
 PACKED_LOSS_RTOL = 1e-5
 PACKED_GRADIENT_RTOL, PACKED_GRADIENT_ATOL = 1e-4, 1e-8
+# `--attention=fused` against Google's attention on the main run, measured
+# on this project's 2-core CPU: the same losses and evaluation, checkpoint
+# tensors within 1.3e-8. `mirrored` over two devices against one: losses
+# within 9.5e-7 (one float32 step at 8.3), tensors 1.5e-7, evaluation
+# 1.7e-6 (the gradients' sums over the batch taken in two halves, then
+# added). The bounds leave room for other CPUs' kernels.
+FUSED_LOSS_TOLERANCE, FUSED_WEIGHT_TOLERANCE = 1e-5, 1e-6
+DATA_PARALLEL_LOSS_TOLERANCE, DATA_PARALLEL_WEIGHT_TOLERANCE = 5e-6, 2e-6
 # Sequences of the packed training step (several per row: 8 to 16 tokens).
 PACKED_STEP_SEQUENCES = 12
 # The records of short sequences: 8 to 16 tokens of `SEQ`, up to 4 masked.
@@ -150,7 +164,7 @@ def _text(workspace):
 
 
 def _training(num_steps):
-    return ["--do_train=True", "--train_batch_size=8",
+    return ["--do_train=True", f"--train_batch_size={TRAIN_BATCH_SIZE}",
             f"--num_train_steps={num_steps}", "--num_warmup_steps=2",
             "--learning_rate=1e-3", "--log_steps=1", "--seed=3",
             "--save_checkpoints_steps=2", "--keep_checkpoint_max=0"]
@@ -190,7 +204,21 @@ RUNS = {
         *_text(workspace), "--seed=3", "--pretraining_objective=mlm_sop")(
             workspace, output_dir)),
     "main": (BACKENDS, _main_flags),
+    # The main run with the fused attention op (the config has no
+    # attention dropout), and over two devices (issue 48).
+    "fused": (("jax",), lambda workspace, output_dir: [
+        *_main_flags(workspace, output_dir), "--attention=fused"]),
+    "mirrored": (("jax",), lambda workspace, output_dir: [
+        *_main_flags(workspace, output_dir),
+        "--distribution_strategy=mirrored"]),
 }
+# What a run changes besides its flags. The record shuffle holds 100
+# records per example of the batch its pipeline makes, which over two
+# devices is the per-device batch (4): the mirrored run's records would
+# come in another order than the one-device run's (a buffer of 8 x 100).
+# Given that buffer, it reads the one-device run's batches, and the test
+# compares what the devices do with them.
+RUN_SETTINGS = {"mirrored": {"shuffle_buffer_size": 100 * TRAIN_BATCH_SIZE}}
 
 
 def _output_dir(workspace, name, backend):
@@ -198,11 +226,20 @@ def _output_dir(workspace, name, backend):
 
 
 def _popen(command, backend, stderr_path, cache_dir):
-    """`command` on `backend`, its stderr into a file (never a full pipe)."""
+    """`command` on `backend`, its stderr into a file (never a full pipe).
+
+    A JAX process sees two CPU devices, for `--distribution_strategy=
+    mirrored`; its other runs use one, as on a machine with several.
+    """
+    changes = {}
+    if backend == "jax":
+        changes["XLA_FLAGS"] = " ".join(filter(None, [
+            os.environ.get("XLA_FLAGS"),
+            "--xla_force_host_platform_device_count=2"]))
     environment = runner_environment(
         KERAS_BACKEND=backend, JAX_PLATFORMS="cpu",
         JAX_COMPILATION_CACHE_DIR=str(cache_dir),
-        PYTHONPATH=script_environment(__file__)["PYTHONPATH"])
+        PYTHONPATH=script_environment(__file__)["PYTHONPATH"], **changes)
     with open(stderr_path, "w") as stderr:
         process = subprocess.Popen(
             command, cwd=REPO_ROOT, env=environment,
@@ -236,7 +273,8 @@ def runs(workspace):
     processes = [killed]
     for backend in BACKENDS:
         plan = [{"kind": "run", "flags": flags(
-            workspace, _output_dir(workspace, name, backend))}
+            workspace, _output_dir(workspace, name, backend)),
+            **RUN_SETTINGS.get(name, {})}
             for name, (backends, flags) in RUNS.items()
             if backend in backends]
         if backend == "jax":
@@ -438,6 +476,55 @@ def test_jax_run_killed_after_a_checkpoint_resumes_to_the_same_end(runs):
         np.testing.assert_array_equal(weights[name], value, err_msg=name)
 
 
+# -- --attention=fused and --distribution_strategy=mirrored (issue 48) ------------
+
+def _assert_same_run(outputs, reference, loss_tolerance, weight_tolerance,
+                     metric_tolerance):
+    """`outputs` (a run's directory) against `reference` (another's): the
+    losses of every step, every tensor of the last checkpoint, the
+    evaluation."""
+    expected, losses = (_scalars(directory, "loss")
+                        for directory in (reference, outputs))
+    assert sorted(losses) == sorted(expected) == list(
+        range(1, NUM_STEPS + 1))
+    np.testing.assert_allclose([losses[step] for step in sorted(losses)],
+                               [expected[step] for step in sorted(expected)],
+                               rtol=0, atol=loss_tolerance)
+    expected = _weights(reference / f"model.ckpt-{NUM_STEPS}")
+    weights = _weights(outputs / f"model.ckpt-{NUM_STEPS}")
+    assert sorted(weights) == sorted(expected)
+    for name, value in expected.items():
+        np.testing.assert_allclose(weights[name], value, rtol=0,
+                                   atol=weight_tolerance, err_msg=name)
+    _assert_same_eval_results(read_eval_results(outputs),
+                              read_eval_results(reference),
+                              metric_tolerance)
+
+
+def test_fused_attention_on_jax_trains_googles_model(runs):
+    """`--attention=fused` (`keras.ops.dot_product_attention`; the config
+    has no attention dropout) trains and evaluates as Google's attention:
+    the same losses, checkpoint and metrics to float32 round-off."""
+    stderr = (runs / "plan_jax.stderr").read_text()
+    assert "float32, fused attention, JAX" in stderr, stderr[-3000:]
+    _assert_same_run(_outputs(runs, "fused")["jax"],
+                     _outputs(runs, "main")["jax"], FUSED_LOSS_TOLERANCE,
+                     FUSED_WEIGHT_TOLERANCE, METRIC_TOLERANCE)
+
+
+def test_mirrored_over_two_devices_on_jax_is_the_one_device_run(runs):
+    """`--distribution_strategy=mirrored` over two CPU devices: each global
+    batch split over them, the one-device run's losses, checkpoint and
+    evaluation."""
+    stderr = (runs / "plan_jax.stderr").read_text()
+    assert ("2 replicas, global batch 8 (4 per replica)" in stderr
+            and "data parallel over 2 devices" in stderr), stderr[-3000:]
+    _assert_same_run(_outputs(runs, "mirrored")["jax"],
+                     _outputs(runs, "main")["jax"],
+                     DATA_PARALLEL_LOSS_TOLERANCE,
+                     DATA_PARALLEL_WEIGHT_TOLERANCE, METRIC_TOLERANCE)
+
+
 # -- the other objectives, LAMB, accumulation, dynamic masking -------------------
 
 def test_left_to_right_with_lamb_accumulation_and_dynamic_masking(runs):
@@ -536,9 +623,19 @@ def test_packed_training_step_on_jax_is_the_unpacked_step(runs):
 
 # -- the processes' side ----------------------------------------------------------
 
-def _run(flags):
+def _run(flags, shuffle_buffer_size=None):
+    """run_pretraining.py with `flags`, in this process; with
+    `shuffle_buffer_size`, its record shuffle holds that many records."""
     import run_pretraining
-    run_in_process(run_pretraining, *flags)
+    from bert_tf.pretraining import dataset
+    original = dataset.pretraining_dataset
+    if shuffle_buffer_size is not None:
+        dataset.pretraining_dataset = functools.partial(
+            original, shuffle_buffer_size=shuffle_buffer_size)
+    try:
+        run_in_process(run_pretraining, *flags)
+    finally:
+        dataset.pretraining_dataset = original
 
 
 def _killed_run(item):
@@ -646,7 +743,8 @@ def _run_plan(plan_file):
     # The runs' log lines on stderr, as the program writes them (the plan's
     # stderr file: read by the tests, and what a failure shows).
     logging.set_verbosity(logging.INFO)
-    kinds = {"run": lambda item: _run(item["flags"]),
+    kinds = {"run": lambda item: _run(item["flags"],
+                                      item.get("shuffle_buffer_size")),
              "killed_run": _killed_run, "resume": _resume,
              "packed_step": _packed_step}
     for item in json.loads(pathlib.Path(plan_file).read_text()):

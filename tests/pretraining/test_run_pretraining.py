@@ -559,3 +559,29 @@ def test_pack_sequences_refuses_the_left_to_right_objective(data_dir,
         run_pretraining.run(parse(google_args(
             data_dir, tmp_path / "out", pack_sequences="True",
             pretraining_objective="ltr")))
+
+
+def test_fused_attention_is_refused_for_a_model_with_attention_dropout(
+        data_dir, tmp_path):
+    """`--attention=fused` (no attention-probability dropout) with
+    `--do_train` and a config that has that dropout: one line naming the
+    flag, the field and the file, before anything is written."""
+    config_file = tmp_path / "bert_config.json"
+    tiny_bert_config(attention_probs_dropout_prob=0.1).to_json_file(
+        str(config_file))
+    flag_values = parse(google_args(data_dir, tmp_path / "out",
+                                    bert_config_file=str(config_file),
+                                    attention="fused"))
+    with pytest.raises(SystemExit) as raised:
+        run_pretraining.main(["run_pretraining.py"], flag_values)
+    assert str(raised.value) == (
+        "run_pretraining.py: error: --attention=fused has no "
+        "attention-probability dropout, but attention_probs_dropout_prob is "
+        f"0.1 in {config_file}: train with --attention=google (the default) "
+        "or with a copy of the config whose attention_probs_dropout_prob is "
+        "0 (evaluation and prediction take --attention=fused with any "
+        "config)")
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(flags.IllegalFlagValueError, match=re.escape(
+            "--attention=flash: value should be one of <google|fused>")):
+        parse(google_args(data_dir, tmp_path / "out", attention="flash"))

@@ -27,6 +27,7 @@ import contextlib
 
 import keras
 
+from bert_tf.modeling import transformer
 from bert_tf.training import distribution
 from bert_tf.training import optimization
 from bert_tf.training import precision
@@ -117,6 +118,10 @@ class Engine(abc.ABC):
         with self.scope():
             with precision.dtype_policy_scope(config.dtype):
                 self.model = self.task.build_model()
+            # `--attention`: before any step is traced.
+            transformer.set_attention(
+                self.model, config.attention,
+                training=optimizer_factory is not None)
             self.trainable_variables = self.task.trainable_variables(
                 self.model)
             if optimizer_factory is not None:

@@ -11,7 +11,13 @@ compiled once with `jax.jit`:
 The Keras variables stay the truth between calls: `JaxSteps.train_steps`
 reads them, runs its steps on the values and writes them back, so the
 trainer's checkpoints (Google's names and layout, `bert_tf.checkpoints`),
-evaluation and prediction see the trained weights.
+evaluation and prediction see the trained weights. The training step is
+given its state as donated (`donate_argnums`): the new values are written
+into the memory of the ones they replace, so a device holds the weights
+and the optimizer's slots once. The host reads each step's loss and
+metric sums one step behind, once the next step is queued
+(`JaxSteps.train_steps`), so the device does not wait for the host
+between the steps of a call.
 
 What a step does is the TensorFlow step's contract (`bert_tf.tasks.base`):
 the task's loss denominators of the whole batch; gradients summed over
@@ -38,10 +44,12 @@ of arrays, runs where TensorFlow is not installed (the GPU benchmark,
 """
 
 import contextlib
+import math
 import zlib
 
 import jax
 import jax.extend.core
+import jax.numpy as jnp
 import keras
 from keras import ops
 import numpy as np
@@ -111,11 +119,13 @@ class JaxSteps:
           seed_generator: the `keras.random.SeedGenerator` dropout draws
             from (training only).
           num_micro_batches: micro-batches per step, their gradients summed.
-          output_sharding: where every step's outputs go (a
-            `jax.sharding.Sharding`), or None to leave it to XLA. Over
-            several processes, replicated: each process then holds all of
-            every output (the new weights, the loss, every example's
-            prediction) and reads it without talking to the others.
+          output_sharding: where the evaluation and prediction steps'
+            outputs go (a `jax.sharding.Sharding`), or None to leave it to
+            XLA. Over several processes, replicated: each process then
+            holds all of every output (the loss, every example's
+            prediction) and reads it without talking to the others. The
+            training step's new values go where the variables live
+            (replicated over a mesh; `_train_output_shardings`).
         """
         self.task = task
         self.model = model
@@ -130,6 +140,10 @@ class JaxSteps:
         self.metric_names = tuple(task.metric_names)
         self.output_sharding = output_sharding
         self._train_step = None
+        # A batch taken from an iterator but not trained on, and the
+        # iterator (`train_steps`).
+        self._held_back = None
+        self._no_previous_step = None
         self._used = None
         self._eval_step = None
         self._predict_steps = {}
@@ -197,11 +211,12 @@ class JaxSteps:
                          + (", ..." if len(unused) > 4 else ""))
         return used
 
-    def _build_train_step(self, used):
+    def _build_train_step(self, used, state):
         optimizer = self.optimizer
         trainable = self.trainable
+        metric_names = self.metric_names
 
-        def train_step(state, features):
+        def train_step(state, features, previous_scalars):
             trainable_values, other_values, optimizer_values, seed_state = (
                 state)
             denominators = self._denominators(features)
@@ -218,11 +233,60 @@ class JaxSteps:
                                     for v in trainable]
                 optimizer_values = [scope.get_current_value(v)
                                     for v in optimizer.variables]
-            state = (trainable_values, other_values, optimizer_values,
-                     seed_state)
-            return state, loss, metrics
+            new_state = (trainable_values, other_values, optimizer_values,
+                         seed_state)
+            # `train_steps` reads a step's loss only after it has started
+            # the next step. A step that follows a non-finite loss is not
+            # taken: it gives back the state it was given (which it cannot
+            # leave to the caller, having been handed it as donated), so
+            # the call ends with the non-finite step's state. One select
+            # per value, which XLA fuses into the update that writes it.
+            keep = jnp.isfinite(previous_scalars[0])
+            new_state = jax.tree.map(
+                lambda new, old: jnp.where(keep, new, old), new_state, state)
+            # The loss and the metric sums in one array: one transfer to
+            # the host per step.
+            scalars = jnp.stack(
+                [loss] + [metrics[name] for name in metric_names])
+            return new_state, scalars
 
-        return self._jit(train_step)
+        # The state is donated: XLA writes the new values into the buffers
+        # of the ones they replace, so a device holds the weights and the
+        # optimizer's slots once, not twice. The arrays passed in are
+        # deleted by the call; `train_steps` keeps only the returned ones
+        # and writes them to the variables (`_write_state`).
+        shardings = self._train_output_shardings(state)
+        step = jax.jit(train_step, donate_argnums=(0,),
+                       out_shardings=shardings)
+        # What a call's first step is given as its predecessor's scalars:
+        # a finite loss, where the step's own scalars live (so that every
+        # step of a call runs the same compiled program).
+        zeros = np.zeros([1 + len(metric_names)], np.float32)
+        if shardings is None:
+            self._no_previous_step = jnp.asarray(zeros)
+        else:
+            self._no_previous_step = jax.make_array_from_callback(
+                zeros.shape, shardings[1], lambda index: zeros[index])
+        return step
+
+    def _train_output_shardings(self, state):
+        """Where the training step puts its outputs: on a device mesh,
+        each new value where the variable it replaces lives (the layout
+        Keras gave it: replicated), the loss and metric sums replicated;
+        None (XLA's choice) on one device.
+
+        The same shardings in as out: a donated buffer is reused only by
+        an output of its sharding, and the first step of a call (the
+        variables' values) and the next ones (the previous step's outputs)
+        then run one compiled program.
+        """
+        seed_state = state[-1]  # any value: all live on the same devices
+        if not isinstance(seed_state.sharding, jax.sharding.NamedSharding):
+            return None
+        replicated = jax.sharding.NamedSharding(
+            seed_state.sharding.mesh, jax.sharding.PartitionSpec())
+        return (jax.tree.map(lambda value: value.sharding, state),
+                replicated)
 
     def _jit(self, function):
         """`function` jit-compiled, its outputs at `output_sharding`."""
@@ -253,28 +317,85 @@ class JaxSteps:
         Returns:
           `(totals, steps_run, last_loss)` as `Trainer.train_steps`: the
           call returns early after a step whose loss is not finite.
+
+        The host never waits for a step before it has started the next
+        one: it reads step k's loss and metric sums (to add them up and to
+        see whether the loss is finite) once step k + 1 is queued behind
+        it, so the device goes from step to step without idling while the
+        host fetches the next batch. What a caller sees is what reading
+        each step's loss before starting the next gives: after a step
+        whose loss is not finite the call ends with that step's state and
+        `steps_run`, because the step queued behind it is not taken (it
+        sees its predecessor's loss on the device and gives back the state
+        unchanged, dropout generator and step count included) and is not
+        counted; its batch, already taken from `iterator`, is given to the
+        next call on the same iterator first. The one difference:
+        `stop_requested` may be asked once after a step whose loss turns
+        out not to be finite.
+
+        The steps take the variables' values and give back new ones in the
+        same device memory (the state is donated): during the call the
+        variables' old arrays are gone, and at its end (or on an error
+        between steps) the variables get the last step's values. A step
+        that fails on the device after its inputs were donated leaves the
+        variables without values; the run has failed then anyway.
         """
-        totals = {key: 0.0 for key in ("loss",) + self.metric_names}
+        names = ("loss",) + self.metric_names
+        totals = {name: 0.0 for name in names}
         steps_run, last_loss = 0, 0.0
+
+        def count(scalars):
+            """Adds a step's scalars (waiting for the step to end); returns
+            whether its loss is finite."""
+            nonlocal steps_run, last_loss
+            values = jax.device_get(scalars)
+            for name, value in zip(names, values):
+                totals[name] += float(value)
+            last_loss = float(values[0])
+            steps_run += 1
+            return math.isfinite(last_loss)
+
         state = self._read_state()
+        # The scalars of the step started last, not yet read.
+        unread = None
         try:
-            while (steps_run < num_steps and np.isfinite(last_loss)
+            while (steps_run + (unread is not None) < num_steps
                    and not stop_requested()):
-                features = next(iterator)
+                try:
+                    features = self._next_batch(iterator)
+                except StopIteration:
+                    # The input ended; a non-finite loss just before would
+                    # have ended the call without asking for more.
+                    if unread is not None and not count(unread):
+                        unread = None
+                        break
+                    raise
                 if self._train_step is None:
                     self._used = self._find_used_variables(state, features)
-                    self._train_step = self._build_train_step(self._used)
-                state, loss, metrics = self._train_step(state, features)
-                # One transfer of the step's scalars to the host.
-                loss, metrics = jax.device_get((loss, metrics))
-                last_loss = float(loss)
-                totals["loss"] += last_loss
-                for name in self.metric_names:
-                    totals[name] += float(metrics[name])
-                steps_run += 1
+                    self._train_step = self._build_train_step(self._used,
+                                                              state)
+                state, scalars = self._train_step(
+                    state, features,
+                    self._no_previous_step if unread is None else unread)
+                if unread is not None and not count(unread):
+                    # The step just started is not taken (see above).
+                    self._held_back = (iterator, features)
+                    unread = None
+                    break
+                unread = scalars
+            if unread is not None:
+                count(unread)
         finally:
             self._write_state(state)
         return totals, steps_run, last_loss
+
+    def _next_batch(self, iterator):
+        """The next batch of `iterator`: first the one a call that ended at
+        a non-finite loss took but did not train on."""
+        held_back, self._held_back = self._held_back, None
+        if held_back is not None and held_back[0] is iterator:
+            return held_back[1]
+        return next(iterator)
 
     # -- evaluation and prediction -------------------------------------------
 
