@@ -36,6 +36,7 @@ import dataclasses
 import json
 import os
 import shutil
+import warnings
 
 SAVED_MODEL = "saved_model"
 ONNX = "onnx"
@@ -163,6 +164,10 @@ def tflite_model(export, quantize=NO_QUANTIZATION, work_dir=None):
         return converter.convert()
 
 
+# The start of TensorFlow's deprecation notice of `tf.lite.Interpreter`.
+TFLITE_INTERPRETER_NOTICE = r"\s*Warning: tf.lite.Interpreter is deprecated"
+
+
 def _write_tflite(export, directory, quantize, work_dir):
     import tensorflow as tf
 
@@ -170,8 +175,13 @@ def _write_tflite(export, directory, quantize, work_dir):
     content = tflite_model(export, quantize, work_dir=work_dir)
     with open(os.path.join(directory, MODEL_FILES[TFLITE]), "wb") as writer:
         writer.write(content)
-    signatures = tf.lite.Interpreter(
-        model_content=content).get_signature_list()
+    with warnings.catch_warnings():
+        # Reading the signature names back only: TensorFlow's notice that
+        # its interpreter moves to ai_edge_litert says nothing to the user.
+        warnings.filterwarnings("ignore", TFLITE_INTERPRETER_NOTICE,
+                                UserWarning)
+        signatures = tf.lite.Interpreter(
+            model_content=content).get_signature_list()
     return signatures[serving.SERVING_IDS]["outputs"]
 
 
