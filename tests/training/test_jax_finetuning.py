@@ -300,14 +300,7 @@ def test_jax_mirrored_over_two_devices_is_the_one_device_run(runs,
     stderr, = finish_processes(process)
     assert ("2 replicas, global batch 20 (10 per replica)" in stderr
             and "data parallel over 2 devices" in stderr), stderr[-3000:]
-    reference = _scalars(runs["jax"], "loss")
-    losses = _scalars(output_dir, "loss")
-    assert sorted(losses) == sorted(reference) == list(
-        range(1, NUM_STEPS + 1))
-    np.testing.assert_allclose(
-        [losses[step] for step in sorted(losses)],
-        [reference[step] for step in sorted(reference)],
-        rtol=0, atol=DATA_PARALLEL_LOSS_TOLERANCE)
+    _assert_data_parallel_losses(output_dir, runs["jax"])
     reference = _weights(runs["jax"] / f"model.ckpt-{NUM_STEPS}")
     weights = _weights(output_dir / f"model.ckpt-{NUM_STEPS}")
     assert sorted(weights) == sorted(reference)
@@ -325,6 +318,19 @@ def test_jax_mirrored_over_two_devices_is_the_one_device_run(runs,
         DATA_PARALLEL_LOSS_TOLERANCE)
 
 
+def _assert_data_parallel_losses(output_dir, reference_dir):
+    """The summaries' losses of every step equal the reference run's to
+    DATA_PARALLEL_LOSS_TOLERANCE."""
+    reference = _scalars(reference_dir, "loss")
+    losses = _scalars(output_dir, "loss")
+    assert sorted(losses) == sorted(reference) == list(
+        range(1, NUM_STEPS + 1))
+    np.testing.assert_allclose(
+        [losses[step] for step in sorted(losses)],
+        [reference[step] for step in sorted(reference)],
+        rtol=0, atol=DATA_PARALLEL_LOSS_TOLERANCE)
+
+
 def _free_ports(count):
     """`count` TCP ports of 127.0.0.1 that nothing listens on now."""
     probes = []
@@ -337,6 +343,26 @@ def _free_ports(count):
     finally:
         for probe in probes:
             probe.close()
+
+
+def _start_two_processes(workspace, outputs, stderr_suffix, *phases):
+    """run_classifier.py started on JAX as two processes of one job
+    (`multi_worker_mirrored`, TF_CONFIG's workers on free 127.0.0.1
+    ports), process i writing to `outputs[i]`; `phases` are its --do_*
+    flags."""
+    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    processes = []
+    for index, output_dir in enumerate(outputs):
+        tf_config = {"cluster": {"worker": workers},
+                     "task": {"type": "worker", "index": index}}
+        processes.append(start_on_backend(
+            [sys.executable, "-c", _without_head_dropout("run_classifier.py"),
+             *_common_flags(workspace, output_dir),
+             *_classifier_flags(workspace),
+             "--distribution_strategy=multi_worker_mirrored", *phases],
+            "jax", workspace / f"jax_process_{index}{stderr_suffix}.stderr",
+            TF_CONFIG=json.dumps(tf_config)))
+    return processes
 
 
 # The two processes' run differs from the one-process run as the 2-device
@@ -359,33 +385,14 @@ def test_jax_two_processes_are_the_one_process_run(runs, workspace):
     --output_dir, so that a write by the other would show); the TensorFlow
     backend predicts with its checkpoint, Google's names read back by
     `tf.train.load_checkpoint`."""
-    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
     outputs = [workspace / f"jax_process_{index}" for index in range(2)]
-    processes = []
-    for index, output_dir in enumerate(outputs):
-        tf_config = {"cluster": {"worker": workers},
-                     "task": {"type": "worker", "index": index}}
-        processes.append(start_on_backend(
-            [sys.executable, "-c", _without_head_dropout("run_classifier.py"),
-             *_common_flags(workspace, output_dir),
-             *_classifier_flags(workspace),
-             "--distribution_strategy=multi_worker_mirrored", "--do_train",
-             "--do_eval", "--do_predict"],
-            "jax", workspace / f"jax_process_{index}.stderr",
-            TF_CONFIG=json.dumps(tf_config)))
-    stderr, _ = finish_processes(*processes)
+    stderr, _ = finish_processes(*_start_two_processes(
+        workspace, outputs, "", "--do_train", "--do_eval", "--do_predict"))
     assert ("2 replicas, global batch 20 (10 per replica)" in stderr
             and "data parallel over 2 devices of 2 processes" in stderr
             ), stderr[-3000:]
     chief = outputs[0]
-    reference = _scalars(runs["jax"], "loss")
-    losses = _scalars(chief, "loss")
-    assert sorted(losses) == sorted(reference) == list(
-        range(1, NUM_STEPS + 1))
-    np.testing.assert_allclose(
-        [losses[step] for step in sorted(losses)],
-        [reference[step] for step in sorted(reference)],
-        rtol=0, atol=DATA_PARALLEL_LOSS_TOLERANCE)
+    _assert_data_parallel_losses(chief, runs["jax"])
     reference = _weights(runs["jax"] / f"model.ckpt-{NUM_STEPS}")
     reader = tf.train.load_checkpoint(str(chief / f"model.ckpt-{NUM_STEPS}"))
     names = reader.get_variable_to_shape_map()
@@ -423,18 +430,8 @@ def test_jax_two_processes_are_the_one_process_run(runs, workspace):
 
     # Resumed with a directory each that holds different checkpoints (the
     # chief's finished run; none): one line, not JAX's traceback.
-    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
-    processes = []
-    for index, output_dir in enumerate(outputs):
-        tf_config = {"cluster": {"worker": workers},
-                     "task": {"type": "worker", "index": index}}
-        processes.append(start_on_backend(
-            [sys.executable, "-c", _without_head_dropout("run_classifier.py"),
-             *_common_flags(workspace, output_dir),
-             *_classifier_flags(workspace),
-             "--distribution_strategy=multi_worker_mirrored", "--do_train"],
-            "jax", workspace / f"jax_process_{index}_resumed.stderr",
-            TF_CONFIG=json.dumps(tf_config)))
+    processes = _start_two_processes(workspace, outputs, "_resumed",
+                                     "--do_train")
     for process in processes:
         process.wait(timeout=600)
     for process, start in zip(processes, (NUM_STEPS, 0)):
