@@ -224,6 +224,28 @@ def read_eval_results(output_dir):
     return results
 
 
+def read_summary_scalars(output_dir, tag):
+    """`{step: value}` of a training summary under `output_dir`."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    values = {}
+    for path in tf.io.gfile.glob(str(output_dir / "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.tag == tag:
+                    values[event.step] = float(
+                        tf.make_ndarray(value.tensor))
+    return values
+
+
+def read_checkpoint(prefix):
+    """`{Google name: numpy array}` of the checkpoint at `prefix`."""
+    import numpy as np  # pylint: disable=import-outside-toplevel
+
+    from bert_tf import checkpoints  # pylint: disable=import-outside-toplevel
+    with checkpoints.open_checkpoint(str(prefix)) as tensors:
+        return {name: np.asarray(tensors[name]) for name in tensors}
+
+
 def script_environment(test_file):
     """`os.environ` with the repository, the test file's folder and tests/
     (the harnesses it imports) first on PYTHONPATH: for running a test

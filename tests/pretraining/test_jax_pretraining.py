@@ -56,6 +56,7 @@ import numpy as np
 import pytest
 
 from runner_harness import REPO_ROOT, read_eval_results, run_in_process
+from runner_harness import read_checkpoint, read_summary_scalars
 from runner_harness import runner_environment, script_environment
 
 pytestmark = pytest.mark.skipif(
@@ -314,28 +315,10 @@ def _outputs(runs, name):
     return outputs
 
 
-def _scalars(output_dir, tag):
-    """`{step: value}` of a training summary."""
-    import tensorflow as tf
-    values = {}
-    for path in tf.io.gfile.glob(str(output_dir / "events.out.tfevents.*")):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            for value in event.summary.value:
-                if value.tag == tag:
-                    values[event.step] = float(tf.make_ndarray(value.tensor))
-    return values
-
-
-def _weights(prefix):
-    from bert_tf import checkpoints
-    with checkpoints.open_checkpoint(str(prefix)) as tensors:
-        return {name: np.asarray(tensors[name]) for name in tensors}
-
-
 def _losses(outputs, num_steps):
     """The per-step training losses: (reference, jax)."""
-    reference = _scalars(outputs["tensorflow"], "loss")
-    losses = _scalars(outputs["jax"], "loss")
+    reference = read_summary_scalars(outputs["tensorflow"], "loss")
+    losses = read_summary_scalars(outputs["jax"], "loss")
     assert sorted(reference) == sorted(losses) == list(
         range(1, num_steps + 1))
     return (np.array([reference[step] for step in sorted(reference)]),
@@ -362,7 +345,7 @@ def test_jax_losses_are_tensorflows(runs):
                                atol=LOSS_TOLERANCE)
     # Warmup (step 1 at rate 0 leaves the weights), then it learned.
     assert losses[-1] < losses[1]
-    assert _scalars(outputs["jax"], "learning_rate") == _scalars(
+    assert read_summary_scalars(outputs["jax"], "learning_rate") == read_summary_scalars(
         outputs["tensorflow"], "learning_rate")
 
 
@@ -400,7 +383,7 @@ def test_first_loss_is_googles_formula_on_the_models_logits(runs):
         logits["next_sentence_logits"].numpy(),
         batch["next_sentence_labels"].numpy())
     for backend, output_dir in outputs.items():
-        assert abs(_scalars(output_dir, "loss")[1] - (mlm + nsp)) <= (
+        assert abs(read_summary_scalars(output_dir, "loss")[1] - (mlm + nsp)) <= (
             REFERENCE_TOLERANCE), backend
 
 
@@ -409,8 +392,8 @@ def test_jax_checkpoints_are_tensorflows(runs):
     `global_step`) and the same values, at every checkpoint."""
     outputs = _outputs(runs, "main")
     for step in (2, 4, NUM_STEPS):
-        reference = _weights(outputs["tensorflow"] / f"model.ckpt-{step}")
-        weights = _weights(outputs["jax"] / f"model.ckpt-{step}")
+        reference = read_checkpoint(outputs["tensorflow"] / f"model.ckpt-{step}")
+        weights = read_checkpoint(outputs["jax"] / f"model.ckpt-{step}")
         # Each backend keeps its own dropout generator's state (another
         # shape), under a name of its own beside Google's.
         assert weights.pop("training/keras_dropout_seed_state").shape == (2,)
@@ -425,7 +408,7 @@ def test_jax_checkpoints_are_tensorflows(runs):
                                        err_msg=f"{name} at step {step}")
         assert int(weights["global_step"]) == step
     # The weights moved: the comparison is not of two copies of the start.
-    initial = _weights(_init_checkpoint(runs))
+    initial = read_checkpoint(_init_checkpoint(runs))
     name = "cls/predictions/transform/dense/kernel"
     assert np.abs(weights[name] - initial[name]).max() > 1e-3
 
@@ -468,9 +451,9 @@ def test_jax_run_killed_after_a_checkpoint_resumes_to_the_same_end(runs):
     stderr = (runs / "plan_jax.stderr").read_text()
     assert f"Resuming from {killed_dir}/model.ckpt-{KILLED_AFTER_STEP}" in (
         stderr)
-    reference = _weights(_outputs(runs, "main")["jax"]
+    reference = read_checkpoint(_outputs(runs, "main")["jax"]
                          / f"model.ckpt-{NUM_STEPS}")
-    weights = _weights(killed_dir / f"model.ckpt-{NUM_STEPS}")
+    weights = read_checkpoint(killed_dir / f"model.ckpt-{NUM_STEPS}")
     assert sorted(weights) == sorted(reference)
     for name, value in reference.items():
         np.testing.assert_array_equal(weights[name], value, err_msg=name)
@@ -483,15 +466,15 @@ def _assert_same_run(outputs, reference, loss_tolerance, weight_tolerance,
     """`outputs` (a run's directory) against `reference` (another's): the
     losses of every step, every tensor of the last checkpoint, the
     evaluation."""
-    expected, losses = (_scalars(directory, "loss")
+    expected, losses = (read_summary_scalars(directory, "loss")
                         for directory in (reference, outputs))
     assert sorted(losses) == sorted(expected) == list(
         range(1, NUM_STEPS + 1))
     np.testing.assert_allclose([losses[step] for step in sorted(losses)],
                                [expected[step] for step in sorted(expected)],
                                rtol=0, atol=loss_tolerance)
-    expected = _weights(reference / f"model.ckpt-{NUM_STEPS}")
-    weights = _weights(outputs / f"model.ckpt-{NUM_STEPS}")
+    expected = read_checkpoint(reference / f"model.ckpt-{NUM_STEPS}")
+    weights = read_checkpoint(outputs / f"model.ckpt-{NUM_STEPS}")
     assert sorted(weights) == sorted(expected)
     for name, value in expected.items():
         np.testing.assert_allclose(weights[name], value, rtol=0,
@@ -541,8 +524,8 @@ def test_left_to_right_with_lamb_accumulation_and_dynamic_masking(runs):
                                "loss"]
     _assert_same_eval_results(results, read_eval_results(
         outputs["tensorflow"]), METRIC_TOLERANCE)
-    reference = _weights(outputs["tensorflow"] / "model.ckpt-3")
-    weights = _weights(outputs["jax"] / "model.ckpt-3")
+    reference = read_checkpoint(outputs["tensorflow"] / "model.ckpt-3")
+    weights = read_checkpoint(outputs["jax"] / "model.ckpt-3")
     for name in ("training/keras_dropout_seed_state",
                  "training/dropout_random_state"):
         weights.pop(name, None)
@@ -551,7 +534,7 @@ def test_left_to_right_with_lamb_accumulation_and_dynamic_masking(runs):
     for name, value in reference.items():
         np.testing.assert_allclose(weights[name], value, rtol=0,
                                    atol=WEIGHT_TOLERANCE, err_msg=name)
-    initial = _weights(_init_checkpoint(runs))
+    initial = read_checkpoint(_init_checkpoint(runs))
     for name in ("cls/seq_relationship/output_weights",
                  "bert/pooler/dense/kernel"):
         np.testing.assert_array_equal(weights[name], initial[name])

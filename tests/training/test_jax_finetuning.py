@@ -41,6 +41,7 @@ import tensorflow as tf
 from bert_tf import checkpoints
 from runner_harness import finish_processes, read_eval_results
 from runner_harness import run_in_process, script_environment
+from runner_harness import read_checkpoint, read_summary_scalars
 from runner_harness import start_on_backend
 
 pytestmark = pytest.mark.skipif(
@@ -158,30 +159,13 @@ def runs(workspace):
     return outputs
 
 
-def _scalars(output_dir, tag):
-    """`{step: value}` of a training summary."""
-    values = {}
-    for path in tf.io.gfile.glob(str(output_dir / "events.out.tfevents.*")):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            for value in event.summary.value:
-                if value.tag == tag:
-                    values[event.step] = float(
-                        tf.make_ndarray(value.tensor))
-    return values
-
-
-def _weights(prefix):
-    with checkpoints.open_checkpoint(prefix) as tensors:
-        return {name: np.asarray(tensors[name]) for name in tensors}
-
-
 def _probabilities(output_dir):
     return np.loadtxt(output_dir / "test_results.tsv", delimiter="\t")
 
 
 def test_jax_losses_are_tensorflows_over_20_steps(runs):
-    reference = _scalars(runs["tensorflow"], "loss")
-    losses = _scalars(runs["jax"], "loss")
+    reference = read_summary_scalars(runs["tensorflow"], "loss")
+    losses = read_summary_scalars(runs["jax"], "loss")
     assert sorted(reference) == list(range(1, NUM_STEPS + 1))
     assert sorted(losses) == sorted(reference)
     steps = sorted(reference)
@@ -193,15 +177,15 @@ def test_jax_losses_are_tensorflows_over_20_steps(runs):
     assert losses[-1] < 0.5 * losses[0]
     # Google's schedule (warmup to step 2, then linear decay), the same
     # float32 rates.
-    assert _scalars(runs["jax"], "learning_rate") == _scalars(
+    assert read_summary_scalars(runs["jax"], "learning_rate") == read_summary_scalars(
         runs["tensorflow"], "learning_rate")
 
 
 def test_jax_checkpoint_is_tensorflows(runs):
     """Google's names, shapes and dtypes (model, `adam_m`/`adam_v`,
     `global_step`), and the same values."""
-    reference = _weights(runs["tensorflow"] / f"model.ckpt-{NUM_STEPS}")
-    weights = _weights(runs["jax"] / f"model.ckpt-{NUM_STEPS}")
+    reference = read_checkpoint(runs["tensorflow"] / f"model.ckpt-{NUM_STEPS}")
+    weights = read_checkpoint(runs["jax"] / f"model.ckpt-{NUM_STEPS}")
     # Each backend keeps its own dropout generator's state (another shape),
     # under a name of its own beside Google's.
     assert "training/dropout_random_state" in reference
@@ -215,7 +199,7 @@ def test_jax_checkpoint_is_tensorflows(runs):
                                    atol=WEIGHT_TOLERANCE, err_msg=name)
     assert int(weights["global_step"]) == NUM_STEPS
     # The head trained away from its start.
-    initial = _weights(str(runs["jax"].parent / "init" / "model.ckpt"))
+    initial = read_checkpoint(str(runs["jax"].parent / "init" / "model.ckpt"))
     assert np.abs(weights["output_weights"]
                   - initial["output_weights"]).max() > 1e-3
 
@@ -264,8 +248,8 @@ def test_jax_run_resumes_from_its_checkpoint(runs, workspace):
                                        ["model.ckpt-10"])
     stderr = _run(workspace, "jax", resumed, "--do_train")
     assert "Resuming from" in stderr
-    reference = _weights(runs["jax"] / f"model.ckpt-{NUM_STEPS}")
-    weights = _weights(resumed / f"model.ckpt-{NUM_STEPS}")
+    reference = read_checkpoint(runs["jax"] / f"model.ckpt-{NUM_STEPS}")
+    weights = read_checkpoint(resumed / f"model.ckpt-{NUM_STEPS}")
     for name, value in reference.items():
         np.testing.assert_allclose(weights[name], value, rtol=0, atol=1e-6,
                                    err_msg=name)
@@ -301,8 +285,8 @@ def test_jax_mirrored_over_two_devices_is_the_one_device_run(runs,
     assert ("2 replicas, global batch 20 (10 per replica)" in stderr
             and "data parallel over 2 devices" in stderr), stderr[-3000:]
     _assert_data_parallel_losses(output_dir, runs["jax"])
-    reference = _weights(runs["jax"] / f"model.ckpt-{NUM_STEPS}")
-    weights = _weights(output_dir / f"model.ckpt-{NUM_STEPS}")
+    reference = read_checkpoint(runs["jax"] / f"model.ckpt-{NUM_STEPS}")
+    weights = read_checkpoint(output_dir / f"model.ckpt-{NUM_STEPS}")
     assert sorted(weights) == sorted(reference)
     for name, value in reference.items():
         np.testing.assert_allclose(weights[name], value, rtol=0,
@@ -321,8 +305,8 @@ def test_jax_mirrored_over_two_devices_is_the_one_device_run(runs,
 def _assert_data_parallel_losses(output_dir, reference_dir):
     """The summaries' losses of every step equal the reference run's to
     DATA_PARALLEL_LOSS_TOLERANCE."""
-    reference = _scalars(reference_dir, "loss")
-    losses = _scalars(output_dir, "loss")
+    reference = read_summary_scalars(reference_dir, "loss")
+    losses = read_summary_scalars(output_dir, "loss")
     assert sorted(losses) == sorted(reference) == list(
         range(1, NUM_STEPS + 1))
     np.testing.assert_allclose(
@@ -393,7 +377,7 @@ def test_jax_two_processes_are_the_one_process_run(runs, workspace):
             ), stderr[-3000:]
     chief = outputs[0]
     _assert_data_parallel_losses(chief, runs["jax"])
-    reference = _weights(runs["jax"] / f"model.ckpt-{NUM_STEPS}")
+    reference = read_checkpoint(runs["jax"] / f"model.ckpt-{NUM_STEPS}")
     reader = tf.train.load_checkpoint(str(chief / f"model.ckpt-{NUM_STEPS}"))
     names = reader.get_variable_to_shape_map()
     assert sorted(names) == sorted(reference)
@@ -479,7 +463,7 @@ def _task_workspace(workspace, name, heads):
     (0.02), so that both backends start from the same head."""
     root = workspace / name
     (root / "data").mkdir(parents=True)
-    weights = _weights(str(workspace / "init" / "model.ckpt"))
+    weights = read_checkpoint(str(workspace / "init" / "model.ckpt"))
     for head in ("output_weights", "output_bias"):
         del weights[head]  # The classifier's, of another shape.
     generator = np.random.default_rng(11)
@@ -645,8 +629,8 @@ def _task_outputs(task_runs, task):
 
 def _losses(outputs):
     """The per-step training losses of both runs: (reference, jax)."""
-    reference = _scalars(outputs["tensorflow"], "loss")
-    losses = _scalars(outputs["jax"], "loss")
+    reference = read_summary_scalars(outputs["tensorflow"], "loss")
+    losses = read_summary_scalars(outputs["jax"], "loss")
     assert reference and sorted(losses) == sorted(reference)
     steps = sorted(reference)
     reference = np.array([reference[step] for step in steps])
