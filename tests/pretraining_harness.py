@@ -68,6 +68,40 @@ def write_pretraining_records(path, arrays):
     return str(path)
 
 
+def write_tiny_pretraining_data(directory, seq_length, predictions,
+                                examples_per_shard=48, **config_changes):
+    """Two record shards (`records-0.tfrecord`, `records-1.tfrecord`) and
+    a tiny `bert_config.json` (`config_changes` applied) in `directory`.
+
+    Returns:
+      `directory`.
+    """
+    from modeling_harness import tiny_bert_config
+    for shard in range(2):
+        write_pretraining_records(
+            directory / f"records-{shard}.tfrecord",
+            make_pretraining_arrays(examples_per_shard, seq_length,
+                                    predictions, seed=shard))
+    tiny_bert_config(**config_changes).to_json_file(
+        str(directory / "bert_config.json"))
+    return directory
+
+
+def pretraining_command_line(data_dir, output_dir, seq_length, predictions,
+                             settings, **overrides):
+    """run_pretraining.py's `--name=value` flags on the data of
+    `write_tiny_pretraining_data`: its files, `seq_length`, `predictions`,
+    then `settings` and `overrides` (a None value leaves the flag out)."""
+    values = {
+        "input_file": f"{data_dir}/records-*.tfrecord",
+        "output_dir": str(output_dir),
+        "bert_config_file": str(data_dir / "bert_config.json"),
+        "max_seq_length": str(seq_length),
+        "max_predictions_per_seq": str(predictions),
+        **settings, **overrides}
+    return [f"--{k}={v}" for k, v in values.items() if v is not None]
+
+
 class ArrayPretrainingTask(pretraining.PretrainingTask):
     """The pretraining task on in-memory arrays, in a fixed order.
 

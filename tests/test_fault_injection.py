@@ -41,9 +41,8 @@ import time
 import numpy as np
 import pytest
 
-from modeling_harness import tiny_bert_config
-from pretraining_harness import make_pretraining_arrays
-from pretraining_harness import write_pretraining_records
+from pretraining_harness import pretraining_command_line
+from pretraining_harness import write_tiny_pretraining_data
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PREDICTIONS = 16, 4
@@ -157,33 +156,20 @@ def _dead_pid():
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
     """Two record shards and a tiny bert_config.json (dropout on)."""
-    directory = tmp_path_factory.mktemp("data")
-    for shard in range(2):
-        write_pretraining_records(
-            directory / f"records-{shard}.tfrecord",
-            make_pretraining_arrays(40, SEQ, PREDICTIONS, seed=shard))
-    tiny_bert_config(hidden_dropout_prob=0.1,
-                     attention_probs_dropout_prob=0.1).to_json_file(
-                         str(directory / "bert_config.json"))
-    return directory
+    return write_tiny_pretraining_data(
+        tmp_path_factory.mktemp("data"), SEQ, PREDICTIONS,
+        examples_per_shard=40, hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1)
 
 
 def pretraining_args(data_dir, output_dir, **overrides):
-    values = {
-        "input_file": f"{data_dir}/records-*.tfrecord",
-        "output_dir": str(output_dir),
-        "bert_config_file": str(data_dir / "bert_config.json"),
+    return pretraining_command_line(data_dir, output_dir, SEQ, PREDICTIONS, {
         "do_train": "True", "do_eval": "False",
         "train_batch_size": "4", "eval_batch_size": "4",
-        "max_seq_length": str(SEQ),
-        "max_predictions_per_seq": str(PREDICTIONS),
         "num_train_steps": "4", "num_warmup_steps": "1",
         "learning_rate": "1e-3", "save_checkpoints_steps": "1",
         "iterations_per_loop": "1", "log_steps": "1",
-        "keep_checkpoint_max": "0", "seed": "7",
-    }
-    values.update(overrides)
-    return [f"--{k}={v}" for k, v in values.items() if v is not None]
+        "keep_checkpoint_max": "0", "seed": "7"}, **overrides)
 
 
 @pytest.fixture(scope="module")

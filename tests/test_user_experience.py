@@ -19,9 +19,8 @@ import pytest
 
 from bert_tf import checkpoints
 
-from modeling_harness import tiny_bert_config
-from pretraining_harness import make_pretraining_arrays
-from pretraining_harness import write_pretraining_records
+from pretraining_harness import pretraining_command_line
+from pretraining_harness import write_tiny_pretraining_data
 from runner_harness import run_runner
 from runner_harness import start_runner
 
@@ -50,36 +49,18 @@ def user_environment(**changes):
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
     """Two record shards and a tiny bert_config.json."""
-    directory = tmp_path_factory.mktemp("ux_data")
-    for shard in range(2):
-        write_pretraining_records(
-            directory / f"records-{shard}.tfrecord",
-            make_pretraining_arrays(48, SEQ, PREDICTIONS, seed=shard))
-    tiny_bert_config().to_json_file(str(directory / "bert_config.json"))
-    return directory
+    return write_tiny_pretraining_data(
+        tmp_path_factory.mktemp("ux_data"), SEQ, PREDICTIONS)
 
 
 def pretraining_flags(data_dir, output_dir, **overrides):
-    values = {
-        "input_file": f"{data_dir}/records-*.tfrecord",
-        "output_dir": str(output_dir),
-        "bert_config_file": str(data_dir / "bert_config.json"),
-        "do_train": "True",
-        "do_eval": "True",
-        "train_batch_size": "8",
-        "eval_batch_size": "8",
-        "max_seq_length": str(SEQ),
-        "max_predictions_per_seq": str(PREDICTIONS),
-        "num_train_steps": "6",
-        "num_warmup_steps": "2",
-        "learning_rate": "1e-3",
-        "save_checkpoints_steps": "3",
-        "iterations_per_loop": "3",
-        "log_steps": "2",
-        "max_eval_steps": "3",
-    }
-    values.update(overrides)
-    return [f"--{k}={v}" for k, v in values.items() if v is not None]
+    return pretraining_command_line(data_dir, output_dir, SEQ, PREDICTIONS, {
+        "do_train": "True", "do_eval": "True",
+        "train_batch_size": "8", "eval_batch_size": "8",
+        "num_train_steps": "6", "num_warmup_steps": "2",
+        "learning_rate": "1e-3", "save_checkpoints_steps": "3",
+        "iterations_per_loop": "3", "log_steps": "2",
+        "max_eval_steps": "3"}, **overrides)
 
 
 def run_pretraining(data_dir, output_dir, **overrides):

@@ -23,7 +23,9 @@ from bert_tf import checkpoints
 
 from modeling_harness import tiny_bert_config
 from pretraining_harness import make_pretraining_arrays
+from pretraining_harness import pretraining_command_line
 from pretraining_harness import write_pretraining_records
+from pretraining_harness import write_tiny_pretraining_data
 from runner_harness import parse_runner_flags
 from runner_harness import start_runner
 
@@ -33,37 +35,19 @@ SEQ, PREDICTIONS = 32, 5
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
     """Two record shards and a tiny bert_config.json."""
-    directory = tmp_path_factory.mktemp("pretraining_data")
-    for shard in range(2):
-        write_pretraining_records(
-            directory / f"records-{shard}.tfrecord",
-            make_pretraining_arrays(48, SEQ, PREDICTIONS, seed=shard))
-    tiny_bert_config().to_json_file(str(directory / "bert_config.json"))
-    return directory
+    return write_tiny_pretraining_data(
+        tmp_path_factory.mktemp("pretraining_data"), SEQ, PREDICTIONS)
 
 
 def google_args(data_dir, output_dir, **overrides):
     """A command line as written for Google's run_pretraining.py."""
-    values = {
-        "input_file": f"{data_dir}/records-*.tfrecord",
-        "output_dir": str(output_dir),
-        "bert_config_file": str(data_dir / "bert_config.json"),
-        "do_train": "True",
-        "do_eval": "True",
-        "train_batch_size": "8",
-        "eval_batch_size": "8",
-        "max_seq_length": str(SEQ),
-        "max_predictions_per_seq": str(PREDICTIONS),
-        "num_train_steps": "4",
-        "num_warmup_steps": "2",
-        "learning_rate": "1e-3",
-        "save_checkpoints_steps": "2",
-        "iterations_per_loop": "2",
-        "max_eval_steps": "3",
-        "use_tpu": "False",
-    }
-    values.update(overrides)
-    return [f"--{k}={v}" for k, v in values.items() if v is not None]
+    return pretraining_command_line(data_dir, output_dir, SEQ, PREDICTIONS, {
+        "do_train": "True", "do_eval": "True",
+        "train_batch_size": "8", "eval_batch_size": "8",
+        "num_train_steps": "4", "num_warmup_steps": "2",
+        "learning_rate": "1e-3", "save_checkpoints_steps": "2",
+        "iterations_per_loop": "2", "max_eval_steps": "3",
+        "use_tpu": "False"}, **overrides)
 
 
 def parse(args):
