@@ -329,18 +329,9 @@ def test_dynamic_masking_with_lamb_and_accumulation(cased_tiny_dir, golden_dir,
                                                     tmp_path):
     output_dir = tmp_path / "out"
     flag_values = parse([
-        f"--input_file={golden_dir}/create_pretraining_data/corpus.txt",
-        f"--output_dir={output_dir}",
-        f"--bert_config_file={cased_tiny_dir}/bert_config.json",
-        f"--vocab_file={cased_tiny_dir}/vocab.txt", "--do_lower_case=False",
-        "--dynamic_masking=True", "--do_whole_word_mask=True",
-        "--optimizer=lamb", "--num_accumulation_steps=2", "--seed=3",
-        "--log_steps=1",
-        "--do_train=True", "--do_eval=True", "--train_batch_size=4",
-        "--eval_batch_size=4", f"--max_seq_length={SEQ}",
-        f"--max_predictions_per_seq={PREDICTIONS}", "--num_train_steps=2",
-        "--num_warmup_steps=0", "--learning_rate=1e-3", "--max_eval_steps=2",
-    ])
+        *_dynamic_masking_args(cased_tiny_dir, golden_dir),
+        f"--output_dir={output_dir}", "--do_whole_word_mask=True",
+        "--optimizer=lamb", "--num_accumulation_steps=2", "--log_steps=1"])
     results = run_pretraining.run(flag_values)
     assert results["global_step"] == 2
     assert 0.0 <= results["masked_lm_accuracy"] <= 1.0
@@ -396,16 +387,8 @@ def test_left_to_right_with_dynamic_masking(cased_tiny_dir, golden_dir,
                                             tmp_path):
     output_dir = tmp_path / "out"
     flag_values = parse([
-        f"--input_file={golden_dir}/create_pretraining_data/corpus.txt",
-        f"--output_dir={output_dir}",
-        f"--bert_config_file={cased_tiny_dir}/bert_config.json",
-        f"--vocab_file={cased_tiny_dir}/vocab.txt", "--do_lower_case=False",
-        "--dynamic_masking=True", "--pretraining_objective=ltr", "--seed=3",
-        "--do_train=True", "--do_eval=True", "--train_batch_size=4",
-        "--eval_batch_size=4", f"--max_seq_length={SEQ}",
-        f"--max_predictions_per_seq={PREDICTIONS}", "--num_train_steps=2",
-        "--num_warmup_steps=0", "--learning_rate=1e-3", "--max_eval_steps=2",
-    ])
+        *_dynamic_masking_args(cased_tiny_dir, golden_dir),
+        f"--output_dir={output_dir}", "--pretraining_objective=ltr"])
     run_pretraining.run(flag_values)
     assert sorted(_eval_results(output_dir)) == [
         "global_step", "lm_accuracy", "lm_loss", "loss"]
